@@ -1,0 +1,167 @@
+"""Stream quality counters for high-rate sampled topics (1 kHz joint states).
+
+:class:`StreamQuality` looks at one stamp per sample, in arrival order, in O(1)
+time and memory, and counts what makes data unfit for identification: gaps,
+dropped samples inferred from the stamp spacing, duplicates, stamps going
+backwards, non-finite values and rejected messages.
+"""
+
+import math
+
+import numpy as np
+
+
+class StreamQuality:
+    """Running counters of one sampled stream.
+
+    Parameters
+    ----------
+    expected_rate : float
+        Nominal sample rate (Hz); drops are inferred at period ``1 / expected_rate``.
+    gap_threshold : float
+        A stamp step longer than this (s) counts as a gap (default 2 ms).
+
+    Notes
+    -----
+    A step of ``dt`` seconds counts ``round(dt * expected_rate) - 1`` drops when
+    it exceeds 1.5 periods. A step of zero is a duplicate, a negative step is
+    out of order; neither moves the reference stamp forward.
+    """
+
+    def __init__(self, expected_rate=1000.0, gap_threshold=0.002):
+        if not expected_rate > 0:
+            raise ValueError(f'expected_rate = {expected_rate} Hz must be > 0')
+        if not gap_threshold > 0:
+            raise ValueError(f'gap_threshold = {gap_threshold} s must be > 0')
+        self.expected_rate = float(expected_rate)
+        self.gap_threshold = float(gap_threshold)
+        self._period = 1.0 / self.expected_rate
+        self.reset()
+
+    def reset(self):
+        """Forget everything counted so far."""
+        self.count = 0
+        self.accepted = 0
+        self.first_stamp = None
+        self.last_stamp = None
+        self.gaps = 0
+        self.max_gap = 0.0
+        self.drops = 0
+        self.duplicates = 0
+        self.out_of_order = 0
+        self.nonfinite = 0
+        self.rejected = {}
+
+    def update(self, stamp, values=None):
+        """Count one sample.
+
+        Parameters
+        ----------
+        stamp : float
+            Sample time (s), from ``header.stamp``.
+        values : array_like, optional
+            The sample's values; any NaN or inf makes it non-finite.
+
+        Returns
+        -------
+        bool
+            True when the sample is usable: finite, not a duplicate and not out
+            of order.
+        """
+        self.count += 1
+        ok = True
+        if values is not None and not np.isfinite(values).all():
+            self.nonfinite += 1
+            ok = False
+        last = self.last_stamp
+        if last is None:
+            self.first_stamp = stamp
+            self.last_stamp = stamp
+        else:
+            dt = stamp - last
+            if dt > 0.0:
+                if dt > self.gap_threshold:
+                    self.gaps += 1
+                if dt > self.max_gap:
+                    self.max_gap = dt
+                if dt > 1.5 * self._period:
+                    self.drops += int(round(dt * self.expected_rate)) - 1
+                self.last_stamp = stamp
+            elif dt == 0.0:
+                self.duplicates += 1
+                ok = False
+            else:
+                self.out_of_order += 1
+                ok = False
+        if ok:
+            self.accepted += 1
+        return ok
+
+    def reject(self, reason):
+        """Count a message that could not be used at all (wrong lengths, no effort...)."""
+        self.count += 1
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+    @property
+    def n_rejected(self):
+        return sum(self.rejected.values())
+
+    def summary(self):
+        """Counters as a plain dict (JSON-ready).
+
+        Returns
+        -------
+        dict
+            ``messages`` (all counted), ``accepted``, ``duration_s``, ``rate_hz``,
+            ``expected_rate_hz``, ``gaps`` (steps over ``gap_threshold_s``),
+            ``max_gap_s``, ``drops``, ``delivered_fraction`` (accepted over
+            accepted + drops), ``duplicates``, ``out_of_order``, ``nonfinite``,
+            ``rejected`` (reason -> count), ``first_stamp``, ``last_stamp``.
+        """
+        stamped = self.count - self.n_rejected
+        duration = 0.0 if self.first_stamp is None else self.last_stamp - self.first_stamp
+        rate = (stamped - 1 - self.duplicates - self.out_of_order) / duration \
+            if duration > 0 else 0.0
+        expected = self.accepted + self.nonfinite + self.drops
+        return {
+            'messages': self.count,
+            'accepted': self.accepted,
+            'duration_s': duration,
+            'rate_hz': rate,
+            'expected_rate_hz': self.expected_rate,
+            'gap_threshold_s': self.gap_threshold,
+            'gaps': self.gaps,
+            'max_gap_s': self.max_gap,
+            'drops': self.drops,
+            'delivered_fraction': (self.accepted + self.nonfinite) / expected if expected else 1.0,
+            'duplicates': self.duplicates,
+            'out_of_order': self.out_of_order,
+            'nonfinite': self.nonfinite,
+            'rejected': dict(self.rejected),
+            'first_stamp': self.first_stamp,
+            'last_stamp': self.last_stamp,
+        }
+
+
+def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.002):
+    """Counters of a whole recorded stream (same rules as :class:`StreamQuality`).
+
+    Parameters
+    ----------
+    stamps : array_like, (N,)
+        Sample times (s) in arrival order.
+    values : array_like, (N, n), optional
+        Sample values checked for NaN and inf.
+
+    Returns
+    -------
+    dict
+        As :meth:`StreamQuality.summary`.
+    """
+    q = StreamQuality(expected_rate, gap_threshold)
+    stamps = np.asarray(stamps, dtype=float)
+    finite = np.ones(stamps.shape[0], dtype=bool) if values is None else \
+        np.isfinite(np.asarray(values, dtype=float).reshape(stamps.shape[0], -1)).all(axis=1)
+    for t, ok in zip(stamps.tolist(), finite.tolist()):
+        q.update(t, None if ok else (math.nan,))
+    return q.summary()

@@ -1,0 +1,64 @@
+"""Stream quality counters: gaps, drops, duplicates, out-of-order, NaN, rejections."""
+
+import math
+
+import numpy as np
+import pytest
+
+from arm_dyn_id.quality import StreamQuality, stream_quality
+
+
+def test_clean_stream():
+    q = StreamQuality(1000.0)
+    for i in range(1001):
+        assert q.update(100.0 + i * 1e-3, [1.0, 2.0])
+    s = q.summary()
+    assert s['gaps'] == s['drops'] == s['duplicates'] == s['out_of_order'] == 0
+    assert s['rate_hz'] == pytest.approx(1000.0)
+    assert s['duration_s'] == pytest.approx(1.0)
+    assert s['delivered_fraction'] == 1.0
+
+
+def test_counts_each_defect():
+    q = StreamQuality(1000.0, gap_threshold=0.002)
+    stamps = [0.000, 0.001, 0.002, 0.006,   # 4 ms step: one gap, three drops
+              0.006,                          # duplicate
+              0.005,                          # out of order
+              0.007, 0.008]
+    for t in stamps:
+        q.update(t, [0.0])
+    q.update(0.009, [math.nan])
+    q.update(0.010, [math.inf])
+    q.reject('length mismatch')
+    q.reject('length mismatch')
+    q.reject('missing effort')
+    s = q.summary()
+    assert s['gaps'] == 1
+    assert s['max_gap_s'] == pytest.approx(0.004)
+    assert s['drops'] == 3
+    assert s['duplicates'] == 1
+    assert s['out_of_order'] == 1
+    assert s['nonfinite'] == 2
+    assert s['rejected'] == {'length mismatch': 2, 'missing effort': 1}
+    assert s['messages'] == len(stamps) + 2 + 3
+    assert s['accepted'] == len(stamps) - 2
+
+
+def test_two_ms_step_is_one_drop_not_a_gap():
+    q = StreamQuality(1000.0, 0.002)
+    for t in (0.0, 0.001, 0.003):
+        q.update(t)
+    assert q.drops == 1 and q.gaps == 0
+
+
+def test_batch_helper_agrees():
+    t = np.r_[np.arange(100) * 1e-3, 0.2, 0.2]
+    v = np.ones((t.size, 2))
+    v[5, 1] = np.nan
+    s = stream_quality(t, v)
+    assert s['nonfinite'] == 1 and s['duplicates'] == 1 and s['gaps'] == 1
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match='expected_rate'):
+        StreamQuality(0.0)
