@@ -1,0 +1,36 @@
+"""Simulated arm node: a MuJoCo arm that follows trajectories, publishes joint states.
+
+Placeholder until it is implemented.
+"""
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+
+class SimArmNode(Node):
+    """Placeholder node: says it is not implemented and does nothing else."""
+
+    def __init__(self):
+        super().__init__('sim_arm_node')
+        self.get_logger().info('sim_arm_node: not implemented yet')
+
+
+def main(args=None):
+    """Run the node; returns 0 (the process exit code)."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SimArmNode()
+        rclpy.spin_once(node, timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
