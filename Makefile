@@ -1,0 +1,52 @@
+# Two-command setup: `make test` and `make demo` create .venv and install into it
+# on first use (requirements.txt pins + this package, editable), then run.
+# The install is redone only when requirements.txt, setup.py or setup.cfg change.
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+FLAKE8_PIN := flake8==7.5.0
+
+.PHONY: test demo bench lint venv clean
+
+test: $(STAMP)
+	$(VPY) -m pytest -q -p no:cacheprovider test
+
+demo: $(STAMP)
+	$(VENV)/bin/arm-dyn-id demo
+
+# Benchmarks print numbers for docs/benchmarks.md; not part of CI.
+bench: $(STAMP)
+	@set -e; found=0; for f in bench/*.py; do \
+	  [ -f "$$f" ] || continue; found=1; echo "== $$f"; $(VPY) "$$f"; done; \
+	  [ $$found = 1 ] || echo "no benchmarks in bench/"
+
+lint: $(STAMP)
+	@$(VPY) -m flake8 --version >/dev/null 2>&1 || $(VPY) -m pip install -q $(FLAKE8_PIN)
+	$(VPY) -m flake8 arm_dyn_id/*.py nodes launch test bench setup.py
+
+venv: $(STAMP)
+
+# The venv is made with the first python3 on PATH; it must be 3.10 or newer.
+$(VPY):
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+	  echo "error: '$(PYTHON)' not found on PATH; install Python >= 3.10" \
+	       "(or run: make PYTHON=/path/to/python3.x ...)" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { \
+	  echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())')," \
+	       "arm_dyn_id needs Python >= 3.10 (run: make PYTHON=/path/to/python3.x ...)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# --use-pep517: build an editable wheel (PEP 660) so pip puts the commands in
+# .venv/bin. Without it, an old pip with `wheel` installed falls back to
+# `setup.py develop`, which obeys setup.cfg's script_dir (lib/arm_dyn_id, for
+# ros2 run) and leaves arm-dyn-id off PATH.
+$(STAMP): requirements.txt setup.py setup.cfg package.xml | $(VPY)
+	$(VPY) -m pip install -q -r requirements.txt
+	$(VPY) -m pip install -q --no-deps --use-pep517 -e .
+	@touch $@
+
+clean:
+	rm -rf $(VENV) build install log demo_output *.egg-info .pytest_cache
+	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
