@@ -1,4 +1,7 @@
-"""Excitation node: drives the arm through excitation trajectories (placeholder until it is implemented)."""
+"""Excitation node: drives the arm through excitation trajectories.
+
+Placeholder until it is implemented.
+"""
 
 import rclpy
 from rclpy.executors import ExternalShutdownException

@@ -1,4 +1,7 @@
-"""Identifier node: fits the dynamic model and serves gravity torques (placeholder until it is implemented)."""
+"""Identifier node: fits the dynamic model and serves gravity torques.
+
+Placeholder until it is implemented.
+"""
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
