@@ -12,6 +12,8 @@ name; joints of the URDF that are not configured stay at zero, as in RobotModel.
 Environment boxes come from the config key ``environment_boxes``: a flat list of
 doubles (a ROS parameter cannot be nested), six per box: centre x, y, z and size
 x, y, z (m), axis-aligned in the URDF's root frame. ``min_clearance`` (m) is ε.
+``collision_ignored_pairs`` lists link names two by two (flat, as an SRDF's disabled
+collisions) for pairs whose collision shapes overlap by construction.
 """
 
 import numpy as np
@@ -67,7 +69,8 @@ class ClearanceChecker:
         ε (m): a configuration is feasible when every checked distance exceeds it.
     """
 
-    def __init__(self, urdf, joints, environment_boxes=None, min_clearance=DEFAULT_MIN_CLEARANCE):
+    def __init__(self, urdf, joints, environment_boxes=None, min_clearance=DEFAULT_MIN_CLEARANCE,
+                 ignored_pairs=()):
         import coal
         self.min_clearance = float(min_clearance)
         if not np.isfinite(self.min_clearance) or self.min_clearance < 0:
@@ -90,6 +93,16 @@ class ClearanceChecker:
             self.geom.addGeometryObject(obj)
         parents = self.model.parents
         objs = self.geom.geometryObjects
+        ignored = list(ignored_pairs or ())
+        if len(ignored) % 2:
+            raise ConfigError(f'parameter collision_ignored_pairs = {ignored} must list link '
+                              'names two by two')
+        link_of = [self.model.frames[o.parentFrame].name for o in objs]
+        skip = {frozenset(ignored[k:k + 2]) for k in range(0, len(ignored), 2)}
+        unknown = [x for x in ignored if x not in link_of]
+        if unknown:
+            raise ConfigError(f'parameter collision_ignored_pairs names {unknown[0]!r}, which has '
+                              f'no collision shape in {urdf} (links: {sorted(set(link_of))})')
         for a in range(len(objs)):
             for b in range(a + 1, len(objs)):
                 ja, jb = objs[a].parentJoint, objs[b].parentJoint
@@ -99,6 +112,8 @@ class ClearanceChecker:
                         continue
                 elif ja == jb or parents[ja] == jb or parents[jb] == ja:
                     continue    # same or adjacent links always touch at the joint
+                elif frozenset((link_of[a], link_of[b])) in skip:
+                    continue
                 self.geom.addCollisionPair(pin.CollisionPair(a, b))
         self._pair_names = [(objs[p.first].name, objs[p.second].name)
                             for p in self.geom.collisionPairs]
@@ -107,10 +122,12 @@ class ClearanceChecker:
 
     @classmethod
     def from_config(cls, config):
-        """From an ArmConfig: ``environment_boxes`` and ``min_clearance`` from ``extra``."""
+        """From an ArmConfig: ``environment_boxes``, ``min_clearance`` and
+        ``collision_ignored_pairs`` from ``extra``."""
         extra = config.extra or {}
         return cls(config.urdf, config.joints, extra.get('environment_boxes'),
-                   extra.get('min_clearance', DEFAULT_MIN_CLEARANCE))
+                   extra.get('min_clearance', DEFAULT_MIN_CLEARANCE),
+                   extra.get('collision_ignored_pairs', ()))
 
     @property
     def pair_names(self):

@@ -40,7 +40,7 @@ DEFAULT_SWEEP_RANGE = 1.2                # rad
 QUICK_SWEEP_RANGE = 0.5                  # rad
 DEFAULT_SETTLE_TIME = 2.0                # s
 DEFAULT_RAMP_ACCELERATION = 0.1          # rad/s², peak, at reversals
-DEFAULT_TRANSFER_SPEED = 0.25            # rad/s, peak, between poses
+DEFAULT_TRANSFER_SPEED = 0.5             # rad/s, peak, between poses
 DEFAULT_TRANSFER_ACCELERATION = 0.5      # rad/s², peak
 DEFAULT_POSITION_MARGIN = 0.05           # rad kept from every position limit
 
@@ -568,9 +568,10 @@ def make_sweeps(config, spec, sweep_range, margin=DEFAULT_POSITION_MARGIN):
 
 def default_poses(config, poses_per_joint=2, joint_order=None, checker=None,
                   sweep_range=DEFAULT_SWEEP_RANGE, margin=DEFAULT_POSITION_MARGIN):
-    """Unoptimised static poses: for pose k of P, every joint at fraction (k+1)/(P+1) of
-    its range, the sweep centred. With a ``checker``, a pose whose sweep collides is
-    replaced by the next fraction of 0.5, 0.4, 0.6, 0.3, 0.7, ... that is free.
+    """Unoptimised static poses: for pose k of P, every joint (and the sweep centre) at
+    fraction (k+1)/(P+1) of its range. With a ``checker``, a pose whose sweep collides is
+    replaced by the next fraction of 0.5, 0.4, 0.6, 0.3, 0.7, ... that is free, and
+    when none is, by a seeded random free pose.
 
     Returns
     -------
@@ -588,22 +589,23 @@ def default_poses(config, poses_per_joint=2, joint_order=None, checker=None,
                 if any(abs(frac - u) < 1e-9 for u in used):
                     continue
                 pose = lo + frac * (hi - lo)
-                pose[j] = 0.5 * (lo[j] + hi[j])
                 if checker is None:
                     break
                 sw = make_sweeps(config, [(j, pose)], sweep_range, margin)[0]
                 if checker.clearance(sw.samples(9)).min() > checker.min_clearance + 0.01:
                     break
             else:
-                raise ConfigError(f'no collision-free default pose for a sweep of '
-                                  f'{config.joints[j]}; give poses or optimise them')
+                # no shared fraction is free: a seeded random free pose
+                rng = np.random.default_rng(1000 * j + k)
+                pose = random_feasible_poses(config, [j], 1, rng, checker, sweep_range,
+                                             margin)[0][1]
             used.append(frac)
             spec.append((j, pose))
     return spec
 
 
 def reciprocating_plan(robot=None, config=None, poses=None, speed=DEFAULT_SPEED,
-                       sweep_range=None, settle_time=DEFAULT_SETTLE_TIME, cycles=1,
+                       sweep_range=None, settle_time=None, cycles=1,
                        poses_per_joint=None, joint_order=None,
                        ramp_acceleration=DEFAULT_RAMP_ACCELERATION,
                        transfer_speed=DEFAULT_TRANSFER_SPEED,
@@ -628,7 +630,7 @@ def reciprocating_plan(robot=None, config=None, poses=None, speed=DEFAULT_SPEED,
         Angle swept per pose (rad), clipped to each joint's limits minus ``margin``;
         default 1.2 rad (0.5 with ``quick``).
     settle_time : float
-        Hold (s) before each pose's first sweep.
+        Hold (s) before each pose's first sweep; default 2 s (1 s with ``quick``).
     cycles : int
         Forward + backward pairs per pose.
     poses_per_joint : int
@@ -658,6 +660,8 @@ def reciprocating_plan(robot=None, config=None, poses=None, speed=DEFAULT_SPEED,
         sweep_range = QUICK_SWEEP_RANGE if quick else DEFAULT_SWEEP_RANGE
     if poses_per_joint is None:
         poses_per_joint = 1 if quick else 2
+    if settle_time is None:
+        settle_time = DEFAULT_SETTLE_TIME / 2 if quick else DEFAULT_SETTLE_TIME
     if not (speed > 0 and np.isfinite(speed)):
         raise ConfigError(f'sweep speed {speed} rad/s must be > 0')
     if cycles < 1:
@@ -777,6 +781,7 @@ def gravity_criteria(robot, plan_or_q, base=None):
         samples; ``condition_number``: of the stacked base regressor.
     """
     from .base_parameters import gravity_base_parameters
+    from .optimisation import condition_number
     if base is None:
         base = gravity_base_parameters(robot)
     if isinstance(plan_or_q, Plan):
@@ -787,7 +792,7 @@ def gravity_criteria(robot, plan_or_q, base=None):
         q = np.atleast_2d(plan_or_q)
     Y = base.reduce(robot.gravity_regressor(q)) / robot.gravity_magnitude
     return {'range_objective': float(np.sum(Y.max(axis=0) - Y.min(axis=0))),
-            'condition_number': float(np.linalg.cond(Y.reshape(-1, Y.shape[-1])))}
+            'condition_number': condition_number(Y)}
 
 
 def random_feasible_poses(config, joint_order, poses_per_joint, rng, checker=None,
