@@ -63,6 +63,82 @@ def _rotations(axis, angles):
 
 
 
+# Lazy 3-vectors and 3x3 matrices for the batch kernel: each entry is either a
+# Python float (the same for every sample) or an (N,) array. DH placements and
+# joint axes are full of exact zeros and ones; folding them away symbolically
+# skips most of the per-sample arithmetic.
+
+def _clean(x):
+    x = float(x)
+    for c in (0.0, 1.0, -1.0):
+        if abs(x - c) < 1e-12:
+            return c
+    return x
+
+
+def _mul(a, b):
+    a_const, b_const = isinstance(a, float), isinstance(b, float)
+    if (a_const and a == 0.0) or (b_const and b == 0.0):
+        return 0.0
+    if a_const and b_const:
+        return a * b
+    if a_const:
+        a, b = b, a
+        a_const, b_const = b_const, a_const
+    # a is an array here
+    if b_const:
+        return a if b == 1.0 else (-a if b == -1.0 else a * b)
+    return a * b
+
+
+def _add(a, b):
+    if isinstance(a, float) and a == 0.0:
+        return b
+    if isinstance(b, float) and b == 0.0:
+        return a
+    return a + b
+
+
+def _neg(a):
+    return -a
+
+
+def _dot(u, v):
+    out = 0.0
+    for x, y in zip(u, v):
+        out = _add(out, _mul(x, y))
+    return out
+
+
+def _matmul(A, B):
+    """Lazy (3x3) @ (3x3), matrices as tuples of rows."""
+    cols = tuple(zip(*B))
+    return tuple(tuple(_dot(row, col) for col in cols) for row in A)
+
+
+def _matvec(A, v):
+    return tuple(_dot(row, v) for row in A)
+
+
+def _const_matrix(R):
+    return tuple(tuple(_clean(x) for x in row) for row in np.asarray(R))
+
+
+def _spin(axis, angle):
+    """Lazy rotation about a constant unit axis by angles (N,)."""
+    axis = tuple(_clean(a) for a in axis)
+    c, s = np.cos(angle), np.sin(angle)
+    for k, e in enumerate(((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))):
+        if axis == e:
+            i, j = (k + 1) % 3, (k + 2) % 3
+            R = [[0.0] * 3 for _ in range(3)]
+            R[k][k] = 1.0
+            R[i][i], R[j][j], R[i][j], R[j][i] = c, c, -s, s
+            return tuple(tuple(row) for row in R)
+    R = _rotations(np.asarray(axis), angle)
+    return tuple(tuple(R[a, b] for b in range(3)) for a in range(3))
+
+
 def load_urdf_model(path):
     """Parse a URDF into a pinocchio model, with errors that name the file.
 
@@ -137,6 +213,10 @@ class RobotModel:
         self._order = np.argsort(self._idx_v)      # config order -> v order
         self._axes = [_joint_axis(pin_model.joints[j]) for j in range(1, pin_model.njoints)]
         # _moves_mask[r, b]: configured joint r moves body b (is b's ancestor or b itself)
+        self._placements = [
+            (_const_matrix(pin_model.jointPlacements[j].rotation),
+             tuple(_clean(x) for x in pin_model.jointPlacements[j].translation))
+            for j in range(1, pin_model.njoints)]
         ancestors = self._ancestors()
         self._moves_mask = np.array([[float(j - 1 in ancestors[b]) for b in range(self.n_bodies)]
                                      for j in self._jid])
@@ -326,41 +406,43 @@ class RobotModel:
             out[lo:hi] = self._gravity_regressor_chunk(q[lo:hi], g)
         return out[0] if single else out
 
-    _CHUNK = 20000   # samples per block: keeps temporaries in cache-friendly sizes
+    _CHUNK = 8192    # samples per block: keeps the block (n x 4nb x N) in cache
 
     def _gravity_regressor_chunk(self, q, g):
-        # Structure of arrays: the sample axis is last and contiguous, so every
-        # step below is a handful of elementwise operations on length-N vectors.
+        # Structure of arrays with lazy constants: the sample axis is last, every
+        # step is a few elementwise operations on length-N vectors, and products
+        # with the exact zeros/ones of the joint placements are skipped.
         n_samples, nb = q.shape[0], self.n_bodies
-        angles = np.zeros((nb, n_samples))
-        angles[self._jid - 1] = q.T
-        rot = np.empty((nb, 3, 3, n_samples))
-        pos = np.empty((nb, 3, n_samples))
+        angles = [None] * nb
+        for row, jid in enumerate(self._jid):
+            angles[jid - 1] = np.ascontiguousarray(q[:, row])
+        rot, pos = [None] * nb, [None] * nb
         for j in range(1, self.model.njoints):
             b, parent = j - 1, self.model.parents[j]
-            placement = self.model.jointPlacements[j]
-            spin = _rotations(self._axes[b], angles[b])
-            local = sum(placement.rotation[:, k, None, None] * spin[None, k] for k in range(3))
+            placement = self._placements[b]
+            local = _matmul(placement[0], _spin(self._axes[b], angles[b]))
             if parent == 0:
-                rot[b] = local
-                pos[b] = placement.translation[:, None]
+                rot[b], pos[b] = local, placement[1]
             else:
-                r_parent = rot[parent - 1]
-                rot[b] = sum(r_parent[:, k, None, :] * local[None, k] for k in range(3))
-                pos[b] = pos[parent - 1] + sum(r_parent[:, k] * placement.translation[k]
-                                               for k in range(3))
+                rp = rot[parent - 1]
+                rot[b] = _matmul(rp, local)
+                pos[b] = tuple(_add(p, t) for p, t in zip(pos[parent - 1],
+                                                          _matvec(rp, placement[1])))
+        g = tuple(_clean(x) for x in g)
         out = np.zeros((self.n_joints, 4 * nb, n_samples))
         for row, jid in enumerate(self._jid):
             i = jid - 1
-            z = sum(rot[i][:, k] * self._axes[i][k] for k in range(3))        # (3, N)
-            gxz = np.stack([g[1] * z[2] - g[2] * z[1],
-                            g[2] * z[0] - g[0] * z[2],
-                            g[0] * z[1] - g[1] * z[0]])
-            moved = np.flatnonzero(self._moves_mask[row])
-            # Y[i, m_b] = -(p_b - p_i).(g x z_i);  Y[i, h_b] = -R_b^T (g x z_i)
-            view = out[row].reshape(nb, 4, n_samples)
-            view[moved, 0] = -np.einsum('ban,an->bn', pos[moved] - pos[i], gxz)
-            view[moved, 1:] = -np.einsum('bacn,an->bcn', rot[moved], gxz)
+            z = _matvec(rot[i], tuple(_clean(a) for a in self._axes[i]))
+            gxz = (_add(_mul(g[1], z[2]), _neg(_mul(g[2], z[1]))),
+                   _add(_mul(g[2], z[0]), _neg(_mul(g[0], z[2]))),
+                   _add(_mul(g[0], z[1]), _neg(_mul(g[1], z[0]))))
+            for b in np.flatnonzero(self._moves_mask[row]):
+                # Y[i, m_b] = -(p_b - p_i).(g x z_i);  Y[i, h_b] = -R_b^T (g x z_i)
+                rel = tuple(_add(pb, _neg(pi)) for pb, pi in zip(pos[b], pos[i]))
+                out[row, 4 * b] = _neg(_dot(rel, gxz))
+                for c in range(3):
+                    out[row, 4 * b + 1 + c] = _neg(_dot((rot[b][0][c], rot[b][1][c],
+                                                         rot[b][2][c]), gxz))
         return out.transpose(2, 0, 1)
 
     def _ancestors(self):
