@@ -128,9 +128,11 @@ def _inertia_box(link):
         return None
     mass = float(inertial.find('mass').get('value'))
     el = inertial.find('inertia')
-    inertia = np.array([[float(el.get('ixx', 0)), float(el.get('ixy', 0)), float(el.get('ixz', 0))],
-                        [float(el.get('ixy', 0)), float(el.get('iyy', 0)), float(el.get('iyz', 0))],
-                        [float(el.get('ixz', 0)), float(el.get('iyz', 0)), float(el.get('izz', 0))]])
+    def get(key):
+        return float(el.get(key, 0))
+    inertia = np.array([[get('ixx'), get('ixy'), get('ixz')],
+                        [get('ixy'), get('iyy'), get('iyz')],
+                        [get('ixz'), get('iyz'), get('izz')]])
     if mass <= 0:
         return None
     xyz, rpy = _origin(inertial)

@@ -64,7 +64,8 @@ def check_export(model, urdf, tmp_path):
         com = np.array([float(v) for v in inertial.find('origin').get('xyz').split()])
         assert mass > 0
         box = boxes[link.get('name')]
-        assert np.all(com >= box.lower - 1e-9) and np.all(com <= box.upper + 1e-9), link.get('name')
+        inside = np.all(com >= box.lower - 1e-9) and np.all(com <= box.upper + 1e-9)
+        assert inside, link.get('name')
     return text
 
 
