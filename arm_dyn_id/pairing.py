@@ -87,6 +87,22 @@ def sweeps_from_markers(t, markers):
     return sweeps
 
 
+def phase_mask(t, markers, phases):
+    """Boolean mask of the samples whose segment phase is one of ``phases``, (N,)."""
+    markers = sorted(markers, key=lambda m: m['t'])
+    mask = np.zeros(len(t), dtype=bool)
+    for k, marker in enumerate(markers):
+        if marker.get('phase') in phases:
+            t_end = markers[k + 1]['t'] if k + 1 < len(markers) else np.inf
+            mask |= (t >= marker['t']) & (t < t_end)
+    return mask
+
+
+#: Phases at the plan's low speed (<= 3 °/s), on which a gravity model is validated;
+#: transfers between poses ('approach') move faster and carry dynamics.
+QUASI_STATIC_PHASES = ('settle', 'sweep', 'reversal')
+
+
 def pair_sweeps(sweeps):
     """Pair each forward sweep with the next backward sweep of the same joint.
 
