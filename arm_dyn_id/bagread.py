@@ -395,8 +395,14 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
     q = np.concatenate([c[2] for c in chunks])[order]
     dq = np.concatenate([c[3] for c in chunks])[order]
     cur = np.concatenate([c[4] for c in chunks])[order]
-    expected_rate = ((recorded or {}).get('quality') or {}).get('expected_rate_hz') or 1000.0
-    loaded = stream_quality_fast(t, np.hstack([q, cur]), expected_rate=expected_rate)
+    expected_rate = ((recorded or {}).get('quality') or {}).get('expected_rate_hz')
+    if not expected_rate:
+        # plain bags: the nominal rate is the median step's (gaps then count at 2 periods)
+        steps = np.diff(t)
+        steps = steps[steps > 0]
+        expected_rate = 1.0 / float(np.median(steps)) if steps.size else 1000.0
+    loaded = stream_quality_fast(t, np.hstack([q, cur]), expected_rate=expected_rate,
+                                 gap_threshold=2.0 / expected_rate)
     usable = loaded.pop('usable')
     loaded['rejected'] = dict(rejected)
     loaded['messages'] += sum(rejected.values())
@@ -515,7 +521,7 @@ def write_bag(path, stamps, names, position, effort, velocity=None, topic='/join
     texts.sort(key=lambda x: x[0])
     log = np.round(stamps * 1e9).astype(np.int64)
     tnames = list(names if torque_names is None else torque_names)
-    tidx = [list(names).index(j) for j in tnames]
+    tidx = None if torques is None else [list(names).index(j) for j in tnames]
     with Writer(Path(path), version=version, storage_plugin=plugin) as writer:
         conns = {topic: writer.add_connection(topic, JOINT_STATE, typestore=store)}
         if torques is not None:
