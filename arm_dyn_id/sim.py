@@ -4,7 +4,9 @@ ROS-free core of ``sim_arm_node``. The URDF is loaded into MuJoCo (visuals and m
 geometry stripped, fixed links merged by MuJoCo); one actuator per joint is added
 through ``MjSpec`` (a URDF cannot declare actuators). Fixed links are kept as
 bodies (``fusestatic`` off) so that a payload body can be added to the ``flange``
-frame and the spec recompiled while running. Integrator: implicitfast at
+frame and the spec recompiled while running. Contacts are disabled: the simulated
+torque is the rigid-body model's plus friction (avoiding collisions is the
+excitation planner's job). Integrator: implicitfast at
 ``timestep`` (1 ms).
 
 **The drive** is a joint-level PID position controller with velocity reference::
@@ -177,7 +179,7 @@ class SimParams:
         ConfigError
             Naming the parameter and the offending value.
         """
-        p = dict(params or {})
+        p = {k: v for k, v in dict(params or {}).items() if v is not None}
 
         def optional_vec(key, minimum=0.0):
             value = p.get(key)
@@ -303,6 +305,9 @@ class SimArm:
                               f'{list(self.joint_names)}; the simulator drives every joint')
         spec.option.timestep = params.timestep
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        # contacts off: the simulated torque is the rigid-body model's plus friction;
+        # keeping clear of collisions is the excitation planner's job
+        spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
         # keep fixed links (flange) as bodies so a payload can hang on the flange
         spec.compiler.fusestatic = False
         self._flange = self._find_flange(spec)

@@ -1,35 +1,434 @@
-"""Simulated arm node: a MuJoCo arm that follows trajectories, publishes joint states.
+"""Simulated arm node: a MuJoCo arm that follows trajectories and publishes joint states.
 
-Placeholder until it is implemented.
+Stands in for a real arm driven by ros2_control (see docs/simulation.md):
+
+- subscribes ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory,
+  joint_trajectory_controller semantics) and ``<controller>/commands``
+  (std_msgs/Float64MultiArray, positions in the order of ``joints``);
+- publishes ``joint_states`` (sensor_msgs/JointState: position rad, velocity
+  rad/s, motor current A in ``effort``) at ``publish_rate``, ``diagnostics`` once a
+  second of simulated time, and in sim-time mode ``/clock`` every step;
+- services ``~/attach_payload``, ``~/detach_payload``, ``~/set_gravity``
+  (std_srvs/Trigger, reading the parameters ``payload_mass``, ``payload_com``,
+  ``gravity``); the same parameters also act when set at run time.
+
+Time: with ``use_sim_time`` false the arm steps in real time on a dedicated thread
+and stamps samples with the wall clock (start time + simulated time). With
+``use_sim_time`` true the node *is* the clock: every 1 ms step it publishes
+``/clock`` and then ``joint_states``, paced at ``real_time_factor`` (0 = as fast
+as possible).
 """
 
+import threading
+import time
+
+import numpy as np
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from arm_dyn_id.config import load_arm_config
+from arm_dyn_id.errors import ConfigError, URDFError
+from arm_dyn_id.sim import SimArm, SimParams
+from arm_dyn_id.trajectory_follow import JointTrajectoryFollower
+
+NODE_NAME = 'sim_arm_node'
+
+#: SimParams keys that may change while running (the rest are read-only).
+_RUNTIME_KEYS = ('gravity', 'payload_mass', 'payload_com', 'payload_attached')
+
+_DESCRIPTIONS = {
+    'friction_coulomb': 'Coulomb friction per joint (N·m)',
+    'friction_viscous': 'viscous friction per joint (N·m·s/rad)',
+    'stribeck_torque': 'static friction above Coulomb at zero speed per joint (N·m); 0 = off',
+    'stribeck_velocity': 'Stribeck velocity (rad/s)',
+    'friction_smoothing_velocity': 'velocity of the tanh replacing sign(v) in friction (rad/s)',
+    'current_noise': 'white current noise sigma per joint (A)',
+    'current_quantisation': 'current resolution per joint (A); 0 = none',
+    'gross_error_rate': 'probability of a gross current error per sample and joint (1)',
+    'gross_error_amplitude': 'gross error size per joint in joint torque (N·m), random sign',
+    'encoder_noise': 'position noise sigma per joint (rad)',
+    'gravity': 'gravity magnitude (m/s^2): 9.81 Earth, 1.63 Moon',
+    'payload_mass': 'payload mass at the flange (kg) used by ~/attach_payload',
+    'payload_com': 'payload centre of mass in the flange frame (m), 3 values',
+    'payload_attached': 'payload attached (true/false); settable while running',
+    'position_gains': 'drive kp per joint (N·m/rad); empty = from control_bandwidth',
+    'velocity_gains': 'drive kd per joint (N·m·s/rad); empty = from control_bandwidth',
+    'integral_gains': 'drive ki per joint (N·m/(rad·s)); empty = from control_bandwidth',
+    'acceleration_feedforward': 'drive inertia feed-forward per joint (kg·m^2)',
+    'control_bandwidth': 'drive bandwidth used for gains left empty (Hz)',
+    'initial_positions': 'start pose (rad); empty = zero clipped into the limits',
+    'timestep': 'physics step (s)',
+    'seed': 'seed of the noise generator',
+}
+
+
+def _descriptor(description, read_only=False, dynamic=False, low=None, high=None):
+    d = ParameterDescriptor(description=description, read_only=read_only,
+                            dynamic_typing=dynamic)
+    if low is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=float(low),
+                                                     to_value=float(high))]
+    return d
+
+
+def _plain(value):
+    """ROS parameter value -> plain Python (array.array -> list)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return list(value)
 
 
 class SimArmNode(Node):
-    """Placeholder node: says it is not implemented and does nothing else."""
+    """MuJoCo arm behind a ros2_control-like interface (see module docstring)."""
 
-    def __init__(self):
-        super().__init__('sim_arm_node')
-        self.get_logger().info('sim_arm_node: not implemented yet')
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        self.declare_parameter('config_file', 'humanoid_arm.yaml', _descriptor(
+            'arm YAML (path or shipped name); its sim_arm_node section gives the defaults',
+            read_only=True))
+        self.declare_parameter('controller', 'arm_controller', _descriptor(
+            'controller namespace of the command topics', read_only=True))
+        path = self.get_parameter('config_file').value
+        self.config = load_arm_config(path, node_name=NODE_NAME)
+        extra = self.config.extra
+        self.declare_parameter('publish_rate', float(extra.get('publish_rate', 1000.0)),
+                               _descriptor('joint_states rate (Hz), a divisor of the step rate',
+                                           read_only=True, low=1.0, high=1000.0))
+        self.declare_parameter('real_time_factor', float(extra.get('real_time_factor', 1.0)),
+                               _descriptor('sim time only: simulated/wall speed; 0 = as fast '
+                                           'as possible', low=0.0, high=1000.0))
+        values = {}
+        for key in SimParams.keys():
+            if key == 'gravity':
+                default = float(extra.get('gravity', self.config.gravity))
+            else:
+                default = _plain(extra.get(key))
+            read_only = key not in _RUNTIME_KEYS
+            param = self.declare_parameter(key, default, _descriptor(
+                _DESCRIPTIONS[key], read_only=read_only, dynamic=True))
+            values[key] = _plain(param.value)
+        self.params = SimParams.from_params(values, self.config.n_joints)
+        self.arm = SimArm(self.config, self.params)
+        n = self.config.n_joints
+        self.joints = tuple(self.config.joints)
+        self._joint_lookup = {name: i for i, name in enumerate(self.joints)}
+        self.follower = JointTrajectoryFollower(self.arm.initial_positions)
+        self._lock = threading.Lock()
+        self._sim_time = bool(self.get_parameter('use_sim_time').value)
+        self._rtf = float(self.get_parameter('real_time_factor').value)
+        dt = self.params.timestep
+        rate = float(self.get_parameter('publish_rate').value)
+        self._decimation = max(1, int(round(1.0 / (rate * dt))))
+        self._time_base = 0.0          # ROS time (s) = time_base + simulated time
+        if self._sim_time:
+            # This node is the clock: do not listen to its own /clock messages.
+            ts = self._time_source
+            if getattr(ts, '_clock_sub', None) is not None:
+                self.destroy_subscription(ts._clock_sub)
+                ts._clock_sub = None
+        # messages built once; the loop writes into their arrays through NumPy views
+        self._js = JointState()
+        self._js.name = list(self.joints)
+        self._js.position = [0.0] * n
+        self._js.velocity = [0.0] * n
+        self._js.effort = [0.0] * n
+        self._pos = np.frombuffer(self._js.position, dtype=float)
+        self._vel = np.frombuffer(self._js.velocity, dtype=float)
+        self._cur = np.frombuffer(self._js.effort, dtype=float)
+        self._clock_msg = Clock()
+        state_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                               reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_states = self.create_publisher(JointState, 'joint_states', state_qos)
+        self.pub_clock = self.create_publisher(Clock, '/clock', QoSProfile(depth=10)) \
+            if self._sim_time else None
+        self.pub_diag = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
+        controller = self.get_parameter('controller').value
+        self.create_subscription(JointTrajectory, f'{controller}/joint_trajectory',
+                                 self._on_trajectory, 10)
+        self.create_subscription(Float64MultiArray, f'{controller}/commands',
+                                 self._on_commands, 10)
+        self.create_service(Trigger, '~/attach_payload', self._srv_attach)
+        self.create_service(Trigger, '~/detach_payload', self._srv_detach)
+        self.create_service(Trigger, '~/set_gravity', self._srv_gravity)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._stop = threading.Event()
+        self._stats = {'overruns': 0, 'resyncs': 0, 'rejected': 0}
+        self._thread = threading.Thread(target=self._run, name='sim_arm_loop', daemon=True)
+        mode = f'sim time x{self._rtf:g}' if self._sim_time else 'wall time'
+        self.get_logger().info(
+            f'{self.config.robot_name}: {n} joints, {mode}, joint_states every {self._decimation} step(s) of {dt * 1e3:g} ms, '
+            f'gravity {self.arm.gravity:g} m/s², commands on {controller}/')
+
+    # lifecycle -------------------------------------------------------------
+    def start(self):
+        """Start the stepping thread (call once, after the executor has the node)."""
+        if not self._sim_time:
+            self._time_base = time.time() - self.arm.time
+        self._thread.start()
+
+    def shutdown(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5.0)
+
+    def now_sim(self):
+        """Simulated time (s) of the next sample."""
+        return self.arm.time
+
+    # stepping loop -----------------------------------------------------------
+    def _run(self):
+        try:
+            self._loop()
+        except Exception as exc:  # noqa: BLE001 - report, never die silently
+            if self._stop.is_set() or not self.context.ok():
+                return          # shutting down: publishers went away under the loop
+            self.get_logger().fatal(f'simulation stopped: {exc!r}')
+            raise
+
+    def _loop(self):
+        arm, follower, lock = self.arm, self.follower, self._lock
+        js, clock_msg = self._js, self._clock_msg
+        stamp, cstamp = js.header.stamp, clock_msg.clock
+        pub_states, pub_clock = self.pub_states, self.pub_clock
+        pos, vel, cur = self._pos, self._vel, self._cur
+        dt = self.params.timestep
+        decimation = self._decimation
+        sim_time = self._sim_time
+        base = self._time_base
+        wall0 = time.monotonic()
+        sim0 = arm.time
+        k = 0
+        diag_every = int(round(1.0 / dt))
+        window_wall, window_steps = time.monotonic(), 0
+        with lock:      # the sample at t = 0 is not published (a zero stamp means "now")
+            q, dq, ddq = follower.sample(arm.time)
+            arm.step(q, dq, ddq)
+        while not self._stop.is_set():
+            with lock:
+                t_next = arm.time
+                q, dq, ddq = follower.sample(t_next)
+                arm.step(q, dq, ddq)
+                t = arm.measure_into(pos, vel, cur)
+            k += 1
+            ros_t = base + t
+            sec = int(ros_t)
+            nsec = int(round((ros_t - sec) * 1e9))
+            if nsec >= 1_000_000_000:
+                sec, nsec = sec + 1, nsec - 1_000_000_000
+            if sim_time:
+                cstamp.sec, cstamp.nanosec = sec, nsec
+                pub_clock.publish(clock_msg)
+            if k % decimation == 0:
+                stamp.sec, stamp.nanosec = sec, nsec
+                pub_states.publish(js)
+            if k % diag_every == 0:
+                now = time.monotonic()
+                rate = (k - window_steps) / max(now - window_wall, 1e-9)
+                window_wall, window_steps = now, k
+                self._publish_diagnostics(sec, nsec, rate)
+            # pacing
+            rtf = self._rtf if sim_time else 1.0
+            if rtf > 0:
+                due = wall0 + (t - sim0 + dt) / rtf
+                lag = time.monotonic() - due
+                if lag < 0:
+                    time.sleep(-lag)
+                elif lag > 0.05:
+                    # too far behind: restart the schedule here (counted, stamps stay
+                    # consistent: wall time mode shifts its time base by the gap)
+                    self._stats['resyncs'] += 1
+                    wall0, sim0 = time.monotonic(), t + dt
+                    if not sim_time:
+                        base += lag
+                        self._time_base = base
+                elif lag > dt:
+                    self._stats['overruns'] += 1
+
+    def _publish_diagnostics(self, sec, nsec, rate):
+        arm = self.arm
+        msg = DiagnosticArray()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
+        status = DiagnosticStatus()
+        status.level = DiagnosticStatus.OK
+        status.name = f'{self.get_name()}: simulation'
+        status.hardware_id = self.config.robot_name
+        status.message = f'{rate:.0f} steps/s'
+        payload = arm.payload
+        values = {
+            'steps_per_second': f'{rate:.1f}',
+            'simulated_time_s': f'{arm.time:.3f}',
+            'steps': str(arm.steps),
+            'gravity_m_s2': f'{arm.gravity:g}',
+            'payload': 'none' if payload is None else
+            f'{payload[0]:g} kg at {np.round(payload[1], 4).tolist()} m',
+            'late_steps': str(self._stats['overruns']),
+            'schedule_resyncs': str(self._stats['resyncs']),
+            'rejected_commands': str(self._stats['rejected']),
+        }
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        msg.status = [status]
+        self.pub_diag.publish(msg)
+
+    # commands ----------------------------------------------------------------
+    def _reject(self, text):
+        self._stats['rejected'] += 1
+        self.get_logger().warning(text, throttle_duration_sec=1.0)
+
+    def _on_trajectory(self, msg):
+        if not msg.points:
+            # JTC: an empty trajectory stops the current one and holds position
+            with self._lock:
+                q, _, _ = self.follower.sample(self.arm.time)
+                self.follower.hold(q)
+            return
+        try:
+            index = [self._joint_lookup[name] for name in msg.joint_names]
+        except KeyError as exc:
+            self._reject(f'trajectory rejected: joint {exc.args[0]!r} is not one of '
+                         f'{list(self.joints)}')
+            return
+        m, k = len(msg.points), len(index)
+        times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                          for p in msg.points])
+
+        def field(name):
+            rows = [getattr(p, name) for p in msg.points]
+            if all(len(r) == 0 for r in rows):
+                return None
+            if any(len(r) != k for r in rows):
+                raise ValueError(f'every point needs {k} {name} (one per joint name) or none')
+            return np.array(rows, dtype=float).reshape(m, k)
+
+        try:
+            positions = field('positions')
+            velocities = field('velocities')
+            accelerations = field('accelerations')
+            if positions is None:
+                raise ValueError('points need positions')
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            with self._lock:
+                start = self.arm.time if stamp == 0 else stamp - self._time_base
+                self.follower.replace(max(start, self.arm.time), times, positions,
+                                      velocities, accelerations, joint_index=index)
+        except ValueError as exc:
+            self._reject(f'trajectory rejected: {exc}')
+
+    def _on_commands(self, msg):
+        data = np.asarray(msg.data, dtype=float)
+        if data.shape != (len(self.joints),) or not np.all(np.isfinite(data)):
+            self._reject(f'command rejected: {data.size} values, expected one finite position '
+                         f'per joint {list(self.joints)}')
+            return
+        with self._lock:
+            self.follower.hold(data)
+
+    # payload and gravity -------------------------------------------------------
+    def _payload_from_parameters(self):
+        mass = float(self.get_parameter('payload_mass').value)
+        com = np.asarray(_plain(self.get_parameter('payload_com').value), dtype=float)
+        return mass, com
+
+    def _attach(self, mass, com):
+        with self._lock:
+            self.arm.attach_payload(mass, com)
+        self.get_logger().info(f'payload {mass:g} kg at {com.tolist()} m attached')
+
+    def _detach(self):
+        with self._lock:
+            self.arm.detach_payload()
+        self.get_logger().info('payload detached')
+
+    def _srv_attach(self, request, response):
+        try:
+            mass, com = self._payload_from_parameters()
+            self._attach(mass, com)
+            response.success, response.message = True, f'attached {mass:g} kg at {com.tolist()} m'
+        except (ConfigError, ValueError, TypeError) as exc:
+            response.success = False
+            response.message = f'{exc}; set payload_mass (kg) and payload_com (m) and retry'
+        return response
+
+    def _srv_detach(self, request, response):
+        had = self.arm.payload is not None
+        self._detach()
+        response.success = True
+        response.message = 'payload detached' if had else 'no payload was attached'
+        return response
+
+    def _srv_gravity(self, request, response):
+        try:
+            g = float(self.get_parameter('gravity').value)
+            with self._lock:
+                self.arm.set_gravity(g)
+            response.success, response.message = True, f'gravity {g:g} m/s²'
+        except (ConfigError, ValueError, TypeError) as exc:
+            response.success, response.message = False, f'{exc}; set the gravity parameter'
+        return response
+
+    def _on_set_parameters(self, parameters):
+        changes = {p.name: _plain(p.value) for p in parameters}
+        try:
+            if 'real_time_factor' in changes:
+                rtf = float(changes['real_time_factor'])
+                if rtf < 0:
+                    raise ConfigError(f'parameter real_time_factor = {rtf} must be >= 0')
+                self._rtf = rtf
+            if 'gravity' in changes:
+                with self._lock:
+                    self.arm.set_gravity(float(changes['gravity']))
+            payload_keys = {'payload_mass', 'payload_com', 'payload_attached'} & set(changes)
+            if payload_keys:
+                mass, com = self._payload_from_parameters()
+                mass = float(changes.get('payload_mass', mass))
+                com = np.asarray(changes.get('payload_com', com), dtype=float)
+                attached = changes.get('payload_attached', self.arm.payload is not None)
+                if not isinstance(attached, bool):
+                    raise ConfigError(f'parameter payload_attached = {attached!r} must be a bool')
+                if com.shape != (3,):
+                    raise ConfigError(f'parameter payload_com = {com.tolist()} needs 3 values (m)')
+                if attached and mass <= 0:
+                    raise ConfigError(f'parameter payload_mass = {mass} must be > 0 (kg)')
+                if attached:
+                    self._attach(mass, com)
+                elif self.arm.payload is not None:
+                    self._detach()
+        except (ConfigError, ValueError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
 
 
 def main(args=None):
-    """Run the node; returns 0 (the process exit code)."""
+    """Run the node; returns the process exit code (1 on a configuration error)."""
     rclpy.init(args=args)
     node = None
+    code = 0
     try:
         node = SimArmNode()
-        rclpy.spin_once(node, timeout_sec=0.1)
+        executor = EventsExecutor()
+        executor.add_node(node)
+        node.start()
+        executor.spin()
+    except (ConfigError, URDFError) as exc:
+        rclpy.logging.get_logger(NODE_NAME).fatal(f'configuration error: {exc}')
+        code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:
+            node.shutdown()
             node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code
 
 
 if __name__ == '__main__':
