@@ -64,21 +64,31 @@ class NormalEquations:
                                self.weights)
 
 
+def _joint_major_regressor(robot, q):
+    """Y_g of a chunk as a contiguous (n, 4·nb, c) array (samples last).
+
+    The batch regressor builds exactly this layout internally and hands out a
+    transposed view of it; using the block directly skips a strided copy into
+    (c, n, 4·nb) and one back.
+    """
+    block = getattr(robot, '_gravity_regressor_chunk', None)
+    if block is not None:
+        Y = block(q, robot.gravity_vector).transpose(1, 2, 0)
+        if Y.flags['C_CONTIGUOUS']:
+            return Y
+    return np.ascontiguousarray(robot.gravity_regressor(q).transpose(1, 2, 0))
+
+
 def _chunk_moments(robot, base, q, tau, weights):
-    Yb = base.reduce(robot.gravity_regressor(q))           # (c, n, r)
-    n, r = Yb.shape[1], Yb.shape[2]
-    A_joint = np.empty((n, r, r))
-    b_joint = np.empty((n, r))
-    for j in range(n):
-        Yj = np.ascontiguousarray(Yb[:, j, :])
-        A_joint[j] = Yj.T @ Yj
-        b_joint[j] = Yj.T @ tau[:, j]
+    Yn = _joint_major_regressor(robot, q)[:, base.independent, :]     # (n, r, c)
+    A_joint = Yn @ Yn.transpose(0, 2, 1)                               # (n, r, r)
+    b_joint = (Yn @ np.ascontiguousarray(tau.T)[:, :, None])[..., 0]   # (n, r)
     A = np.einsum('j,jrs->rs', weights, A_joint)
     b = weights @ b_joint
     return NormalEquations(A, b, A_joint, b_joint, np.sum(tau ** 2, axis=0), len(q), weights)
 
 
-def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=50_000, workers=1):
+def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=16384, workers=1):
     """Normal equations of the gravity fit, accumulated in chunks.
 
     Parameters
@@ -94,7 +104,8 @@ def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=50_000, wo
     weights : array_like, (n,), optional
         Per-joint weights 1/σ² (default 1).
     chunk : int
-        Samples per chunk (memory ≈ chunk × n × 4·nb × 8 bytes × ~3).
+        Samples per chunk; a few thousand keep each block in cache
+        (memory ≈ chunk × n × 4·nb × 8 bytes × ~3 per worker).
     workers : int
         Threads working on chunks in parallel.
 
@@ -170,7 +181,7 @@ def fit_normal_equations(neq, names, method='wls_normal_equations', t0=None):
         info={'weights': neq.weights.tolist(), 'residuals_kept': False})
 
 
-def fit_gravity_chunked(robot, base, q, tau, noise=None, chunk=50_000, workers=1):
+def fit_gravity_chunked(robot, base, q, tau, noise=None, chunk=16384, workers=1):
     """Chunked WLS gravity fit: :func:`gravity_normal_equations` + solve.
 
     Parameters

@@ -10,7 +10,7 @@ the same run:
   chunked normal equations from the vectorised regressor
   (fast_fit.gravity_normal_equations) and the WLS solve; stages timed on one
   thread (regressor building / accumulation / solve), and end to end with
-  ``--workers`` threads;
+  ``--workers`` threads; wall time and process CPU time;
 - naive baseline on the same averaged samples: a per-sample Python loop calling
   pinocchio.computeJointTorqueRegressor, taking the gravity columns into a
   stacked array, then np.linalg.lstsq. When its projected time exceeds
@@ -32,8 +32,8 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.base_parameters import gravity_base_parameters
-from arm_dyn_id.fast_fit import NormalEquations, _chunk_moments, fit_gravity_chunked, \
-    fit_normal_equations
+from arm_dyn_id.fast_fit import NormalEquations, _joint_major_regressor, \
+    fit_gravity_chunked, fit_normal_equations
 from arm_dyn_id.model import RobotModel
 from arm_dyn_id.pairing import average_pairs, sweeps_from_markers
 
@@ -91,22 +91,20 @@ def reciprocating_record(robot, minutes, rng):
 
 
 def staged_fit(robot, base, q, tau, chunk):
-    """One-thread pass with the regressor and the accumulation timed apart."""
+    """One-thread pass with the regressor and the accumulation timed apart
+    (the same steps as fast_fit.gravity_normal_equations)."""
     t_reg = t_acc = 0.0
     total = None
     weights = np.ones(robot.n_joints)
     for a in range(0, len(q), chunk):
         t0 = time.perf_counter()
-        Yb = base.reduce(robot.gravity_regressor(q[a:a + chunk]))
+        Yn = _joint_major_regressor(robot, q[a:a + chunk])[:, base.independent, :]
         t1 = time.perf_counter()
-        n, r = Yb.shape[1], Yb.shape[2]
-        A_joint, b_joint = np.empty((n, r, r)), np.empty((n, r))
-        for j in range(n):
-            Yj = np.ascontiguousarray(Yb[:, j, :])
-            A_joint[j] = Yj.T @ Yj
-            b_joint[j] = Yj.T @ tau[a:a + chunk, j]
+        tc = tau[a:a + chunk]
+        A_joint = Yn @ Yn.transpose(0, 2, 1)
+        b_joint = (Yn @ np.ascontiguousarray(tc.T)[:, :, None])[..., 0]
         part = NormalEquations(A_joint.sum(axis=0), b_joint.sum(axis=0), A_joint, b_joint,
-                               np.sum(tau[a:a + chunk] ** 2, axis=0), len(Yb), weights)
+                               np.sum(tc ** 2, axis=0), len(tc), weights)
         total = part if total is None else total + part
         t_reg += t1 - t0
         t_acc += time.perf_counter() - t1
@@ -147,6 +145,7 @@ def run(robot, base, minutes, args, rng):
          averaging_s=t_avg, regressor_s=t_reg, accumulate_s=t_acc, solve_s=t_solve,
          total_s=t_avg + t_reg + t_acc + t_solve)
     # fast path end to end with threads
+    c0 = time.process_time()
     t0 = time.perf_counter()
     paired2 = average_pairs(t, q, tau, sweeps_from_markers(t, markers))
     t1 = time.perf_counter()
@@ -155,6 +154,7 @@ def run(robot, base, minutes, args, rng):
     t2 = time.perf_counter()
     emit(minutes=minutes, path=f'fast_end_to_end_{args.workers}_threads',
          averaging_s=t1 - t0, fit_s=t2 - t1, total_s=t2 - t0,
+         cpu_s=time.process_time() - c0,
          residual_rms=fast.noise_std.tolist(), condition_number=fast.condition_number)
     # naive baseline: measure a subset, run fully unless projected above the limit
     probe = min(len(qa), args.probe)
@@ -167,14 +167,17 @@ def run(robot, base, minutes, args, rng):
              averaging_s=t_avg, total_s=t_avg + projected)
         naive_total = t_avg + projected
     else:
+        c0 = time.process_time()
         theta, loop_s, lstsq_s = naive_fit(robot, qa, ta)
+        naive_cpu = time.process_time() - c0
         qv = rng.uniform(robot.model.lowerPositionLimit, robot.model.upperPositionLimit,
                          size=(1000, robot.n_joints))
         Yv = robot.gravity_regressor(qv)
         diff = np.max(np.abs(Yv @ theta - base.reduce(Yv) @ fast.beta))
         emit(minutes=minutes, path='naive_per_sample_lstsq', extrapolated=False,
              regressor_s=loop_s, solve_s=lstsq_s, averaging_s=t_avg,
-             total_s=t_avg + loop_s + lstsq_s, max_prediction_diff_vs_fast_Nm=float(diff))
+             total_s=t_avg + loop_s + lstsq_s, cpu_s_without_averaging=naive_cpu,
+             max_prediction_diff_vs_fast_Nm=float(diff))
         naive_total = t_avg + loop_s + lstsq_s
     emit(minutes=minutes, summary=True, fast_total_s=t2 - t0, naive_total_s=naive_total,
          speedup=naive_total / (t2 - t0), loadavg=os.getloadavg()[0])
@@ -184,7 +187,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--minutes', type=float, nargs='+', default=[10.0, 60.0])
     parser.add_argument('--workers', type=int, default=2)
-    parser.add_argument('--chunk', type=int, default=50_000)
+    parser.add_argument('--chunk', type=int, default=16384)
     parser.add_argument('--probe', type=int, default=50_000,
                         help='samples on which the naive baseline is timed first')
     parser.add_argument('--naive-limit', type=float, default=180.0,
