@@ -26,8 +26,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
-from rclpy.experimental import EventsExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -414,7 +413,10 @@ def main(args=None):
     code = 0
     try:
         node = SimArmNode()
-        executor = EventsExecutor()
+        # The 1 kHz path is the stepping thread's publishing; the executor only serves
+        # commands and services. EventsExecutor (Kilted wheels) stopped dispatching
+        # callbacks here while another thread published, so this one is used.
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         node.start()
         executor.spin()

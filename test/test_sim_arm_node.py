@@ -1,0 +1,141 @@
+"""sim_arm_node across processes: joint_states, /clock, trajectories, commands, payload."""
+
+import time
+
+import numpy as np
+import pytest
+
+from ros_utils import node_output, ros_env, start_node, stop  # noqa: F401 (fixture)
+
+rclpy = pytest.importorskip('rclpy')
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import QoSProfile  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+NODE = 'arm_dyn_id.nodes.sim_arm_node'
+JOINTS = [f'joint_{i}' for i in range(1, 7)]
+
+
+class Client:
+    """In-test node spun from the test thread (entities are created before spinning)."""
+
+    def __init__(self, domain_id):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node('sim_test_client', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.states = []
+        self.clocks = []
+        self.node.create_subscription(JointState, 'joint_states', self.states.append,
+                                      QoSProfile(depth=1000))
+        self.node.create_subscription(Clock, '/clock', self.clocks.append, QoSProfile(depth=1000))
+        self.traj = self.node.create_publisher(JointTrajectory, 'arm_controller/joint_trajectory',
+                                               10)
+        self.cmd = self.node.create_publisher(Float64MultiArray, 'arm_controller/commands', 10)
+        self.attach = self.node.create_client(Trigger, 'sim_arm_node/attach_payload')
+
+    def spin_until(self, predicate, timeout, what='condition'):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'timed out after {timeout} s waiting for {what}')
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def spin_for(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def call(self, client, timeout=10.0):
+        self.spin_until(lambda: client.service_is_ready(), timeout, client.srv_name)
+        future = client.call_async(Trigger.Request())
+        self.spin_until(future.done, timeout, f'response of {client.srv_name}')
+        return future.result()
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+@pytest.fixture
+def client(ros_env):
+    c = Client(ros_env.domain_id)
+    yield c
+    c.close()
+
+
+def start_sim(ros_env, **params):
+    base = {'config_file': 'humanoid_arm.yaml'}
+    base.update(params)
+    return start_node(NODE, base, ros_env, name='sim_arm')
+
+
+def test_sim_time_fast_mode_publishes_every_step_and_follows_trajectory(ros_env, client):
+    proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0)
+    try:
+        client.spin_until(lambda: len(client.states) > 200, 30, 'joint_states')
+    except TimeoutError:
+        pytest.fail(node_output(proc))
+    msg = client.states[-1]
+    assert list(msg.name) == JOINTS
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 6
+    # consecutive stamps 1 ms apart in simulated time, /clock published too
+    stamps = np.array([stamp(m) for m in client.states[-200:]])
+    steps = np.round(np.diff(stamps) / 1e-3)
+    assert np.all(steps >= 1) and np.median(steps) == 1
+    assert client.clocks
+    # a trajectory (header stamp zero = now): joint 2 to 0.3 rad in 2 s of sim time
+    traj = JointTrajectory()
+    traj.joint_names = ['joint_2', 'joint_1', 'joint_3', 'joint_4', 'joint_5', 'joint_6']
+    target = [0.3, 0.2, 0.0, 0.5, 0.0, 0.0]
+    point = JointTrajectoryPoint(positions=target, velocities=[0.0] * 6)
+    point.time_from_start.sec = 2
+    traj.points = [point]
+    client.spin_until(lambda: client.traj.get_subscription_count() > 0, 15, 'trajectory topic')
+    t_sent = stamp(client.states[-1])
+    client.traj.publish(traj)
+    expected = np.array([0.2, 0.3, 0.0, 0.5, 0.0, 0.0])
+    client.spin_until(lambda: stamp(client.states[-1]) > t_sent + 3.0, 60, '3 s of sim time')
+    np.testing.assert_allclose(client.states[-1].position, expected, atol=2e-3)
+    assert stop(proc) == 0, node_output(proc)
+
+
+def test_wall_time_commands_and_payload(ros_env, client):
+    proc = start_sim(ros_env, use_sim_time=False, publish_rate=500.0)
+    try:
+        client.spin_until(lambda: len(client.states) > 100, 30, 'joint_states')
+    except TimeoutError:
+        pytest.fail(node_output(proc))
+    assert not client.clocks
+    now = time.time()
+    assert abs(stamp(client.states[-1]) - now) < 1.0        # wall-clock stamps
+    # streamed position commands, in the order of `joints`
+    client.spin_until(lambda: client.cmd.get_subscription_count() > 0, 15, 'command topic')
+    start = np.array(client.states[-1].position)
+    goal = np.array([0.0, 0.1, 0.0, 0.2, 0.0, 0.0])
+    for k in range(1, 201):
+        msg = Float64MultiArray()
+        msg.data = list(start + (goal - start) * k / 200)
+        client.cmd.publish(msg)
+        client.spin_for(0.005)
+    client.spin_for(1.0)
+    np.testing.assert_allclose(client.states[-1].position, goal, atol=2e-3)
+    # attach the payload (0.3 kg from the config): the elbow current changes
+    before = np.mean([m.effort for m in client.states[-100:]], axis=0)
+    reply = client.call(client.attach)
+    assert reply.success, reply.message
+    client.spin_for(2.0)
+    after = np.mean([m.effort for m in client.states[-100:]], axis=0)
+    assert abs(after[3] - before[3]) > 0.05, (before, after)
+    assert stop(proc) == 0, node_output(proc)
