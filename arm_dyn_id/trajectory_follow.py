@@ -211,12 +211,15 @@ class JointTrajectoryFollower:
             k = int(np.searchsorted(knots, t, side='right')) - 1
             k = min(max(k, 0), len(knots) - 2)
             traj.cursor = k
-        c = traj.coeffs[k]
         s = max(t - knots[k], 0.0)
-        q = ((((c[5] * s + c[4]) * s + c[3]) * s + c[2]) * s + c[1]) * s + c[0]
-        dq = (((5 * c[5] * s + 4 * c[4]) * s + 3 * c[3]) * s + 2 * c[2]) * s + c[1]
-        ddq = ((20 * c[5] * s + 12 * c[4]) * s + 6 * c[3]) * s + 2 * c[2]
-        return q, dq, ddq
+        s2 = s * s
+        s3 = s2 * s
+        # one small matrix product: rows are the basis of q, dq, ddq at s
+        basis = np.array(((1.0, s, s2, s3, s2 * s2, s3 * s2),
+                          (0.0, 1.0, 2 * s, 3 * s2, 4 * s3, 5 * s2 * s2),
+                          (0.0, 0.0, 2.0, 6 * s, 12 * s2, 20 * s3)))
+        out = basis @ traj.coeffs[k]
+        return out[0], out[1], out[2]
 
     def end_time(self):
         """Time (s) of the last point of the newest trajectory, or None when holding."""
