@@ -1,4 +1,7 @@
-"""Start the simulated arm alone: ros2 launch arm_dyn_id sim_arm.launch.py config:=humanoid_arm.yaml"""
+"""Start the simulated arm alone.
+
+    ros2 launch arm_dyn_id sim_arm.launch.py config:=humanoid_arm.yaml use_sim_time:=true
+"""
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument

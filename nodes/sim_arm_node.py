@@ -165,7 +165,8 @@ class SimArmNode(Node):
         self._thread = threading.Thread(target=self._run, name='sim_arm_loop', daemon=True)
         mode = f'sim time x{self._rtf:g}' if self._sim_time else 'wall time'
         self.get_logger().info(
-            f'{self.config.robot_name}: {n} joints, {mode}, joint_states every {self._decimation} step(s) of {dt * 1e3:g} ms, '
+            f'{self.config.robot_name}: {n} joints, {mode}, joint_states every '
+            f'{self._decimation} step(s) of {dt * 1e3:g} ms, '
             f'gravity {self.arm.gravity:g} m/s², commands on {controller}/')
 
     # lifecycle -------------------------------------------------------------
