@@ -1,19 +1,375 @@
-"""Excitation node: drives the arm through excitation trajectories.
+"""Excitation node: drives the arm through an excitation plan, safely.
 
-Placeholder until it is implemented.
+Loads a plan (``plan_file``) or designs one at start-up from the arm config
+(``config_file``). ``~/start`` approaches the plan's first pose slowly from the
+measured position, then runs the plan, either as one ``JointTrajectory`` on
+``<controller>/joint_trajectory`` or as position commands streamed on
+``<controller>/commands``. Segment markers go to ``excitation_segments``
+(docs/interfaces.md). ``~/stop`` and the watchdog (joint states missing, tracking
+error) hold the measured position and do not resume by themselves. Every command
+is checked against the configured limits before it is published; an out-of-limit
+point is refused and the arm held instead. All timing uses the node clock
+(``use_sim_time`` works); the joint-state watchdog also runs on the steady clock so
+that it fires when ``/clock`` stops too.
 """
 
+import json
+import time
+
+import numpy as np
 import rclpy
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rcl_interfaces.msg import ParameterDescriptor
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from arm_dyn_id.config import load_arm_config
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
+from arm_dyn_id.excitation import Plan, check_limits, check_point
+
+NODE_NAME = 'excitation_node'
+MARKER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+_CORE_ERRORS = (ConfigError, DataError, JointNameError, URDFError, OSError, ValueError)
+
+
+def _duration(seconds):
+    sec = int(np.floor(seconds))
+    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1000000000)
+
+
+def design_plan(config, kind='reciprocating', quick=False, optimise=False, budget=1000,
+                seed=0, speed=None, sweep_range=None, settle_time=None):
+    """The plan the node designs at start-up when no plan file is given (core calls)."""
+    from arm_dyn_id.collision import ClearanceChecker
+    from arm_dyn_id.excitation import DEFAULT_SPEED, reciprocating_plan
+    from arm_dyn_id.model import RobotModel
+    from arm_dyn_id.optimisation import design_fourier, design_poses
+    robot = RobotModel.from_config(config)
+    checker = ClearanceChecker.from_config(config)
+    rng = np.random.default_rng(seed)
+    if kind == 'fourier':
+        return design_fourier(robot, config, 'hybrid', budget, rng, quick=quick, checker=checker)
+    if kind != 'reciprocating':
+        raise ConfigError(f'parameter plan_kind = {kind!r} must be reciprocating or fourier')
+    poses = None
+    if optimise:
+        poses, _ = design_poses(robot, config, 'hybrid', budget, rng, quick=quick,
+                                sweep_range=sweep_range, checker=checker)
+    return reciprocating_plan(robot, config, poses=poses, quick=quick,
+                              speed=DEFAULT_SPEED if speed is None else speed,
+                              sweep_range=sweep_range, settle_time=settle_time, checker=checker)
 
 
 class ExcitationNode(Node):
-    """Placeholder node: says it is not implemented and does nothing else."""
+    """Runs excitation plans on a position-controlled arm (see the module docstring)."""
 
     def __init__(self):
-        super().__init__('excitation_node')
-        self.get_logger().info('excitation_node: not implemented yet')
+        super().__init__(NODE_NAME)
+        self._declare_parameters()
+        p = self._param
+        self.controller = p('controller').rstrip('/')
+        self.output = p('output')
+        if self.output not in ('trajectory', 'commands'):
+            self.get_logger().error(f'parameter output = {self.output!r} must be trajectory or '
+                                    'commands; using trajectory')
+            self.output = 'trajectory'
+        self.config = None
+        self.plan = None
+        self.load_error = None
+        self.state = 'idle'
+        self.reason = ''
+        self.run_plan = None
+        self.t0 = None
+        self.next_segment = 0
+        self.last_command = None        # (node time s, q)
+        self.q_meas = None
+        self.js_node_time = None
+        self.js_steady_time = None
+        self._index = None
+        self._names_len = 0
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._load()
+
+        self.marker_pub = self.create_publisher(String, 'excitation_segments', MARKER_QOS)
+        self.traj_pub = self.create_publisher(
+            JointTrajectory, f'{self.controller}/joint_trajectory', 10)
+        self.cmd_pub = self.create_publisher(Float64MultiArray, f'{self.controller}/commands', 10)
+        self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
+        self.create_subscription(JointState, 'joint_states', self._on_joint_states,
+                                 QoSProfile(depth=10))
+        self.create_service(Trigger, '~/start', self._on_start)
+        self.create_service(Trigger, '~/stop', self._on_stop)
+        rate = p('command_rate')
+        self.tick_timer = self.create_timer(1.0 / rate, self._tick)          # node clock
+        self.watchdog_timer = self.create_timer(0.02, self._watchdog, clock=self._steady)
+        self.diag_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._steady)
+        if self.plan is not None:
+            self.get_logger().info(
+                f'plan {self.plan.name!r} ({self.plan.kind}) ready: {self.plan.duration:.1f} s, '
+                f'{len(self.plan.segments)} segments; output {self.output} on '
+                f'{self.controller}/; call ~/start')
+
+    # parameters ---------------------------------------------------------------
+    def _declare_parameters(self):
+        def d(name, default, text, read_only=False):
+            self.declare_parameter(name, default, ParameterDescriptor(
+                description=text, read_only=read_only))
+        d('config_file', '', 'arm config YAML (path or shipped name)', True)
+        d('plan_file', '', 'plan YAML from `arm-dyn-id design`; empty: design at start-up', True)
+        d('controller', 'arm_controller', 'controller namespace of the command topics', True)
+        d('output', 'trajectory', 'trajectory (JointTrajectory) or commands (streamed '
+          'Float64MultiArray positions)', True)
+        d('command_rate', 100.0, 'command stream and progress rate (Hz), > 0', True)
+        d('trajectory_point_period', 0.1, 'spacing of JointTrajectory points (s), > 0')
+        d('approach_speed', 0.2, 'peak speed of the approach to the plan start (rad/s), > 0')
+        d('approach_acceleration', 0.5, 'peak acceleration of the approach (rad/s²), > 0')
+        d('joint_state_timeout', 0.5, 'watchdog: hold when joint_states are older (s), > 0')
+        d('tracking_error_threshold', 0.1, 'watchdog: hold when |measured - commanded| '
+          'exceeds this (rad), > 0')
+        d('hold_time', 0.02, 'time_from_start of a hold trajectory point (s), >= 0')
+        d('plan_kind', 'reciprocating', 'plan designed at start-up: reciprocating or fourier')
+        d('quick', False, 'design the short plan (about 3 min)')
+        d('optimise', False, 'optimise the static poses at start-up (takes a while)')
+        d('optimiser_budget', 1000, 'objective evaluations of the start-up optimisation')
+        d('seed', 0, 'random seed of the start-up design')
+        d('speed', float(np.deg2rad(3.0)), 'sweep speed (rad/s), > 0')
+        d('sweep_range', 0.0, 'angle swept per pose (rad); 0: default (1.2, quick 0.5)')
+        d('settle_time', -1.0, 'hold before each sweep (s); < 0: default (2, quick 1)')
+
+    def _param(self, name):
+        return self.get_parameter(name).value
+
+    def _load(self):
+        p = self._param
+        try:
+            for name in ('command_rate', 'trajectory_point_period', 'approach_speed',
+                         'approach_acceleration', 'joint_state_timeout',
+                         'tracking_error_threshold', 'speed'):
+                if not p(name) > 0:
+                    raise ConfigError(f'parameter {name} = {p(name)} must be > 0')
+            if not p('config_file'):
+                raise ConfigError('parameter config_file is empty: give the arm config YAML')
+            self.config = load_arm_config(p('config_file'), node_name=NODE_NAME)
+            if p('plan_file'):
+                plan = Plan.from_yaml(p('plan_file'))
+            else:
+                self.get_logger().info('no plan_file: designing a plan from the config')
+                plan = design_plan(
+                    self.config, p('plan_kind'), p('quick'), p('optimise'),
+                    int(p('optimiser_budget')), int(p('seed')), p('speed'),
+                    p('sweep_range') if p('sweep_range') > 0 else None,
+                    p('settle_time') if p('settle_time') >= 0 else None)
+            check_limits(plan, self.config)
+            self.plan = plan
+        except _CORE_ERRORS as exc:
+            self.load_error = str(exc)
+            self.get_logger().error(f'no plan to run: {exc}')
+
+    # inputs ---------------------------------------------------------------------
+    def _on_joint_states(self, msg):
+        if self.config is None or not msg.position:
+            return
+        if self._index is None or len(msg.name) != self._names_len:
+            lookup = {n: i for i, n in enumerate(msg.name)}
+            if any(j not in lookup for j in self.config.joints):
+                self.get_logger().warn(
+                    f'joint_states lacks some of {list(self.config.joints)} '
+                    f'(has {list(msg.name)})', throttle_duration_sec=5.0)
+                return
+            self._index = np.array([lookup[j] for j in self.config.joints])
+            self._names_len = len(msg.name)
+        pos = np.asarray(msg.position, dtype=float)
+        if pos.size <= self._index.max():
+            return
+        self.q_meas = pos[self._index]
+        self.js_node_time = self._now()
+        self.js_steady_time = time.monotonic()
+
+    def _now(self):
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # services -------------------------------------------------------------------
+    def _on_start(self, request, response):
+        response.success = False
+        if self.plan is None:
+            response.message = f'no plan loaded: {self.load_error}'
+            return response
+        if self.state in ('approach', 'running'):
+            response.message = 'already running; call ~/stop first'
+            return response
+        if self.q_meas is None or self.js_steady_time is None or \
+                time.monotonic() - self.js_steady_time > self._param('joint_state_timeout'):
+            response.message = ('no recent joint_states with every configured joint; is the '
+                                'arm driver running?')
+            return response
+        try:
+            run = self.plan.with_approach(self.q_meas, self.config,
+                                          self._param('approach_speed'),
+                                          self._param('approach_acceleration'))
+            check_limits(run, self.config)
+        except _CORE_ERRORS as exc:
+            response.message = f'refused: {exc}'
+            self.get_logger().error(response.message)
+            return response
+        self.run_plan = run
+        self.t0 = self._now()
+        self.next_segment = 0
+        self.last_command = (self.t0, np.array(self.q_meas))
+        self.state = 'running'
+        self.reason = ''
+        self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
+                      'phase': 'start', 't': self.t0, 'plan': self.plan.name})
+        if self.output == 'trajectory' and not self._send_trajectory():
+            response.message = f'refused: {self.reason}'
+            return response
+        self._tick()
+        response.success = True
+        response.message = (f'running plan {self.plan.name!r}: approach '
+                            f'{run.info.get("approach_duration", 0.0):.1f} s + '
+                            f'{self.plan.duration:.1f} s')
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_stop(self, request, response):
+        was = self.state
+        self.hold('stop requested')
+        response.success = True
+        response.message = f'holding the measured position (was {was})'
+        return response
+
+    # output ---------------------------------------------------------------------
+    def _send_trajectory(self):
+        run = self.run_plan
+        period = self._param('trajectory_point_period')
+        t = np.unique(np.concatenate([np.arange(0.0, run.duration, period), [run.duration]]))
+        q, dq, ddq = run.sample(t)
+        for k in range(len(t)):
+            problem = check_point(q[k], dq[k], ddq[k], self.config)
+            if problem:
+                self.hold(f'refused to send the trajectory: {problem} at t = {t[k]:.3f} s')
+                return False
+        msg = JointTrajectory()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.joint_names = list(self.config.joints)
+        for k in range(len(t)):
+            msg.points.append(JointTrajectoryPoint(
+                positions=q[k].tolist(), velocities=dq[k].tolist(),
+                accelerations=ddq[k].tolist(), time_from_start=_duration(t[k])))
+        self.traj_pub.publish(msg)
+        return True
+
+    def _tick(self):
+        """Node-clock tick: stream commands, announce segments, check tracking."""
+        if self.state != 'running':
+            return
+        now = self._now()
+        t = now - self.t0
+        run = self.run_plan
+        segs = run.segments
+        while self.next_segment < len(segs) and segs[self.next_segment].t_start <= t:
+            seg = segs[self.next_segment]
+            self._marker(seg.marker(self.t0 + seg.t_start))
+            self.next_segment += 1
+        if self.output == 'commands':
+            q, dq, ddq = run.sample(min(t, run.duration))
+            problem = check_point(q, dq, ddq, self.config)
+            if problem is None:
+                t_last, q_last = self.last_command
+                dt = max(now - t_last, 1.0 / self._param('command_rate'))
+                step = np.abs(q - q_last)
+                over = step > self.config.velocity_limits * dt * 1.5 + 1e-6
+                if over.any():
+                    i = int(np.argmax(over))
+                    problem = (f'command step of {self.config.joints[i]} = {step[i]:.4f} rad in '
+                               f'{dt:.4f} s exceeds its velocity limit')
+            if problem:
+                self.hold(f'refused to publish: {problem}')
+                return
+            self.cmd_pub.publish(Float64MultiArray(data=q.tolist()))
+            self.last_command = (now, q)
+        if self.q_meas is not None and self.js_node_time is not None:
+            q_des = run.sample(min(max(self.js_node_time - self.t0, 0.0), run.duration))[0]
+            err = np.abs(self.q_meas - q_des)
+            limit = self._param('tracking_error_threshold')
+            if err.max() > limit:
+                i = int(np.argmax(err))
+                self.hold(f'tracking error of {self.config.joints[i]} = {err[i]:.4f} rad '
+                          f'exceeds tracking_error_threshold {limit} rad')
+                return
+        if t >= run.duration:
+            self.state = 'done'
+            self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
+                          'phase': 'done', 't': self.t0 + run.duration})
+            self.get_logger().info(f'plan {self.plan.name!r} done')
+
+    def _watchdog(self):
+        """Steady-clock check: joint states must keep arriving while running."""
+        if self.state != 'running':
+            return
+        timeout = self._param('joint_state_timeout')
+        wall_age = time.monotonic() - (self.js_steady_time or 0.0)
+        node_age = self._now() - (self.js_node_time or 0.0)
+        if wall_age > timeout or node_age > timeout:
+            self.hold(f'joint_states stopped arriving (last {min(wall_age, node_age):.3f} s '
+                      f'ago, joint_state_timeout {timeout} s)')
+
+    def hold(self, reason):
+        """Hold the measured position (or the last command) now; report; do not resume."""
+        was_running = self.state == 'running'
+        q = self.q_meas if self.q_meas is not None else (
+            self.last_command[1] if self.last_command is not None else None)
+        self.state = 'stopped'
+        self.reason = reason
+        if q is not None and self.config is not None:
+            q = np.clip(q, self.config.position_limits_lower, self.config.position_limits_upper)
+            if self.output == 'trajectory':
+                msg = JointTrajectory()
+                msg.header.stamp = self.get_clock().now().to_msg()
+                msg.joint_names = list(self.config.joints)
+                msg.points.append(JointTrajectoryPoint(
+                    positions=q.tolist(), velocities=[0.0] * len(q),
+                    accelerations=[0.0] * len(q),
+                    time_from_start=_duration(self._param('hold_time'))))
+                self.traj_pub.publish(msg)
+            else:
+                self.cmd_pub.publish(Float64MultiArray(data=q.tolist()))
+        self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
+                      'phase': 'stopped', 't': self._now(), 'reason': reason})
+        log = self.get_logger().error if was_running and reason != 'stop requested' else \
+            self.get_logger().warn
+        log(f'holding: {reason}; call ~/start to run the plan again')
+        self._publish_diagnostics()
+
+    def _marker(self, data):
+        self.marker_pub.publish(String(data=json.dumps(data)))
+
+    def _publish_diagnostics(self):
+        status = DiagnosticStatus(name=f'{self.get_name()}: excitation',
+                                  hardware_id=self.config.robot_name if self.config else '')
+        if self.plan is None:
+            status.level, status.message = DiagnosticStatus.ERROR, f'no plan: {self.load_error}'
+        elif self.state == 'stopped' and self.reason != 'stop requested':
+            status.level, status.message = DiagnosticStatus.ERROR, f'held: {self.reason}'
+        else:
+            status.level, status.message = DiagnosticStatus.OK, self.state
+        progress = 0.0
+        if self.state == 'running' and self.run_plan is not None:
+            progress = min(1.0, (self._now() - self.t0) / max(self.run_plan.duration, 1e-9))
+        status.values = [KeyValue(key='state', value=self.state),
+                         KeyValue(key='reason', value=self.reason),
+                         KeyValue(key='progress', value=f'{progress:.3f}'),
+                         KeyValue(key='plan', value=self.plan.name if self.plan else '')]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(msg)
 
 
 def main(args=None):
@@ -22,7 +378,7 @@ def main(args=None):
     node = None
     try:
         node = ExcitationNode()
-        rclpy.spin_once(node, timeout_sec=0.1)
+        rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

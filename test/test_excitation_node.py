@@ -1,0 +1,173 @@
+"""Excitation node across processes: a fake arm in the test (commands in, joint_states
+out), and the MuJoCo sim_arm_node when it is available."""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ros_utils import RosHarness, node_output, ros_env, start_node, stop  # noqa: F401
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+HUMANOID_LIMITS = {
+    'position_limits_lower': [-1.0, -0.5, -1.6, -0.1, -1.6, -1.2],
+    'position_limits_upper': [3.0, 2.8, 1.6, 2.6, 1.6, 1.2],
+    'velocity_limits': [2.0] * 6,
+    'acceleration_limits': [5.0] * 6,
+}
+JOINTS = [f'joint_{i}' for i in range(1, 7)]
+
+
+def _config(tmp_path):
+    import yaml
+    from arm_dyn_id.paths import share_dir
+    data = {'/**': {'ros__parameters': dict(
+        robot_name='humanoid_arm', urdf=str(share_dir() / 'urdf' / 'humanoid_arm.urdf'),
+        joints=JOINTS, gravity=9.81, torque_constants=[1.0] * 6, **HUMANOID_LIMITS)}}
+    path = tmp_path / 'arm.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _one_joint_plan(tmp_path, config_path):
+    """A short reciprocating pass of joint 6 only (0.2 rad at 0.2 rad/s)."""
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.excitation import reciprocating_plan
+    cfg = load_arm_config(config_path)
+    pose = np.array([0.3, 0.3, 0.0, 0.5, 0.0, 0.0])
+    plan = reciprocating_plan(None, cfg, poses=[(5, pose)], speed=0.2, sweep_range=0.3,
+                              settle_time=0.3, ramp_acceleration=1.0, name='one_joint')
+    path = tmp_path / 'plan.yaml'
+    plan.to_yaml(path)
+    return path, plan
+
+
+class FakeArm:
+    """Follows Float64MultiArray commands perfectly and publishes joint_states at 200 Hz."""
+
+    def __init__(self, ros, q0):
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray, String
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        self.q = np.array(q0, dtype=float)
+        self.commands = []          # (monotonic time, q)
+        self.markers = []
+        self.publishing = True
+        self.ros = ros
+        self.pub = ros.node.create_publisher(JointState, 'joint_states', 10)
+        ros.node.create_subscription(Float64MultiArray, 'arm_controller/commands',
+                                     self._on_command, 100)
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        ros.node.create_subscription(String, 'excitation_segments',
+                                     lambda m: self.markers.append(json.loads(m.data)), qos)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _on_command(self, msg):
+        self.q = np.array(msg.data)
+        self.commands.append((time.monotonic(), self.q.copy()))
+
+    def _run(self):
+        from sensor_msgs.msg import JointState
+        while not self._stop:
+            if self.publishing:
+                msg = JointState(name=JOINTS, position=self.q.tolist())
+                msg.header.stamp = self.ros.node.get_clock().now().to_msg()
+                self.pub.publish(msg)
+            time.sleep(0.005)
+
+    def close(self):
+        self._stop = True
+        self._thread.join(2.0)
+
+    def phases(self):
+        return [m['phase'] for m in self.markers]
+
+
+def _start(ros_env, tmp_path, extra=None):
+    cfg = _config(tmp_path)
+    plan_path, plan = _one_joint_plan(tmp_path, cfg)
+    params = {'config_file': str(cfg), 'plan_file': str(plan_path), 'output': 'commands',
+              'command_rate': 100.0, 'approach_speed': 1.0, 'approach_acceleration': 4.0,
+              'joint_state_timeout': 0.3}
+    params.update(extra or {})
+    proc = start_node('arm_dyn_id.nodes.excitation_node', params, ros_env, name='excitation')
+    return proc, plan
+
+
+def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
+    proc, plan = _start(ros_env, tmp_path)
+    with RosHarness(ros_env.domain_id) as ros:
+        arm = FakeArm(ros, plan.start_position + 0.05)
+        try:
+            # complete pass
+            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
+            time.sleep(0.3)
+            res = ros.trigger('/excitation_node/start', timeout=20)
+            assert res.success, res.message + node_output(proc)
+            ros.wait_for(lambda: 'done' in arm.phases(), plan.duration + 20,
+                         what='done marker')
+            phases = arm.phases()
+            assert phases[0] == 'start' and phases[1] == 'approach'
+            sweeps = [m for m in arm.markers if m['phase'] == 'sweep']
+            assert [m['direction'] for m in sweeps] == [1, -1]
+            assert all(m['joint'] == 'joint_6' and m['joint_index'] == 5 for m in sweeps)
+            qs = np.array([c[1] for c in arm.commands])
+            assert np.all(qs >= np.array(HUMANOID_LIMITS['position_limits_lower']))
+            assert np.all(qs <= np.array(HUMANOID_LIMITS['position_limits_upper']))
+            assert np.allclose(qs[-1], plan.end_position, atol=1e-6)
+
+            # ~/stop holds within 50 ms
+            res = ros.trigger('/excitation_node/start', timeout=20)
+            assert res.success, res.message
+            ros.wait_for(lambda: 'sweep' in arm.phases()[len(phases):], 30)
+            n_before = len(arm.commands)
+            t_call = time.monotonic()
+            res = ros.trigger('/excitation_node/stop', timeout=5)
+            assert res.success
+            ros.wait_for(lambda: 'stopped' in arm.phases()[len(phases):], 5)
+            time.sleep(0.3)
+            after = [c for c in arm.commands[n_before:] if c[0] >= t_call]
+            assert after, 'no hold command after ~/stop'
+            assert after[0][0] - t_call < 0.05 + 0.05   # service round trip included
+            # nothing but the hold afterwards: the node does not resume
+            assert len(arm.commands) - n_before <= 6
+
+            # watchdog: joint states stop while running
+            mark = len(arm.markers)
+            res = ros.trigger('/excitation_node/start', timeout=20)
+            assert res.success, res.message
+            ros.wait_for(lambda: 'approach' in arm.phases()[mark:], 10)
+            arm.publishing = False
+            ros.wait_for(lambda: 'stopped' in arm.phases()[mark:], 5, what='watchdog')
+            stopped = [m for m in arm.markers[mark:] if m['phase'] == 'stopped'][0]
+            assert 'joint_states' in stopped['reason']
+        finally:
+            arm.close()
+    assert stop(proc) == 0, node_output(proc)
+
+
+def test_start_refused_without_joint_states_and_bad_plan(ros_env, tmp_path):
+    cfg = _config(tmp_path)
+    plan_path, plan = _one_joint_plan(tmp_path, cfg)
+    text = plan_path.read_text().replace('speed: 0.2', 'speed: 0.2')
+    # a plan file whose sweep runs past joint 6's upper limit
+    from arm_dyn_id.excitation import Plan
+    bad = Plan.from_yaml(text)
+    from dataclasses import replace
+    pieces = tuple(replace(p, q0=p.q0 + np.array([0, 0, 0, 0, 0, 1.3])) for p in bad.pieces)
+    bad_path = tmp_path / 'bad.yaml'
+    replace(bad, pieces=pieces).to_yaml(bad_path)
+    proc = start_node('arm_dyn_id.nodes.excitation_node',
+                      {'config_file': str(cfg), 'plan_file': str(bad_path)}, ros_env,
+                      name='bad')
+    with RosHarness(ros_env.domain_id) as ros:
+        res = ros.trigger('/excitation_node/start', timeout=20)
+        assert not res.success
+        assert 'joint_6' in res.message and 'position' in res.message
+    assert stop(proc) == 0
