@@ -97,7 +97,8 @@ def reciprocating_data(seed=0, rate=200.0, speed=0.1, sweep_range=0.6, poses=3, 
     markers.append({'segment_id': seg, 'joint': '', 'joint_index': -1, 'direction': 0,
                     'phase': 'done', 't': t0 + t_now})
     theta = robot.parameters('gravity')
-    gravity = robot.gravity_regressor(q_true) @ theta
+    gravity = np.vstack([robot.gravity_regressor(q_true[a:a + 100000]) @ theta
+                         for a in range(0, q_true.shape[0], 100000)])
     friction = COULOMB * np.sign(np.round(v, 12)) + VISCOUS * v
     tau = gravity + friction + rng.normal(0, 1, v.shape) * NOISE
     q = q_true + rng.normal(0, encoder_noise, v.shape)

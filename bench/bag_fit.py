@@ -1,0 +1,142 @@
+"""Offline fit of a long bag: write, read and fit times (issue 7).
+
+Generates a synthetic 1 kHz bag of the humanoid arm (6 joints, seed 000
+reciprocating excitation, torque = G(q) + friction + noise stored as currents,
+segment markers) once in a temporary folder, then times
+
+- ``write``: rosbags Writer, CDR bytes built with NumPy (bagread.write_bag);
+- ``read``: arm_dyn_id.bagread.read_bag (NumPy CDR decoding);
+- ``read_reference``: arm_dyn_id.recording.load_recording on the first
+  ``--reference-messages`` messages (message objects), extrapolated;
+- ``fit``: what ``arm-dyn-id fit`` does after reading (pairing, regressor,
+  estimators, held-out validation), without the report;
+- ``report``: the HTML report and its plots.
+
+Prints one JSON object. Usage::
+
+    .venv/bin/python bench/bag_fit.py [--seconds 3600] [--rate 1000] [--storage mcap]
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / 'test'))
+
+
+def cpu_model():
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--seconds', type=float, default=3600.0, help='bag length (s)')
+    parser.add_argument('--rate', type=float, default=1000.0, help='sample rate (Hz)')
+    parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
+    parser.add_argument('--reference-messages', type=int, default=100000)
+    parser.add_argument('--keep', type=Path, help='keep the bag and fit folder here')
+    args = parser.parse_args(argv)
+
+    import numpy as np
+    from test_cli_fit import reciprocating_data, write_config, write_synthetic_bag
+    from arm_dyn_id.bagread import read_bag
+    from arm_dyn_id.cli_fit import Progress, fit_bag
+    from arm_dyn_id.recording import load_recording
+
+    root = Path(tempfile.mkdtemp(prefix='bag_fit_')) if args.keep is None else args.keep
+    root.mkdir(parents=True, exist_ok=True)
+    result = {'date': time.strftime('%Y-%m-%d'), 'nproc': os.cpu_count(), 'cpu': cpu_model(),
+              'python': platform.python_version(), 'storage': args.storage}
+    try:
+        t0 = time.perf_counter()
+        # poses per joint so that the excitation lasts about --seconds
+        one = reciprocating_data(seed=0, rate=100.0, poses=1, speed=0.05, sweep_range=1.2)
+        per_pose = (one['t'][-1] - one['t'][0]) / 6
+        poses = max(1, int(round(args.seconds / (6 * per_pose))))
+        data = reciprocating_data(seed=0, rate=args.rate, poses=poses, speed=0.05,
+                                  sweep_range=1.2)
+        n = data['t'].shape[0]
+        result.update(messages=n, joints=6, duration_s=float(data['t'][-1] - data['t'][0]),
+                      generate_s=time.perf_counter() - t0)
+        bag = root / 'bag'
+        t0 = time.perf_counter()
+        write_synthetic_bag(bag, data, storage=args.storage, version=9)
+        result['write_s'] = time.perf_counter() - t0
+        result['bag_bytes'] = sum(p.stat().st_size for p in bag.iterdir())
+        cfg = write_config(root / 'arm.yaml')
+        del data
+
+        from arm_dyn_id.config import load_arm_config
+        config = load_arm_config(cfg)
+        t0 = time.perf_counter()
+        rec = read_bag(bag, config)
+        result['read_s'] = time.perf_counter() - t0
+        result['read_msgs_per_s'] = rec.n_samples / result['read_s']
+        del rec
+
+        small = root / 'small'
+        ref = reciprocating_data(seed=0, rate=args.rate, poses=1, speed=0.05, sweep_range=1.2)
+        m = min(args.reference_messages, ref['t'].shape[0])
+        ref = {k: (v[:m] if isinstance(v, np.ndarray) else v) for k, v in ref.items()}
+        write_synthetic_bag(small, ref, storage=args.storage, version=9)
+        t0 = time.perf_counter()
+        load_recording(small, config)
+        ref_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        read_bag(small, config)
+        fast_small_s = time.perf_counter() - t0
+        result['read_reference'] = {
+            'messages': m, 'load_recording_s': ref_s, 'read_bag_s': fast_small_s,
+            'load_recording_msgs_per_s': m / ref_s,
+            'load_recording_extrapolated_s': ref_s * n / m}
+
+        fit_args = argparse.Namespace(
+            bag=bag, config=cfg, urdf=None, torque_constants=None, states_topic=None,
+            segments='auto', recover=False, quiet=True, out=root / 'fit', holdout=0.2, seed=0,
+            methods='wls,joint_by_joint', gravity=None, no_report=True)
+        t0 = time.perf_counter()
+        _, validation = fit_bag(fit_args, Progress(quiet=True))
+        total = time.perf_counter() - t0
+        timings = validation['fit_summary']['timings_s']
+        result['fit_command_s'] = total
+        result['fit_command_read_s'] = timings['read']
+        result['fit_s'] = timings['fit']
+        result['validate_and_write_s'] = total - timings['read'] - timings['fit']
+        result['fit_summary'] = {
+            'pairs': validation['fit_summary']['segments']['pairs'],
+            'held_out_pairs': validation['fit_summary']['holdout']['held_out_pairs'],
+            'fitted_samples': validation['fit_summary']['fit']['n_samples'],
+            'method': validation['fit_summary']['fit']['method'],
+            'held_out_rmse_percent': {j: v['rmse_percent'] for j, v in
+                                      validation.get('held_out', {}).items()}}
+        from arm_dyn_id.report import write_report
+        t0 = time.perf_counter()
+        write_report(root / 'fit')
+        result['report_s'] = time.perf_counter() - t0
+        try:
+            import resource
+            result['max_rss_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        except ImportError:
+            pass
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
