@@ -73,7 +73,20 @@ class ExcitationNode(Node):
 
     def __init__(self):
         super().__init__(NODE_NAME)
+        self._defaults = {}
+        self._extra = {}
         self._declare_parameters()
+        self.config = None
+        self.load_error = None
+        try:
+            if not self.get_parameter('config_file').value:
+                raise ConfigError('parameter config_file is empty: give the arm config YAML')
+            self.config = load_arm_config(self.get_parameter('config_file').value,
+                                          node_name=NODE_NAME)
+            self._extra = dict(self.config.extra or {})
+        except _CORE_ERRORS as exc:
+            self.load_error = str(exc)
+            self.get_logger().error(f'no config: {exc}')
         p = self._param
         self.controller = p('controller').rstrip('/')
         self.output = p('output')
@@ -81,9 +94,7 @@ class ExcitationNode(Node):
             self.get_logger().error(f'parameter output = {self.output!r} must be trajectory or '
                                     'commands; using trajectory')
             self.output = 'trajectory'
-        self.config = None
         self.plan = None
-        self.load_error = None
         self.state = 'idle'
         self.reason = ''
         self.run_plan = None
@@ -120,6 +131,7 @@ class ExcitationNode(Node):
     # parameters ---------------------------------------------------------------
     def _declare_parameters(self):
         def d(name, default, text, read_only=False):
+            self._defaults[name] = default
             self.declare_parameter(name, default, ParameterDescriptor(
                 description=text, read_only=read_only))
         d('config_file', '', 'arm config YAML (path or shipped name)', True)
@@ -145,7 +157,12 @@ class ExcitationNode(Node):
         d('settle_time', -1.0, 'hold before each sweep (s); < 0: default (2, quick 1)')
 
     def _param(self, name):
-        return self.get_parameter(name).value
+        """A ROS parameter; when left at its default, the value of the config file's
+        ``excitation_node:`` section (launch files may pass only ``config_file``)."""
+        value = self.get_parameter(name).value
+        if value == self._defaults.get(name) and name in self._extra:
+            return type(value)(self._extra[name])
+        return value
 
     def _load(self):
         p = self._param
@@ -155,9 +172,8 @@ class ExcitationNode(Node):
                          'tracking_error_threshold', 'speed'):
                 if not p(name) > 0:
                     raise ConfigError(f'parameter {name} = {p(name)} must be > 0')
-            if not p('config_file'):
-                raise ConfigError('parameter config_file is empty: give the arm config YAML')
-            self.config = load_arm_config(p('config_file'), node_name=NODE_NAME)
+            if self.config is None:
+                raise ConfigError(self.load_error)
             if p('plan_file'):
                 plan = Plan.from_yaml(p('plan_file'))
             else:
