@@ -105,13 +105,18 @@ def _weights(noise, n):
     return 1.0 / noise ** 2
 
 
+def _predict(Yb, beta):
+    """Y_b β for stacked rows: (M, n, r) @ (r,) -> (M, n) through one BLAS product."""
+    M, n, r = Yb.shape
+    return (Yb.reshape(M * n, r) @ beta).reshape(M, n)
+
+
 def _normal_equations(Yb, tau, w, mask):
     """Σ over samples of Yᵀ W Y and Yᵀ W τ with per-joint weights w (n,)."""
-    Ym = Yb[mask]
-    Yw = Ym * w[None, :, None]
-    A = np.einsum('mnr,mns->rs', Yw, Ym)
-    b = np.einsum('mnr,mn->r', Yw, tau[mask])
-    return A, b
+    # as (M·n, r) matrices: one BLAS product instead of an einsum over three axes
+    Ym = Yb[mask].reshape(-1, Yb.shape[2])
+    Yw = Ym * np.tile(w, int(mask.sum()))[:, None]
+    return Yw.T @ Ym, Yw.T @ tau[mask].reshape(-1)
 
 
 def identifiability(A, names):
@@ -164,7 +169,7 @@ def _solve(A, b, names, context=''):
 
 def _finish(method, names, Yb, tau, beta, cov_unit, condition, mask, w, t0, info=None,
             warnings=(), cov=None):
-    residuals = tau - np.einsum('mnr,r->mn', Yb, beta)
+    residuals = tau - _predict(Yb, beta)
     residuals[~mask] = np.nan
     r = residuals[mask]
     if cov is None:
@@ -287,7 +292,7 @@ def fit_threshold(Yb, tau, names, noise=None, k=3.0, max_iter=20, mask=None):
     for iteration in range(max_iter):
         A, b = _normal_equations(Yb, tau, w, keep)
         beta, cov_unit, condition = _solve(A, b, names)
-        resid = tau - np.einsum('mnr,r->mn', Yb, beta)
+        resid = tau - _predict(Yb, beta)
         scale = 1.4826 * np.nanmedian(np.abs(resid[start]), axis=0)
         scale[scale == 0] = np.finfo(float).tiny
         new_keep = start & np.all(np.abs(resid) <= k * scale, axis=1)
@@ -313,15 +318,16 @@ def fit_irls(Yb, tau, names, noise=None, c=4.685, max_iter=50, tol=1e-10, mask=N
     A, b = _normal_equations(Yb, tau, w, use)
     beta, cov_unit, condition = _solve(A, b, names)
     Ym, tm = Yb[use], tau[use]
+    Ym2 = Ym.reshape(-1, Ym.shape[2])
     for iteration in range(max_iter):
-        resid = tm - np.einsum('mnr,r->mn', Ym, beta)
+        resid = tm - (Ym2 @ beta).reshape(tm.shape)
         scale = 1.4826 * np.median(np.abs(resid), axis=0)
         scale[scale == 0] = np.finfo(float).tiny
         u = resid / (c * scale)
         rw = np.where(np.abs(u) < 1, (1 - u ** 2) ** 2, 0.0) * w[None, :]
-        Yw = Ym * rw[:, :, None]
-        A = np.einsum('mnr,mns->rs', Yw, Ym)
-        b = np.einsum('mnr,mn->r', Yw, tm)
+        Yw = Ym2 * rw.reshape(-1, 1)
+        A = Yw.T @ Ym2
+        b = Yw.T @ tm.reshape(-1)
         new_beta, cov_unit, condition = _solve(A, b, names)
         step = np.max(np.abs(new_beta - beta) / (np.abs(beta) + 1e-12))
         beta = new_beta
@@ -363,13 +369,15 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
     # Fitness through the normal-equation moments would ignore rejection, so it
     # is evaluated on a fixed random subsample to keep the cost bounded.
     sub = rng.choice(len(tm), size=min(len(tm), 20000), replace=False)
-    Ys, ts = Ym[sub], tm[sub]
+    Ys = np.ascontiguousarray(Ym[sub]).reshape(-1, Ym.shape[2])        # (m·n, r)
+    ts = tm[sub].reshape(-1)
 
-    def fitness(beta):
+    def swarm_fitness(X):
         # residuals standardised per joint, capped at k (eqs. 14-15): every joint
-        # counts alike, and a gross error costs no more than k² however large
-        z = (ts - np.einsum('mnr,r->mn', Ys, beta)) / scale0
-        return float(np.sum(np.minimum(z ** 2, k * k)))
+        # counts alike, and a gross error costs no more than k² however large;
+        # the whole swarm (P, r) in one matrix product
+        z = (ts[:, None] - Ys @ X.T) / np.tile(scale0, len(sub))[:, None]
+        return np.sum(np.minimum(z ** 2, k * k), axis=0)
 
     dim = len(centre)
     spread = 3 * ls.std_errors + 1e-12
@@ -381,7 +389,7 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
         x[0] = beta
         v = np.zeros_like(x)
         pbest = x.copy()
-        pcost = np.array([fitness(p) for p in x])
+        pcost = swarm_fitness(x)
         g = int(np.argmin(pcost))
         for it in range(iterations):
             inertia = 0.9 - 0.5 * it / max(iterations - 1, 1)
@@ -390,16 +398,16 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
             v = (inertia * v + 1.5 * r1 * (pbest - x) + 1.5 * r2 * (pbest[g] - x)
                  + 0.5 * r3 * (pbest[others] - x))
             x = np.clip(x + v, lo, hi)
-            cost = np.array([fitness(p) for p in x])
+            cost = swarm_fitness(x)
             better = cost < pcost
             pbest[better], pcost[better] = x[better], cost[better]
             g = int(np.argmin(pcost))
         beta = pbest[g]
         # re-estimate the robust scale from the better fit for the next round
-        scale0 = 1.4826 * np.median(np.abs(ts - np.einsum('mnr,r->mn', Ys, beta)), axis=0)
+        scale0 = 1.4826 * np.median(np.abs(ts - Ys @ beta).reshape(-1, len(scale0)), axis=0)
         scale0[scale0 == 0] = np.finfo(float).tiny
         spread = spread / 3
-    resid = tau - np.einsum('mnr,r->mn', Yb, beta)
+    resid = tau - _predict(Yb, beta)
     inliers = use & np.all(np.abs(resid) <= k * scale0, axis=1)
     A, _ = _normal_equations(Yb, tau, w, inliers)
     _, cov_unit, condition = _solve(A, np.zeros(dim), names)
@@ -444,7 +452,7 @@ def fit_best(Yb, tau, names, noise=None, validation=None, methods=('wls', 'joint
         results[method] = result
         if validation is not None:
             Yv, tv = validation
-            r = np.asarray(tv) - np.einsum('mnr,r->mn', np.asarray(Yv), result.beta)
+            r = np.asarray(tv) - _predict(np.asarray(Yv), result.beta)
         else:
             r = result.residuals[result.inliers]
         scores[method] = float(np.nanmean(w * r ** 2))

@@ -64,23 +64,8 @@ class NormalEquations:
                                self.weights)
 
 
-def _joint_major_regressor(robot, q):
-    """Y_g of a chunk as a contiguous (n, 4·nb, c) array (samples last).
-
-    The batch regressor builds exactly this layout internally and hands out a
-    transposed view of it; using the block directly skips a strided copy into
-    (c, n, 4·nb) and one back.
-    """
-    block = getattr(robot, '_gravity_regressor_chunk', None)
-    if block is not None:
-        Y = block(q, robot.gravity_vector).transpose(1, 2, 0)
-        if Y.flags['C_CONTIGUOUS']:
-            return Y
-    return np.ascontiguousarray(robot.gravity_regressor(q).transpose(1, 2, 0))
-
-
 def _chunk_moments(robot, base, q, tau, weights):
-    Yn = _joint_major_regressor(robot, q)[:, base.independent, :]     # (n, r, c)
+    Yn = robot.gravity_regressor_joint_major(q)[:, base.independent, :]     # (n, r, c)
     A_joint = Yn @ Yn.transpose(0, 2, 1)                               # (n, r, r)
     b_joint = (Yn @ np.ascontiguousarray(tau.T)[:, :, None])[..., 0]   # (n, r)
     A = np.einsum('j,jrs->rs', weights, A_joint)

@@ -399,16 +399,30 @@ class RobotModel:
         if q.shape[1] != self.n_joints:
             raise ValueError(f'q has {q.shape[1]} columns, expected {self.n_joints} '
                              f'for joints {list(self.joint_names)}')
+        Y = self.gravity_regressor_joint_major(q, gravity).transpose(2, 0, 1)
+        return Y[0] if single else Y
+
+    def gravity_regressor_joint_major(self, q, gravity=None):
+        """The batch gravity regressor with samples last: (n, 4·nb, N), contiguous.
+
+        The layout the vectorised kernel computes in; :meth:`gravity_regressor`
+        returns a transposed view of it, so neither makes a copy. Accumulating
+        normal equations from this layout is a plain matrix product per joint.
+        """
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        if q.shape[1] != self.n_joints:
+            raise ValueError(f'q has {q.shape[1]} columns, expected {self.n_joints} '
+                             f'for joints {list(self.joint_names)}')
         g = self.gravity_vector if gravity is None else np.asarray(gravity, dtype=float)
-        out = np.empty((q.shape[0], self.n_joints, 4 * self.n_bodies))
+        out = np.empty((self.n_joints, 4 * self.n_bodies, q.shape[0]))
         for lo in range(0, q.shape[0], self._CHUNK):
             hi = min(lo + self._CHUNK, q.shape[0])
-            out[lo:hi] = self._gravity_regressor_chunk(q[lo:hi], g)
-        return out[0] if single else out
+            self._gravity_regressor_chunk(q[lo:hi], g, out[:, :, lo:hi])
+        return out
 
     _CHUNK = 8192    # samples per block: keeps the block (n x 4nb x N) in cache
 
-    def _gravity_regressor_chunk(self, q, g):
+    def _gravity_regressor_chunk(self, q, g, out):
         # Structure of arrays with lazy constants: the sample axis is last, every
         # step is a few elementwise operations on length-N vectors, and products
         # with the exact zeros/ones of the joint placements are skipped.
@@ -429,7 +443,7 @@ class RobotModel:
                 pos[b] = tuple(_add(p, t) for p, t in zip(pos[parent - 1],
                                                           _matvec(rp, placement[1])))
         g = tuple(_clean(x) for x in g)
-        out = np.zeros((self.n_joints, 4 * nb, n_samples))
+        out[...] = 0.0
         for row, jid in enumerate(self._jid):
             i = jid - 1
             z = _matvec(rot[i], tuple(_clean(a) for a in self._axes[i]))
@@ -443,7 +457,6 @@ class RobotModel:
                 for c in range(3):
                     out[row, 4 * b + 1 + c] = _neg(_dot((rot[b][0][c], rot[b][1][c],
                                                          rot[b][2][c]), gxz))
-        return out.transpose(2, 0, 1)
 
     def _ancestors(self):
         """For each body k (0-based), the set of 0-based joints that move it."""

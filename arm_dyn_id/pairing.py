@@ -123,6 +123,16 @@ def pair_sweeps(sweeps):
     return pairs
 
 
+def _interp_rows(x, xp, fp):
+    """Linear interpolation of every column of fp (K, n) at x (M,), xp increasing."""
+    idx = np.clip(np.searchsorted(xp, x), 1, len(xp) - 1)
+    x0, x1 = xp[idx - 1], xp[idx]
+    span = x1 - x0
+    w = np.divide(x - x0, span, out=np.zeros_like(x), where=span > 0)
+    w = np.clip(w, 0.0, 1.0)[:, None]
+    return fp[idx - 1] * (1.0 - w) + fp[idx] * w
+
+
 def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
     """Average forward and backward passes at the same joint angle.
 
@@ -148,10 +158,9 @@ def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
     DataError
         If no forward/backward pair overlaps.
     """
+    t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
-    if dq is None:
-        dq = np.gradient(q, t, axis=0)
     out = {k: [] for k in ('q', 'tau', 'friction', 'dq', 'moving', 'pair')}
     for pair_id, (fwd, bwd) in enumerate(pair_sweeps(sweeps)):
         j = fwd.joint_index
@@ -159,7 +168,9 @@ def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
         b = slice(bwd.start, bwd.stop)
         ok_f = np.all(np.isfinite(tau[f]), axis=1) & np.all(np.isfinite(q[f]), axis=1)
         ok_b = np.all(np.isfinite(tau[b]), axis=1) & np.all(np.isfinite(q[b]), axis=1)
-        qf, tf, vf = q[f][ok_f], tau[f][ok_f], dq[f][ok_f]
+        # velocity only where it is needed: the forward pass of this pair
+        vf = (np.gradient(q[f], t[f], axis=0) if dq is None else dq[f])[ok_f]
+        qf, tf = q[f][ok_f], tau[f][ok_f]
         qb, tb = q[b][ok_b], tau[b][ok_b]
         if len(qf) < 2 or len(qb) < 2:
             continue
@@ -172,10 +183,8 @@ def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
         keep = (qf[:, j] >= lo) & (qf[:, j] <= hi)
         if keep.sum() < 2:
             continue
-        order = np.argsort(qb[:, j])
-        qb_sorted = qb[order, j]
-        tb_at_f = np.column_stack([np.interp(qf[keep, j], qb_sorted, tb[order, c])
-                                   for c in range(tau.shape[1])])
+        order = np.argsort(qb[:, j], kind='stable')
+        tb_at_f = _interp_rows(qf[keep, j], qb[order, j], tb[order])
         out['q'].append(qf[keep])
         out['tau'].append(0.5 * (tf[keep] + tb_at_f))
         out['friction'].append(0.5 * (tf[keep] - tb_at_f))
