@@ -19,8 +19,10 @@ bag's clock. What the bag holds decides what runs:
   ``raw_currents:=true`` also starts the recorder, which converts currents to
   ``joint_torques`` (seed 000 eq. 19) and writes a new recording.
 
-The model equals ``arm-dyn-id fit BAG --holdout 0`` on the same bag (same
-samples, markers and estimators; test/test_replay.py checks it).
+Node-specific settings (``methods``, payload...) go in the config file's
+``identifier_node: ros__parameters:`` section. The model equals
+``arm-dyn-id fit BAG --config CFG --holdout 0`` on the same bag (same samples,
+markers, noise weights and estimators; test/test_replay.py checks it).
 """
 
 from launch import LaunchDescription
@@ -35,7 +37,6 @@ from launch_ros.substitutions import FindPackageShare
 def generate_launch_description():
     config = LaunchConfiguration('config')
     model_file = LaunchConfiguration('model_file')
-    methods = LaunchConfiguration('methods')
     fit_on_done = LaunchConfiguration('fit_on_done')
     raw_currents = LaunchConfiguration('raw_currents')
     output_dir = LaunchConfiguration('output_dir')
@@ -50,9 +51,6 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'model_file', default_value='identified_model.yaml',
             description='where the identifier writes the model (YAML)'),
-        DeclareLaunchArgument(
-            'methods', default_value='wls,joint_by_joint',
-            description='estimators, comma separated (wls, joint_by_joint, threshold, irls)'),
         DeclareLaunchArgument(
             'fit_on_done', default_value='true',
             description='fit when the excitation_segments "done" marker arrives'),
@@ -84,7 +82,6 @@ def generate_launch_description():
             parameters=[config, sim_time, {
                 'config_file': config,
                 'model_file': model_file,
-                'methods': methods,
                 'fit_on_done': ParameterValue(fit_on_done, value_type=bool),
             }],
         ),
