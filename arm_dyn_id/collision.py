@@ -80,7 +80,8 @@ class ClearanceChecker:
         names = list(self.model.names)
         missing = [j for j in self.joints if j not in names]
         if missing:
-            raise JointNameError(f'joint {missing[0]!r} is not in {urdf} (its joints: {names[1:]})')
+            raise JointNameError(
+                f'joint {missing[0]!r} is not in {urdf} (its joints: {names[1:]})')
         self._idx_q = np.array([self.model.joints[self.model.getJointId(j)].idx_q
                                 for j in self.joints])
         self.geom = pin.buildGeomFromUrdf(self.model, str(urdf), pin.GeometryType.COLLISION)

@@ -56,7 +56,8 @@ def test_reciprocating_structure_and_constant_speed(config, robot):
     assert {'range_objective', 'condition_number'} <= set(plan.info)
     ids = [s.segment_id for s in plan.segments]
     assert ids == list(range(len(ids)))
-    assert all(a.t_end == pytest.approx(b.t_start) for a, b in zip(plan.segments, plan.segments[1:]))
+    assert all(a.t_end == pytest.approx(b.t_start)
+               for a, b in zip(plan.segments, plan.segments[1:]))
 
 
 def test_default_plan_length(config):
