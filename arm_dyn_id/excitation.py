@@ -483,17 +483,24 @@ def _check_arrays(t, q, dq, ddq, config, tolerance):
                 f'outside the limits [{lo[i]:.6g}, {hi[i]:.6g}] {unit}')
 
 
-def check_point(q, dq, ddq, config, tolerance=1e-6):
-    """Check one command point against the limits (the node's last check).
+def check_point(q, dq, ddq, config, tolerance=1e-6, t=None):
+    """Check command points against the limits (the node's last check).
+
+    Parameters
+    ----------
+    q, dq, ddq : ndarray, (n,) for one point or (N, n) for several
+    t : ndarray, (N,), optional
+        Their times, named in the message.
 
     Returns
     -------
     str or None
-        None when the point is within every limit, else what is wrong.
+        None when every point is within every limit, else what is wrong.
     """
+    q, dq, ddq = np.atleast_2d(q), np.atleast_2d(dq), np.atleast_2d(ddq)
+    t = np.zeros(len(q)) if t is None else np.asarray(t, dtype=float)
     try:
-        _check_arrays(np.zeros(1), np.atleast_2d(q), np.atleast_2d(dq), np.atleast_2d(ddq),
-                      config, tolerance)
+        _check_arrays(t, q, dq, ddq, config, tolerance)
     except PlanLimitError as exc:
         return str(exc).replace('plan ', 'command ', 1)
     return None

@@ -267,11 +267,10 @@ class ExcitationNode(Node):
         period = self._param('trajectory_point_period')
         t = np.unique(np.concatenate([np.arange(0.0, run.duration, period), [run.duration]]))
         q, dq, ddq = run.sample(t)
-        for k in range(len(t)):
-            problem = check_point(q[k], dq[k], ddq[k], self.config)
-            if problem:
-                self.hold(f'refused to send the trajectory: {problem} at t = {t[k]:.3f} s')
-                return False
+        problem = check_point(q, dq, ddq, self.config, t=t)
+        if problem:
+            self.hold(f'refused to send the trajectory: {problem}')
+            return False
         msg = JointTrajectory()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.joint_names = list(self.config.joints)
@@ -330,12 +329,15 @@ class ExcitationNode(Node):
         """Steady-clock check: joint states must keep arriving while running."""
         if self.state != 'running':
             return
+        # Wall-clock age only: with use_sim_time a stalled simulator stops its clock
+        # too, so only the steady clock sees it; and a simulator running faster
+        # than real time must not make a short busy spell of this node look like
+        # silence of the arm.
         timeout = self._param('joint_state_timeout')
         wall_age = time.monotonic() - (self.js_steady_time or 0.0)
-        node_age = self._now() - (self.js_node_time or 0.0)
-        if wall_age > timeout or node_age > timeout:
-            self.hold(f'joint_states stopped arriving (last {min(wall_age, node_age):.3f} s '
-                      f'ago, joint_state_timeout {timeout} s)')
+        if wall_age > timeout:
+            self.hold(f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
+                      f'joint_state_timeout {timeout} s)')
 
     def hold(self, reason):
         """Hold the measured position (or the last command) now; report; do not resume."""
