@@ -1,0 +1,256 @@
+"""The pipeline behind ``arm-dyn-id demo``: the four nodes on a simulated arm.
+
+Each node runs in its own process, as ``launch/sim_identify.launch.py`` runs them:
+``sim_arm_node`` (MuJoCo, publishing ``/clock`` faster than real time),
+``excitation_node`` (the identification plan), ``recorder_node`` (current ->
+torque, MCAP bag) and ``identifier_node`` (fits when the excitation is done).
+This module is the orchestrator: it starts them on a private ROS domain, calls
+``excitation_node/start``, reports progress from the segment markers and the sim
+clock, and collects the model that ``identifier_node`` publishes.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+NODES = ('sim_arm_node', 'recorder_node', 'identifier_node', 'excitation_node')
+
+
+class PipelineError(RuntimeError):
+    """A node of the demo failed; the message says which and where its log is."""
+
+
+class NodeProcesses:
+    """Start node processes with a shared environment; stop them all on exit."""
+
+    def __init__(self, log_dir, env):
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.env = env
+        self.procs = {}
+
+    def start(self, name, params, params_file=None):
+        args = [sys.executable, '-m', f'arm_dyn_id.nodes.{name}', '--ros-args']
+        if params_file:
+            args += ['--params-file', str(params_file)]
+        for key, value in params.items():
+            if isinstance(value, bool):
+                value = 'true' if value else 'false'
+            args += ['-p', f'{key}:={value}']
+        log = open(self.log_dir / f'{name}.log', 'w')
+        self.procs[name] = (subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                             env=self.env, start_new_session=True), log)
+        return self.procs[name][0]
+
+    def check(self):
+        for name, (proc, _) in self.procs.items():
+            if proc.poll() is not None:
+                raise PipelineError(f'{name} exited with code {proc.returncode}; see '
+                                    f'{self.log_dir / (name + ".log")}')
+
+    def stop_all(self, timeout=10.0):
+        for proc, _ in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        for proc, log in self.procs.values():
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
+def demo_environment(ros_home):
+    """A private ROS graph: random domain, loopback discovery, logs under ros_home."""
+    env = dict(os.environ)
+    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 101)))
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env['ROS_HOME'] = str(ros_home)
+    env['ROS_LOG_DIR'] = str(Path(ros_home) / 'log')
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+class Monitor(Node):
+    """Calls the services, follows markers and the clock, receives the model."""
+
+    def __init__(self, context=None):
+        super().__init__('demo_monitor', context=context, parameter_overrides=[
+            Parameter('use_sim_time', Parameter.Type.BOOL, True)])
+        latched = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.markers = []
+        self.model_text = None
+        self.joint_states = 0
+        self.create_subscription(JointState, 'joint_states', self._on_state, 100)
+        self.create_subscription(String, 'excitation_segments', self._on_marker, latched)
+        self.create_subscription(String, 'identifier_node/model', self._on_model,
+                                 QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                            durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.start_client = self.create_client(Trigger, 'excitation_node/start')
+        # every node is up once its services are (the identifier's and recorder's)
+        self.ready_clients = [self.create_client(Trigger, name) for name in (
+            'identifier_node/fit', 'recorder_node/start_recording', 'excitation_node/stop')]
+        self.stop_rec_client = self.create_client(Trigger, 'recorder_node/stop_recording')
+
+    def _on_marker(self, msg):
+        try:
+            self.markers.append(json.loads(msg.data))
+        except ValueError:
+            pass
+
+    def _on_state(self, msg):
+        self.joint_states += 1
+
+    def _on_model(self, msg):
+        self.model_text = msg.data
+
+    def call(self, client, timeout, executor):
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise PipelineError(f'service {client.srv_name} did not appear in {timeout:.0f} s')
+        future = client.call_async(Trigger.Request())
+        executor.spin_until_future_complete(future, timeout_sec=timeout)
+        if not future.done():
+            raise PipelineError(f'service {client.srv_name} did not answer in {timeout:.0f} s')
+        return future.result()
+
+
+def _wait_until_ready(monitor, executor, procs, timeout):
+    """Wait for every node's services and for joint_states from the simulated arm."""
+    deadline = time.monotonic() + timeout
+    pending = list(monitor.ready_clients) + [monitor.start_client]
+    while time.monotonic() < deadline:
+        procs.check()
+        pending = [c for c in pending if not c.service_is_ready()]
+        executor.spin_once(timeout_sec=0.1)
+        if not pending and monitor.joint_states >= 50:
+            return
+    missing = [c.srv_name for c in pending]
+    raise PipelineError(f'nodes not ready after {timeout:.0f} s: waiting for '
+                        f'{missing or "joint_states"}')
+
+
+def _progress_line(monitor, plan_duration, t_start_sim, wall_start):
+    now = monitor.get_clock().now().nanoseconds * 1e-9
+    marker = monitor.markers[-1] if monitor.markers else {}
+    elapsed = max(now - t_start_sim, 0.0) if t_start_sim else 0.0
+    fraction = min(elapsed / plan_duration, 1.0) if plan_duration > 0 else 0.0
+    wall = time.monotonic() - wall_start
+    eta = wall / fraction * (1 - fraction) if fraction > 0.01 else float('nan')
+    what = marker.get('phase', 'waiting')
+    if marker.get('joint'):
+        what += f' {marker["joint"]}'
+        if marker.get('direction'):
+            what += ' +' if marker['direction'] > 0 else ' -'
+    return (f'[identify] {100 * fraction:5.1f} %  sim {elapsed:7.1f}/{plan_duration:.0f} s  '
+            f'{what:<22} time left ~{eta:4.0f} s')
+
+
+def run_identification(config_file, plan_file, plan_duration, out_dir, real_time_factor=5.0,
+                       log=print, timeout_factor=3.0):
+    """Run sim + excitation + recorder + identifier until the model is fitted.
+
+    Parameters
+    ----------
+    config_file : path
+        Arm YAML (with a ``sim_arm_node`` section).
+    plan_file : path
+        Identification plan (``arm-dyn-id design`` format).
+    plan_duration : float
+        Its length (s of sim time), for progress and time-outs.
+    out_dir : path
+        Receives ``bags/``, ``logs/``, ``ros/``.
+    real_time_factor : float
+        Sim time per wall time.
+
+    Returns
+    -------
+    model_text : str
+        The model YAML the identifier published.
+    info : dict
+        Bag folder, wall time, markers seen.
+    """
+    out_dir = Path(out_dir)
+    env = demo_environment(out_dir / 'ros')
+    procs = NodeProcesses(out_dir / 'logs', env)
+    common = {'use_sim_time': True, 'config_file': str(config_file)}
+    old_env = {k: os.environ.get(k) for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE',
+                                              'ROS_HOME', 'ROS_LOG_DIR')}
+    os.environ.update({k: env[k] for k in old_env})
+    context = rclpy.Context()
+    wall_start = time.monotonic()
+    try:
+        rclpy.init(context=context)
+        procs.start('sim_arm_node', dict(common, real_time_factor=float(real_time_factor)))
+        procs.start('recorder_node', dict(common, record_on_start=True,
+                                          output_dir=str(out_dir / 'bags')))
+        procs.start('identifier_node', dict(common, fit_on_done=True,
+                                            model_file=str(out_dir / 'model.yaml')))
+        # the simulator shares the machine with the other nodes: a busy spell of a
+        # few hundred ms is no reason to stop, a silent arm for 5 s is
+        procs.start('excitation_node', dict(common, plan_file=str(plan_file),
+                                            joint_state_timeout=5.0))
+        monitor = Monitor(context=context)
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(monitor)
+        log('[identify] starting sim_arm_node, recorder_node, identifier_node, excitation_node '
+            f'(logs in {out_dir / "logs"})')
+        _wait_until_ready(monitor, executor, procs, timeout=120.0)
+        response = monitor.call(monitor.start_client, 60.0, executor)
+        if not response.success:
+            raise PipelineError(f'excitation_node refused to start: {response.message}')
+        t_start_sim = monitor.get_clock().now().nanoseconds * 1e-9
+        log(f'[identify] excitation started: {response.message}')
+        deadline = wall_start + 60.0 + timeout_factor * plan_duration / max(real_time_factor,
+                                                                            0.5)
+        last_print = 0.0
+        done_seen = False
+        while monitor.model_text is None:
+            executor.spin_once(timeout_sec=0.2)
+            procs.check()
+            if not t_start_sim:
+                t_start_sim = monitor.get_clock().now().nanoseconds * 1e-9
+            if time.monotonic() - last_print > 2.0:
+                log(_progress_line(monitor, plan_duration, t_start_sim, wall_start))
+                last_print = time.monotonic()
+            if not done_seen and any(m.get('phase') == 'done' for m in monitor.markers):
+                done_seen = True
+                log('[identify] excitation done; identifier_node is fitting')
+            if any(m.get('phase') == 'stopped' for m in monitor.markers):
+                raise PipelineError('excitation_node stopped the arm (watchdog); see '
+                                    f'{out_dir / "logs" / "excitation_node.log"}')
+            if time.monotonic() > deadline:
+                raise PipelineError('no model after '
+                                    f'{time.monotonic() - wall_start:.0f} s; see the logs in '
+                                    f'{out_dir / "logs"}')
+        response = monitor.call(monitor.stop_rec_client, 30.0, executor)
+        info = {'wall_seconds': time.monotonic() - wall_start,
+                'markers': len(monitor.markers),
+                'recording': response.message if response.success else None}
+        return monitor.model_text, info
+    except (KeyboardInterrupt, ExternalShutdownException):
+        raise PipelineError('interrupted')
+    finally:
+        procs.stop_all()
+        rclpy.try_shutdown(context=context)
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
