@@ -1,35 +1,695 @@
-"""Identifier node: fits the dynamic model and serves gravity torques.
+"""Identifier node: fits the gravity model live and serves gravity torques.
 
-Placeholder until it is implemented.
+Accumulates ``joint_torques`` (sensor_msgs/JointState, effort in N·m) and
+``excitation_segments`` markers, fits on ``~/fit`` or when the excitation is
+``done`` (arm_dyn_id.identification.identify_gravity, in a worker thread), and
+publishes the model on ``~/model`` (YAML) and ``robot_description_identified``
+(URDF, arm_dyn_id.export), both transient_local, with the base parameters as
+parameters ``base_parameters.<name>``.
+
+Serves G(q): a ``gravity_torques`` message for every ``joint_states`` message,
+and ``gravity_query`` -> ``gravity_result`` queries matched by ``header.frame_id``
+(error replies: empty effort, ``name = ['error: <message>']``). With
+``serve_only: true`` it only serves ``model_file`` and reloads it when it changes.
+
+The Trigger services ``~/fit``, ``~/save``, ``~/reload`` live on a small helper
+node spun in its own thread: a fit takes seconds and its reply waits for it, while
+the 1 kHz paths keep running on the EventsExecutor. See docs/identifier.md.
 """
 
+import concurrent.futures
+import json
+import math
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from arm_dyn_id.config import ArmConfig, load_arm_config
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError
+from arm_dyn_id.estimation import ESTIMATORS
+from arm_dyn_id.export import InconsistentParametersError, identified_urdf
+from arm_dyn_id.gravity_model import GravityModel
+from arm_dyn_id.identification import identify_gravity
+from arm_dyn_id.model import RobotModel
+from arm_dyn_id.pairing import pair_sweeps, sweeps_from_markers
+from arm_dyn_id.serving import FastGravity, JointOrder, payload_from
+
+NODE_NAME = 'identifier_node'
+BASE_PREFIX = 'base_parameters.'
+FIT_TIMEOUT = 600.0     # s a Trigger reply waits for a fit
+
+
+def _descriptor(description, read_only=False, low=None, high=None, dynamic=False):
+    d = ParameterDescriptor(description=description, read_only=read_only,
+                            dynamic_typing=dynamic)
+    if low is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high))]
+    return d
+
+
+class SampleBuffer:
+    """Growing (t, q, tau) arrays: amortised doubling, no per-sample Python objects."""
+
+    def __init__(self, n_joints, capacity=65536):
+        self.n = n_joints
+        self.count = 0
+        self._t = np.empty(capacity)
+        self._q = np.empty((capacity, n_joints))
+        self._tau = np.empty((capacity, n_joints))
+        self._lock = threading.Lock()
+
+    def append(self, t, q, tau):
+        with self._lock:
+            k = self.count
+            if k == len(self._t):
+                cap = 2 * len(self._t)
+                self._t = np.resize(self._t, cap)
+                self._q = np.resize(self._q, (cap, self.n))
+                self._tau = np.resize(self._tau, (cap, self.n))
+            self._t[k] = t
+            self._q[k] = q
+            self._tau[k] = tau
+            self.count = k + 1
+
+    def snapshot(self):
+        """Views of the samples so far (rows below ``count`` are never rewritten)."""
+        with self._lock:
+            k = self.count
+            return self._t[:k], self._q[:k], self._tau[:k]
+
+
+class Served:
+    """What the serving paths read: swapped as one reference, never mutated."""
+
+    def __init__(self, model, gravity, payload):
+        self.model = model
+        self.fast = FastGravity(model, gravity=gravity or None, payload=payload)
+        self.joints = list(model.joint_names)
+        self.order = JointOrder(model.joint_names)
 
 
 class IdentifierNode(Node):
-    """Placeholder node: says it is not implemented and does nothing else."""
+    """Fit the gravity model from live data and serve gravity torques."""
 
     def __init__(self):
-        super().__init__('identifier_node')
-        self.get_logger().info('identifier_node: not implemented yet')
+        super().__init__(NODE_NAME)
+        self.config = self._load_config()
+        self._declare_parameters()
+        p = self.get_parameter
+        self.serve_only = p('serve_only').value
+        self.model_file = p('model_file').value
+        self.methods = tuple(p('methods').value)
+        self.fit_on_done = p('fit_on_done').value
+        self.gravity = p('gravity').value
+        self.payload = payload_from(p('payload_mass').value, p('payload_com').value,
+                                    p('payload_frame').value)
+        self.robot = RobotModel.from_config(self.config) if self.config else None
+        self.buffer = SampleBuffer(self.config.n_joints, p('initial_capacity').value) \
+            if self.config else None
+        self.torque_order = JointOrder(self.config.joints) if self.config else None
+        self.markers = []
+        self._marker_keys = set()
+        self.model = None
+        self.served = None
+        self.model_source = ''
+        self.fit_status = 'no fit yet'
+        self.urdf_status = 'no model yet'
+        self.reload_error = ''
+        self.counts = {'samples_rejected': 0, 'queries': 0, 'query_errors': 0,
+                       'stream': 0, 'stream_skipped': 0}
+        self.errors = {}
+        self._internal_set = False
+        self._base_names = set()
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='fit')
+        self._lock = threading.Lock()     # model / served / parameter updates
+        self._fit_pending = None
+        self._reload_pending = None
+        self._seen_stat = None
+        self._throttle = 5.0
+
+        depth = p('queue_depth').value
+        stream_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.VOLATILE)
+        marker_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.model_pub = self.create_publisher(String, '~/model', latched)
+        self.urdf_pub = self.create_publisher(String, 'robot_description_identified', latched)
+        self.gravity_pub = self.create_publisher(JointState, 'gravity_torques', stream_qos)
+        self.result_pub = self.create_publisher(JointState, 'gravity_result', stream_qos)
+        self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
+        self.create_subscription(JointState, 'joint_states', self._on_state, stream_qos)
+        self.create_subscription(JointState, 'gravity_query', self._on_query, stream_qos)
+        if not self.serve_only:
+            self.create_subscription(JointState, 'joint_torques', self._on_torques, stream_qos)
+            self.create_subscription(String, 'excitation_segments', self._on_marker, marker_qos)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.commands = self._create_command_node()
+
+        if self.model_file and Path(self.model_file).is_file():
+            self.request_reload('start')
+        elif self.serve_only:
+            self.get_logger().error(
+                f'serve_only: model_file {self.model_file!r} does not exist yet; queries get '
+                'error replies until it appears (polled every '
+                f'{p("model_poll_period").value} s)')
+        what = 'serving only' if self.serve_only else \
+            f'fitting {list(self.config.joints)} with {list(self.methods)}'
+        self.get_logger().info(f'{what}; model_file {self.model_file or "(none)"}')
+
+    # -- parameters -------------------------------------------------------
+    def _load_config(self):
+        d = self.declare_parameter
+        d('config_file', '', _descriptor(
+            'arm config YAML (ROS parameter file: joints, urdf, gravity, torque_noise); '
+            'optional with serve_only', read_only=True))
+        d('joints', Parameter.Type.STRING_ARRAY, _descriptor(
+            'joint names; overrides the config file', read_only=True))
+        d('urdf', Parameter.Type.STRING, _descriptor(
+            'URDF path or shipped name; overrides the config file', read_only=True))
+        d('serve_only', False, _descriptor(
+            'only serve model_file (no fitting); reload it when it changes', read_only=True))
+        path = self.get_parameter('config_file').value
+        overrides = {}
+        for name in ('joints', 'urdf'):
+            try:
+                value = self.get_parameter(name).value
+            except ParameterUninitializedException:
+                continue
+            if value:
+                overrides[name] = list(value) if name == 'joints' else value
+        try:
+            if path:
+                return load_arm_config(path, node_name=NODE_NAME, overrides=overrides)
+            if self.get_parameter('serve_only').value and not overrides:
+                return None
+            return ArmConfig.from_params(overrides)
+        except ConfigError as exc:
+            raise ConfigError(f'{NODE_NAME}: {exc} (give config_file:=<arm yaml>, or '
+                              'serve_only:=true with model_file)') from exc
+
+    def _declare_parameters(self):
+        d = self.declare_parameter
+        default_g = self.config.gravity if self.config else 0.0
+        d('gravity', float(default_g), _descriptor(
+            'gravity magnitude served (m/s^2; 9.81 Earth, 1.63 Moon); 0 = the gravity the '
+            'model was fitted at. Changeable at run time', low=0.0, high=100.0))
+        d('payload_mass', 0.0, _descriptor(
+            'known payload mass added analytically to the served model (kg)',
+            low=0.0, high=1000.0))
+        d('payload_com', [0.0, 0.0, 0.0], _descriptor(
+            'payload centre of mass [x, y, z] in payload_frame (m)'))
+        d('payload_frame', 'flange', _descriptor('URDF frame carrying the payload'))
+        d('methods', ['wls', 'joint_by_joint'], _descriptor(
+            f'estimators to run; the best is kept ({", ".join(sorted(ESTIMATORS))})'))
+        d('fit_on_done', True, _descriptor(
+            'fit automatically when a segment marker with phase "done" arrives'))
+        d('model_file', '', _descriptor(
+            'model YAML written by ~/save and read by ~/reload (path)', read_only=True))
+        d('model_poll_period', 1.0, _descriptor(
+            'serve_only: period of the model_file modification check (s)', read_only=True,
+            low=0.05, high=3600.0))
+        d('diagnostics_period', 1.0, _descriptor('period of diagnostics messages (s)',
+                                                 read_only=True, low=0.05, high=60.0))
+        d('queue_depth', 1000, _descriptor(
+            'QoS depth of joint_torques, joint_states, gravity_* topics (messages)',
+            read_only=True))
+        d('initial_capacity', 65536, _descriptor(
+            'initial sample buffer size (samples); it doubles when full', read_only=True))
+        methods = list(self.get_parameter('methods').value)
+        unknown = [m for m in methods if m not in ESTIMATORS]
+        if unknown or not methods:
+            raise ConfigError(f'{NODE_NAME}: methods = {methods}: unknown estimator '
+                              f'{unknown[:1]}; choose from {sorted(ESTIMATORS)}')
+        p = self.get_parameter
+        payload_from(p('payload_mass').value, p('payload_com').value, p('payload_frame').value)
+
+    def _on_set_parameters(self, params):
+        new = {p.name: p.value for p in params}
+        for name in new:
+            if name.startswith(BASE_PREFIX) and not self._internal_set:
+                return SetParametersResult(
+                    successful=False, reason=f'{name} is read-only: it is set by ~/fit and '
+                    '~/reload')
+        if not ({'gravity', 'payload_mass', 'payload_com', 'payload_frame', 'methods'} & set(new)):
+            return SetParametersResult(successful=True)
+        if 'methods' in new:
+            bad = [m for m in new['methods'] if m not in ESTIMATORS]
+            if bad or not new['methods']:
+                return SetParametersResult(successful=False, reason=(
+                    f'unknown estimator {bad[:1]}; choose from {sorted(ESTIMATORS)}'))
+        if not hasattr(self, 'served'):     # still declaring
+            return SetParametersResult(successful=True)
+        g = float(new.get('gravity', self.gravity))
+        with self._lock:
+            try:
+                payload = payload_from(
+                    new.get('payload_mass', self.get_parameter('payload_mass').value),
+                    new.get('payload_com', self.get_parameter('payload_com').value),
+                    new.get('payload_frame', self.get_parameter('payload_frame').value))
+                served = Served(self.model, g, payload) if self.model is not None else None
+            except (ValueError, KeyError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            self.gravity, self.payload = g, payload
+            if 'methods' in new:
+                self.methods = tuple(new['methods'])
+            if served is not None:
+                self.served = served
+        return SetParametersResult(successful=True)
+
+    def _publish_base_parameters(self, model):
+        wanted = {BASE_PREFIX + n: float(v) for n, v in zip(model.base.names, model.beta)}
+        self._internal_set = True
+        try:
+            for name in self._base_names - set(wanted):
+                self.undeclare_parameter(name)
+            self._base_names = set(wanted)
+            for name, value in wanted.items():
+                if self.has_parameter(name):
+                    self.set_parameters([Parameter(name, Parameter.Type.DOUBLE, value)])
+                else:
+                    self.declare_parameter(name, value, _descriptor(
+                        'identified gravity base parameter (kg·m; set by ~/fit and '
+                        '~/reload, read-only for others)'))
+        finally:
+            self._internal_set = False
+
+    # -- data in ------------------------------------------------------------
+    def _error(self, kind):
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+    def _on_torques(self, msg):
+        n = len(msg.name)
+        if len(msg.position) != n or len(msg.effort) != n:
+            self._reject('length mismatch', f'{n} names, {len(msg.position)} positions, '
+                         f'{len(msg.effort)} efforts')
+            return
+        try:
+            idx = self.torque_order.index(msg.name)
+        except JointNameError as exc:
+            self._reject('joint names', str(exc))
+            return
+        q = np.asarray(msg.position)[idx]
+        tau = np.asarray(msg.effort)[idx]
+        if not (np.isfinite(q).all() and np.isfinite(tau).all()):
+            self._reject('non-finite sample', 'NaN/inf position or torque')
+            return
+        stamp = msg.header.stamp
+        self.buffer.append(stamp.sec + stamp.nanosec * 1e-9, q, tau)
+
+    def _reject(self, kind, detail):
+        self.counts['samples_rejected'] += 1
+        self._error(f'joint_torques {kind}')
+        self.get_logger().warning(f'joint_torques sample rejected ({kind}): {detail}; '
+                                  f'{self.counts["samples_rejected"]} so far',
+                                  throttle_duration_sec=self._throttle)
+
+    def _on_marker(self, msg):
+        try:
+            marker = json.loads(msg.data)
+            key = (marker.get('segment_id'), marker['phase'], float(marker['t']))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            self._error('bad marker')
+            self.get_logger().warning(f'excitation_segments message ignored: {exc} '
+                                      f'({msg.data[:80]!r}); see docs/interfaces.md',
+                                      throttle_duration_sec=self._throttle)
+            return
+        if key in self._marker_keys:
+            return          # transient_local re-delivery
+        self._marker_keys.add(key)
+        self.markers.append(marker)
+        if marker['phase'] == 'done' and self.fit_on_done:
+            self.get_logger().info('excitation done: fitting')
+            future = self.request_fit('excitation done')
+            future.add_done_callback(self._log_auto_fit)
+
+    def _log_auto_fit(self, future):
+        ok, message = future.result()
+        (self.get_logger().info if ok else self.get_logger().error)(f'fit: {message}')
+
+    # -- fitting and loading (worker thread) ----------------------------
+    def request_fit(self, reason='~/fit'):
+        """Start a fit in the worker; returns a concurrent Future of (success, message)."""
+        done = concurrent.futures.Future()
+        if self.serve_only:
+            done.set_result((False, 'serve_only is true: this node does not fit; start one '
+                             'without serve_only to fit'))
+            return done
+        t, q, tau = self.buffer.snapshot()
+        markers = list(self.markers)
+        if len(t) == 0:
+            done.set_result((False, 'no data: no joint_torques samples received yet; run the '
+                             'excitation (or play a bag) with the recorder publishing '
+                             'joint_torques'))
+            return done
+        self.fit_status = f'fitting ({reason})'
+        job = self._worker.submit(self._fit_job, t, q, tau, markers)
+        self._chain(job, done, self._apply_model, 'fit')
+        return done
+
+    def _fit_job(self, t, q, tau, markers):
+        if not markers:
+            raise DataError(f'no segment markers: {len(t)} samples but nothing on '
+                            'excitation_segments; forward/backward averaging needs them')
+        order = np.argsort(t, kind='stable')
+        if np.any(np.diff(order) != 1):
+            t, q, tau = t[order], q[order], tau[order]
+        if not pair_sweeps(sweeps_from_markers(t, markers)):
+            phases = sorted({m.get('phase') for m in markers})
+            raise DataError(f'no sweep pairs: {len(markers)} markers (phases {phases}) and '
+                            f'{len(t)} samples give no forward sweep followed by a backward '
+                            'sweep of the same joint with samples in both')
+        started = time.monotonic()
+        fit = identify_gravity(self.robot, t, q, tau, markers,
+                               noise=self.config.torque_noise, methods=self.methods,
+                               provenance={'data': 'live joint_torques',
+                                           'config': str(self.config.source or '')})
+        fit.model.metadata['robot_name'] = self.config.robot_name
+        seconds = time.monotonic() - started
+        return self._prepare(fit.model, source=f'fit of {len(t)} samples'), (
+            f'fitted {fit.model.base.count} base parameters from {len(t)} samples with '
+            f'{fit.result.method} in {seconds:.2f} s; residual RMS '
+            f'{np.round(fit.result.residual_rms(), 4).tolist()} N·m')
+
+    def _prepare(self, model, source):
+        """Everything that is slow about a new model, done in the worker."""
+        if self.config is not None and tuple(model.joint_names) != tuple(self.config.joints):
+            raise DataError(f'model joints {list(model.joint_names)} differ from the config '
+                            f'joints {list(self.config.joints)}')
+        served = Served(model, self.gravity, self.payload)
+        urdf = None
+        nominal = self.config.urdf if self.config is not None else model.robot.source
+        try:
+            urdf = identified_urdf(model, nominal)
+            urdf_status = 'published'
+        except InconsistentParametersError as exc:
+            urdf_status = f'not published: {exc}'
+        return {'model': model, 'served': served, 'yaml': model.to_yaml(), 'urdf': urdf,
+                'urdf_status': urdf_status, 'source': source}
+
+    def request_reload(self, reason='~/reload'):
+        """Load ``model_file`` in the worker; a concurrent Future of (success, message)."""
+        done = concurrent.futures.Future()
+        path = self.model_file
+        if not path:
+            done.set_result((False, 'parameter model_file is empty; give the model YAML path'))
+            return done
+        try:
+            self._seen_stat = self._stat(path)
+        except OSError:
+            pass
+        job = self._worker.submit(self._reload_job, path)
+        self._chain(job, done, self._apply_model, 'reload')
+        return done
+
+    def _reload_job(self, path):
+        model = GravityModel.load(path)
+        for warning in model.metadata.get('warnings', []):
+            self.get_logger().warning(warning)
+        return self._prepare(model, source=path), f'loaded {path} ({model.base.count} base ' \
+            f'parameters, fitted at {model.fit_gravity} m/s^2)'
+
+    def _chain(self, job, done, apply, kind):
+        """When ``job`` ends (in the worker), apply its result, then resolve ``done``."""
+        def finished(job):
+            exc = job.exception()
+            if exc is not None:
+                outcome = (False, f'{type(exc).__name__}: {exc}')
+                self._failed(kind, outcome[1])
+            else:
+                prepared, message = job.result()
+                outcome = (True, message)
+                try:
+                    with self._lock:
+                        apply(prepared)
+                except Exception as exc:     # a bad model must not stop the node
+                    outcome = (False, f'could not apply the result: '
+                                      f'{type(exc).__name__}: {exc}')
+            done.set_result(outcome)
+        job.add_done_callback(finished)
+
+    def _failed(self, kind, message):
+        self._error(f'{kind} failed')
+        if kind == 'fit':
+            self.fit_status = f'failed: {message}'
+        else:
+            self.reload_error = message
+            self.get_logger().error(f'model reload failed, still serving '
+                                    f'{self.model_source or "no model"}: {message}')
+
+    def _apply_model(self, prepared):
+        self.model = prepared['model']
+        served = prepared['served']
+        if served.fast.gravity != (self.gravity or self.model.fit_gravity) or \
+                served.fast.payload != self.payload:
+            served = Served(self.model, self.gravity, self.payload)   # changed meanwhile
+        self.served = served
+        self.model_source = prepared['source']
+        self.model_pub.publish(String(data=prepared['yaml']))
+        if prepared['urdf'] is not None:
+            self.urdf_pub.publish(String(data=prepared['urdf']))
+        self.urdf_status = prepared['urdf_status']
+        self._publish_base_parameters(self.model)
+        if prepared['source'].startswith('fit'):
+            self.fit_status = f'ok ({self.model.metadata.get("fit", {}).get("method")})'
+        else:
+            self.reload_error = ''
+
+    @staticmethod
+    def _stat(path):
+        st = Path(path).stat()
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def _poll_model_file(self):
+        if self._reload_pending is not None and not self._reload_pending.done():
+            return
+        try:
+            stat = self._stat(self.model_file)
+        except OSError:
+            return
+        if stat != self._seen_stat:
+            self.get_logger().info(f'{self.model_file} changed: reloading')
+            self._reload_pending = self.request_reload('file changed')
+
+    def save(self):
+        """Write the current model to ``model_file`` (atomic); (success, message)."""
+        model = self.model
+        if model is None:
+            return False, 'no model to save: call ~/fit (or ~/reload) first'
+        if not self.model_file:
+            return False, 'parameter model_file is empty; start the node with model_file:=<path>'
+        try:
+            path = model.save(self.model_file)
+        except OSError as exc:
+            return False, f'cannot write {self.model_file}: {exc}'
+        try:
+            self._seen_stat = self._stat(path)
+        except OSError:
+            pass
+        return True, f'saved to {path}'
+
+    # -- serving ------------------------------------------------------------
+    def _on_state(self, msg):
+        served = self.served
+        if served is None:
+            self.counts['stream_skipped'] += 1
+            self._error('stream: no model')
+            return
+        names = msg.name
+        if len(msg.position) != len(names):
+            return self._skip('stream: length mismatch', f'{len(names)} names, '
+                              f'{len(msg.position)} positions')
+        try:
+            idx = served.order.index(names)
+        except JointNameError as exc:
+            return self._skip('stream: joint names', str(exc))
+        q = np.asarray(msg.position)[idx]
+        if not np.isfinite(q).all():
+            return self._skip('stream: non-finite position', 'NaN/inf position')
+        out = JointState()
+        out.header = msg.header
+        out.name = served.joints
+        out.position = q.tolist()
+        out.effort = served.fast.torques(q).tolist()
+        self.gravity_pub.publish(out)
+        self.counts['stream'] += 1
+
+    def _skip(self, kind, detail):
+        self.counts['stream_skipped'] += 1
+        self._error(kind)
+        self.get_logger().warning(f'joint_states message not served ({kind}): {detail}',
+                                  throttle_duration_sec=self._throttle)
+
+    def _on_query(self, msg):
+        served = self.served
+        out = JointState()
+        out.header = msg.header
+        error = None
+        names = msg.name
+        if served is None:
+            error = ('no model', 'no model loaded yet: fit one (~/fit) or give model_file')
+        elif len(msg.position) != len(names):
+            error = ('wrong length', f'{len(names)} names but {len(msg.position)} positions')
+        else:
+            try:
+                idx = served.order.index(names, strict=True)
+            except JointNameError as exc:
+                error = ('joint names', str(exc))
+            else:
+                q = np.asarray(msg.position)[idx]
+                if not np.isfinite(q).all():
+                    bad = [served.joints[i] for i in np.flatnonzero(~np.isfinite(q))]
+                    error = ('non-finite', f'position of {bad[0]} is NaN or inf')
+        if error is None:
+            out.name = served.joints
+            out.position = q.tolist()
+            out.effort = served.fast.torques(q).tolist()
+            self.counts['queries'] += 1
+        else:
+            out.name = [f'error: {error[1]}']
+            self.counts['query_errors'] += 1
+            self._error(f'query: {error[0]}')
+        self.result_pub.publish(out)
+
+    # -- services -----------------------------------------------------------
+    def _create_command_node(self):
+        """Services and timers on a helper node spun by its own executor thread(s).
+
+        A service reply may wait for a fit; and timers did not fire under the
+        EventsExecutor of the rclpy wheels used here, so the periodic work lives here too.
+        """
+        commands = rclpy.create_node(f'{self.get_name()}_commands',
+                                     namespace=self.get_namespace(),
+                                     context=self.context, use_global_arguments=False,
+                                     start_parameter_services=False)
+        base = self.get_fully_qualified_name()
+        services = ReentrantCallbackGroup()
+        timers = MutuallyExclusiveCallbackGroup()
+        commands.create_service(Trigger, f'{base}/fit', self._fit_srv, callback_group=services)
+        commands.create_service(Trigger, f'{base}/save', self._save_srv,
+                                callback_group=services)
+        commands.create_service(Trigger, f'{base}/reload', self._reload_srv,
+                                callback_group=services)
+        p = self.get_parameter
+        commands.create_timer(p('diagnostics_period').value, self._publish_diagnostics,
+                              callback_group=timers)
+        if self.serve_only:
+            commands.create_timer(p('model_poll_period').value, self._poll_model_file,
+                                  callback_group=timers)
+        return commands
+
+    @staticmethod
+    def _wait(future, response):
+        try:
+            response.success, response.message = future.result(timeout=FIT_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            response.success = False
+            response.message = f'still running after {FIT_TIMEOUT} s; see diagnostics'
+        return response
+
+    def _fit_srv(self, request, response):
+        return self._wait(self.request_fit(), response)
+
+    def _reload_srv(self, request, response):
+        return self._wait(self.request_reload(), response)
+
+    def _save_srv(self, request, response):
+        response.success, response.message = self.save()
+        return response
+
+    # -- diagnostics --------------------------------------------------------
+    def _publish_diagnostics(self):
+        status = DiagnosticStatus()
+        status.name = f'{self.get_name()}: identification and gravity service'
+        status.hardware_id = self.config.robot_name if self.config else ''
+        fast = self.served.fast if self.served is not None else None
+        problems = []
+        if self.served is None:
+            problems.append('no model loaded')
+        if self.fit_status.startswith('failed'):
+            problems.append(f'fit {self.fit_status}')
+        if self.reload_error:
+            problems.append(f'reload failed (serving the previous model): {self.reload_error}')
+        status.level = DiagnosticStatus.OK if not problems else DiagnosticStatus.WARN
+        status.message = '; '.join(problems) or f'serving {self.model_source}'
+        values = {
+            'samples': self.buffer.count if self.buffer else 0,
+            'markers': len(self.markers),
+            'fit_status': self.fit_status,
+            'model_loaded': self.served is not None,
+            'model_source': self.model_source,
+            'urdf': self.urdf_status,
+            'gravity_served': fast.gravity if fast else math.nan,
+            'payload_mass': self.payload.mass if self.payload else 0.0,
+            'fast_path': fast.exact if fast else False,
+            'queries_served': self.counts['queries'],
+            'query_errors': self.counts['query_errors'],
+            'stream_served': self.counts['stream'],
+            'stream_skipped': self.counts['stream_skipped'],
+            'samples_rejected': self.counts['samples_rejected'],
+            'errors': json.dumps(self.errors),
+            'reload_error': self.reload_error,
+        }
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [status]
+        self.diag_pub.publish(msg)
+
+    def shutdown(self):
+        self._worker.shutdown(wait=False, cancel_futures=True)
 
 
 def main(args=None):
-    """Run the node; returns 0 (the process exit code)."""
+    """Run the node (EventsExecutor) and its service helper; returns the exit code."""
     rclpy.init(args=args)
     node = None
+    code = 0
+    commands_executor = None
     try:
         node = IdentifierNode()
-        rclpy.spin_once(node, timeout_sec=0.1)
+        commands_executor = MultiThreadedExecutor(num_threads=3)
+        commands_executor.add_node(node.commands)
+        threading.Thread(target=commands_executor.spin, daemon=True,
+                         name='identifier-services').start()
+        executor = EventsExecutor()
+        executor.add_node(node)
+        # spin_once in a loop: EventsExecutor.spin() did not return on SIGINT here
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.2)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except ConfigError as exc:
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
+        code = 2
     finally:
+        if commands_executor is not None:
+            commands_executor.shutdown(timeout_sec=1.0)
         if node is not None:
+            node.shutdown()
+            node.commands.destroy_node()
             node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code
 
 
 if __name__ == '__main__':
