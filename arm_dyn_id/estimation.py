@@ -73,7 +73,12 @@ class IdentificationResult:
     info: dict = field(default_factory=dict)
 
     def residual_rms(self):
-        """Per-joint RMS of the inlier residuals (N·m), (n,)."""
+        """Per-joint RMS of the inlier residuals (N·m), (n,).
+
+        Fits from accumulated moments keep no residuals; their RMS is
+        ``noise_std``, computed from the same moments."""
+        if self.residuals.shape[0] == 0:
+            return np.asarray(self.noise_std)
         r = self.residuals[self.inliers]
         return np.sqrt(np.nanmean(r ** 2, axis=0))
 

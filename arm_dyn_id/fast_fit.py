@@ -152,9 +152,7 @@ def fit_normal_equations(neq, names, method='wls_normal_equations', t0=None):
     As = A * s[:, None] * s[None, :]
     beta = s * np.linalg.solve(As, b * s)
     cov_unit = s[:, None] * np.linalg.inv(As) * s[None, :]
-    rss = (neq.tau_sq - 2 * neq.b_joint @ beta
-           + np.einsum('r,jrs,s->j', beta, neq.A_joint, beta))
-    rss = np.clip(rss, 0.0, None)
+    rss = _row_rss(neq, beta)
     n = len(neq.tau_sq)
     dof = max(neq.count * n - len(beta), 1)
     cov = cov_unit * float(neq.weights @ rss / dof)
@@ -164,6 +162,65 @@ def fit_normal_equations(neq, names, method='wls_normal_equations', t0=None):
         rank=len(beta), n_samples=int(neq.count), inliers=np.empty(0, dtype=bool),
         noise_std=np.sqrt(rss / neq.count), seconds=time.perf_counter() - t0,
         info={'weights': neq.weights.tolist(), 'residuals_kept': False})
+
+
+def _row_rss(neq, beta):
+    """Per-joint residual sum of squares Σ (τ_j - Y_j β)² from the moments, (n,)."""
+    rss = (neq.tau_sq - 2 * neq.b_joint @ beta
+           + np.einsum('r,jrs,s->j', beta, neq.A_joint, beta))
+    return np.clip(rss, 0.0, None)
+
+
+def fit_joint_by_joint_normal_equations(neq, names, t0=None):
+    """Seed 000 eq. 10 from accumulated per-joint moments.
+
+    The same estimator as :func:`arm_dyn_id.estimation.fit_joint_by_joint`: joint
+    i's own parameters are fitted on row i after subtracting what the distal
+    parameters explain, ``b_own = Σ H_ownᵀ τ_i - Σ H_ownᵀ H_distal β_distal``.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    n, r = neq.b_joint.shape
+    diag = np.diagonal(neq.A_joint, axis1=1, axis2=2)          # (n, r)
+    active = diag > 1e-12 * max(float(diag.max()), 1e-300)
+    owners = np.array([np.flatnonzero(active[:, k]).max() if active[:, k].any() else -1
+                       for k in range(r)])
+    if np.any(owners < 0):
+        unexcited = [names[k] for k in np.flatnonzero(owners < 0)]
+        raise RankDeficientError(f'the data cannot identify {", ".join(unexcited)}: '
+                                 'no torque depends on them in these samples')
+    beta = np.zeros(r)
+    cov = np.zeros((r, r))
+    conditions = []
+    for i in range(n - 1, -1, -1):
+        own = np.flatnonzero(owners == i)
+        if own.size == 0:
+            continue
+        distal = np.flatnonzero(owners > i)
+        Ai = neq.A_joint[i]
+        A = Ai[np.ix_(own, own)]
+        b = neq.b_joint[i][own] - Ai[np.ix_(own, distal)] @ beta[distal]
+        sub = [names[k] for k in own]
+        condition, weak = identifiability(A, sub)
+        if weak:
+            raise RankDeficientError(
+                f'the data cannot identify {", ".join(weak)} (joint {i + 1}) (condition '
+                f'number {condition:.3g}): excite the joints these parameters belong to '
+                'in more poses')
+        sc = 1.0 / np.sqrt(np.diag(A))
+        As = A * sc[:, None] * sc[None, :]
+        beta[own] = sc * np.linalg.solve(As, b * sc)
+        rss_i = _row_rss(neq, beta)[i]
+        cov[np.ix_(own, own)] = (sc[:, None] * np.linalg.inv(As) * sc[None, :]
+                                 * rss_i / max(neq.count - len(own), 1))
+        conditions.append(condition)
+    rss = _row_rss(neq, beta)
+    return IdentificationResult(
+        method='joint_by_joint', names=tuple(names), beta=beta,
+        std_errors=np.sqrt(np.diag(cov)), covariance=cov, residuals=np.empty((0, n)),
+        condition_number=max(conditions), rank=r, n_samples=int(neq.count),
+        inliers=np.empty(0, dtype=bool), noise_std=np.sqrt(rss / neq.count),
+        seconds=time.perf_counter() - t0,
+        info={'owners': owners.tolist(), 'residuals_kept': False})
 
 
 def fit_gravity_chunked(robot, base, q, tau, noise=None, chunk=16384, workers=1):
@@ -185,4 +242,4 @@ def fit_gravity_chunked(robot, base, q, tau, noise=None, chunk=16384, workers=1)
 
 
 __all__ = ['NormalEquations', 'gravity_normal_equations', 'fit_normal_equations',
-           'fit_gravity_chunked']
+           'fit_joint_by_joint_normal_equations', 'fit_gravity_chunked']

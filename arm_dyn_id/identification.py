@@ -10,12 +10,48 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .base_parameters import gravity_base_parameters
-from .errors import DataError
+from .errors import DataError, RankDeficientError
 from .estimation import ESTIMATORS, fit_best
+from .fast_fit import (fit_joint_by_joint_normal_equations, fit_normal_equations,
+                       gravity_normal_equations)
 from .gravity_model import GravityModel
 from .pairing import average_pairs, coulomb_viscous_from_pairs, sweeps_from_markers
 
 DEFAULT_METHODS = ('wls', 'joint_by_joint')
+
+#: Above this many samples, WLS and joint-by-joint run from per-joint moments
+#: accumulated in chunks (same estimates; the regressor is never held whole).
+MOMENTS_THRESHOLD = 100_000
+MOMENT_ESTIMATORS = ('wls', 'joint_by_joint')
+
+
+def _fit_samples(robot, base, q, tau, noise, methods, validation):
+    Yb = base.reduce(robot.gravity_regressor(q))
+    val = None
+    if validation is not None:
+        qv, tv = validation
+        val = (base.reduce(robot.gravity_regressor(np.asarray(qv))), np.asarray(tv))
+    return fit_best(Yb, tau, base.names, noise=noise, validation=val, methods=tuple(methods))
+
+
+def _fit_from_moments(robot, base, q, tau, noise, methods):
+    weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
+    neq = gravity_normal_equations(robot, base, q, tau, weights, workers=2)
+    fitters = {'wls': lambda: fit_normal_equations(neq, base.names, method='wls'),
+               'joint_by_joint': lambda: fit_joint_by_joint_normal_equations(neq, base.names)}
+    candidates, scores = {}, {}
+    for method in methods:
+        try:
+            result = fitters[method]()
+        except RankDeficientError as exc:
+            candidates[method] = str(exc)
+            continue
+        candidates[method] = result
+        # the weighted mean squared residual, as fit_best scores candidates
+        scores[method] = float(neq.weights @ result.noise_std ** 2) / len(neq.weights)
+    if not scores:
+        raise RankDeficientError('; '.join(f'{m}: {e}' for m, e in candidates.items()))
+    return candidates[min(scores, key=scores.get)], candidates
 
 
 @dataclass
@@ -86,16 +122,15 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         else:
             idx = np.arange(len(t))
         q_fit, tau_fit = q[idx], tau[idx]
-    Yb = base.reduce(robot.gravity_regressor(q_fit))
-    val = None
-    if validation is not None:
-        qv, tv = validation
-        val = (base.reduce(robot.gravity_regressor(np.asarray(qv))), np.asarray(tv))
     unknown = [m for m in methods if m not in ESTIMATORS]
     if unknown:
         raise ValueError(f'unknown estimator {unknown[0]!r}; choose from {sorted(ESTIMATORS)}')
-    result, candidates = fit_best(Yb, tau_fit, base.names, noise=noise, validation=val,
-                                  methods=tuple(methods))
+    if len(q_fit) > MOMENTS_THRESHOLD and validation is None and \
+            set(methods) <= set(MOMENT_ESTIMATORS):
+        result, candidates = _fit_from_moments(robot, base, q_fit, tau_fit, noise, methods)
+    else:
+        result, candidates = _fit_samples(robot, base, q_fit, tau_fit, noise, methods,
+                                          validation)
     friction = None
     if paired is not None:
         coulomb, viscous = coulomb_viscous_from_pairs(paired, robot.n_joints)

@@ -181,3 +181,19 @@ def test_model_serves_moon_gravity_and_known_payload(robot, tmp_path):
     model.set_payload(None)
     np.testing.assert_allclose(again.gravity_torques(qv), model.gravity_torques(qv), atol=1e-12)
     assert again.base.expressions() == model.base.expressions()
+
+
+@pytest.mark.parametrize('method', ['wls', 'joint_by_joint'])
+def test_moments_path_gives_the_sample_path_estimates(robot, method, monkeypatch):
+    """Long records are fitted from chunked per-joint moments: same numbers."""
+    import arm_dyn_id.identification as identification
+    rng = np.random.default_rng(17)
+    t, q, tau, markers = sweep_data(robot, rng, noise=NOISE, coulomb=0.05)
+    samples = identify_gravity(robot, t, q, tau, markers, noise=NOISE, methods=(method,))
+    monkeypatch.setattr(identification, 'MOMENTS_THRESHOLD', 0)
+    moments = identify_gravity(robot, t, q, tau, markers, noise=NOISE, methods=(method,))
+    assert moments.result.info.get('residuals_kept') is False     # really the other path
+    np.testing.assert_allclose(moments.model.beta, samples.model.beta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(moments.result.std_errors, samples.result.std_errors, rtol=1e-6)
+    np.testing.assert_allclose(moments.result.residual_rms(), samples.result.residual_rms(),
+                               rtol=1e-6)
