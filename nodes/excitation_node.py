@@ -206,7 +206,10 @@ class ExcitationNode(Node):
         if pos.size <= self._index.max():
             return
         self.q_meas = pos[self._index]
-        self.js_node_time = self._now()
+        # when the arm measured it (header stamp; receipt time if the driver leaves it 0):
+        # the tracking error compares with the plan at that instant, not at processing
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.js_node_time = stamp if stamp > 0 else self._now()
         self.js_steady_time = time.monotonic()
 
     def _now(self):

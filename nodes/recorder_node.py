@@ -1,0 +1,386 @@
+"""Recorder node: motor current -> joint torque at 1 kHz, recorded losslessly to MCAP.
+
+Subscribes ``joint_states`` (sensor_msgs/JointState, motor current in ``effort``),
+publishes ``joint_torques`` (same stamp, position, velocity, effort = k_e·I in N·m,
+names in config order) for every usable input, records the raw inputs, the
+torques, ``excitation_segments`` and its configuration to a rosbag2 MCAP bag
+(arm_dyn_id.recording.BagRecorder), and reports stream quality on ``diagnostics``.
+Services: ``~/start_recording``, ``~/stop_recording`` (std_srvs/Trigger).
+See docs/recorder.md.
+"""
+
+import json
+import time
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+import yaml
+
+from arm_dyn_id.config import ArmConfig, file_sha256, load_arm_config
+from arm_dyn_id.nodes.executors import create_command_node, service_name, spin_split
+from arm_dyn_id.errors import ConfigError, JointNameError
+from arm_dyn_id.motor import CurrentToTorque
+from arm_dyn_id.quality import StreamQuality
+from arm_dyn_id.recording import (
+    JOINT_STATE, STRING, BagRecorder, config_document, recover_unfinished)
+
+NODE_NAME = 'recorder_node'
+DIAGNOSTIC_ARRAY = 'diagnostic_msgs/msg/DiagnosticArray'
+
+# ArmConfig fields that may be given as individual parameters (numbers: int or float arrays)
+_ARRAY_FIELDS = {
+    'torque_constants': 'torque constant k_e per joint at the joint side (N·m/A)',
+    'current_signs': 'sign (+1 or -1) per joint applied to the current',
+    'current_offsets': 'current offset per joint subtracted before scaling (A)',
+    'gear_ratios': 'gear ratio per joint, separate factor of k_e (1)',
+    'efficiencies': 'gear efficiency per joint, separate factor of k_e (1)',
+    'position_limits_lower': 'lower joint limits (rad)',
+    'position_limits_upper': 'upper joint limits (rad)',
+    'velocity_limits': 'joint velocity limits (rad/s)',
+    'acceleration_limits': 'joint acceleration limits (rad/s^2)',
+    'torque_noise': 'expected torque noise sigma per joint (N·m)',
+}
+
+
+def _descriptor(description, read_only=False, low=None, high=None, dynamic=False):
+    d = ParameterDescriptor(description=description, read_only=read_only,
+                            dynamic_typing=dynamic)
+    if low is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high))]
+    return d
+
+
+class RecorderNode(Node):
+    """Convert motor currents to torques, republish, record and report quality."""
+
+    def __init__(self):
+        super().__init__(NODE_NAME)
+        self._declare_parameters()
+        self.config = self._load_config()
+        self.converter = CurrentToTorque.from_config(self.config)
+        self.joint_names = list(self.config.joints)
+        self.gains = self.converter.gains
+        self.offsets = self.converter.current_offsets
+        p = self.get_parameter
+        self.expected_rate = p('expected_rate').value
+        self.gap_threshold = p('gap_threshold').value
+        self.output_dir = p('output_dir').value
+        self.file_prefix = p('file_prefix').value
+        self.flush_period = p('flush_period').value
+        self.fsync = p('fsync').value
+        self.quality = StreamQuality(self.expected_rate, self.gap_threshold)
+        self.file_quality = None
+        self.recorder = None
+        self._closing = []
+        self._window = (0, 0.0)
+        self._log_throttle = 5.0
+
+        depth = p('queue_depth').value
+        sensor_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.VOLATILE)
+        marker_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.torque_pub = self.create_publisher(JointState, 'joint_torques', sensor_qos)
+        self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
+        # raw subscriptions: the CDR bytes go to the bag unchanged (lossless, no re-serialising)
+        self.state_sub = self.create_subscription(JointState, 'joint_states', self._on_state,
+                                                  sensor_qos, raw=True)
+        self.marker_sub = self.create_subscription(String, 'excitation_segments',
+                                                   self._on_marker, marker_qos, raw=True)
+        # services and the diagnostics timer live on a companion node (nodes/executors.py)
+        self.commands = create_command_node(self)
+        self.commands.create_service(Trigger, service_name(self, 'start_recording'),
+                                     self._start_srv)
+        self.commands.create_service(Trigger, service_name(self, 'stop_recording'),
+                                     self._stop_srv)
+        self.diag_timer = self.commands.create_timer(p('diagnostics_period').value,
+                                                     self._publish_diagnostics)
+
+        if p('recover_on_start').value:
+            for result in recover_unfinished(self.output_dir):
+                if 'error' in result:
+                    self.get_logger().error(
+                        f'could not recover unfinished bag {result["path"]}: {result["error"]}; '
+                        f'run arm_dyn_id.recording.recover_bag on it by hand')
+                else:
+                    self.get_logger().warning(
+                        f'recovered unfinished bag {result["path"]} (a previous recorder '
+                        f'stopped without closing it): {result["messages"]} messages kept')
+        self.get_logger().info(
+            f'converting currents of {self.joint_names} with gains '
+            f'{np.round(self.gains, 6).tolist()} N·m/A; output_dir {self.output_dir}')
+        if p('record_on_start').value:
+            ok, message = self.start_recording()
+            (self.get_logger().info if ok else self.get_logger().error)(message)
+
+    # -- parameters -------------------------------------------------------
+    def _declare_parameters(self):
+        d = self.declare_parameter
+        d('config_file', '', _descriptor(
+            'arm config YAML (ROS parameter file); individual parameters override it',
+            read_only=True))
+        d('robot_name', Parameter.Type.STRING, _descriptor('robot name', read_only=True))
+        d('urdf', Parameter.Type.STRING, _descriptor(
+            'URDF path or shipped name (recorded with its SHA-256)', read_only=True))
+        d('joints', Parameter.Type.STRING_ARRAY, _descriptor(
+            'joint names; order of every per-joint array and of joint_torques', read_only=True))
+        d('gravity', None, _descriptor('gravity magnitude during recording (m/s^2)',
+                                       read_only=True, dynamic=True))
+        for name, text in _ARRAY_FIELDS.items():
+            d(name, None, _descriptor(text + ', in the order of joints (int or double array)',
+                                      read_only=True, dynamic=True))
+        d('record_on_start', False, _descriptor('start recording when the node starts'))
+        d('output_dir', 'recordings', _descriptor(
+            'folder of the bags; each recording is a new timestamped bag folder',
+            read_only=True))
+        d('file_prefix', 'recording', _descriptor('bag folder name prefix', read_only=True))
+        d('expected_rate', 1000.0, _descriptor(
+            'nominal joint_states rate (Hz); drops are inferred at this period',
+            read_only=True, low=1.0, high=100000.0))
+        d('gap_threshold', 0.002, _descriptor('stamp step counted as a gap (s)',
+                                              read_only=True, low=1e-6, high=10.0))
+        d('flush_period', 0.5, _descriptor(
+            'seconds between file flushes; data older than this survives a crash (s)',
+            read_only=True, low=0.01, high=1.0))
+        d('fsync', False, _descriptor('fsync at every flush (survives power loss)',
+                                      read_only=True))
+        d('queue_depth', 1000, _descriptor('QoS depth of joint_states and joint_torques',
+                                           read_only=True))
+        d('diagnostics_period', 1.0, _descriptor('period of diagnostics messages (s)',
+                                                 read_only=True, low=0.05, high=60.0))
+        d('recover_on_start', True, _descriptor(
+            'recover unfinished bags found in output_dir at start', read_only=True))
+
+    def _given_params(self):
+        params = {}
+        names = ['robot_name', 'urdf', 'joints', 'gravity'] + list(_ARRAY_FIELDS)
+        for name in names:
+            try:
+                value = self.get_parameter(name).value
+            except ParameterUninitializedException:
+                continue
+            if value is not None:
+                params[name] = list(value) if not isinstance(value, (str, float, int)) \
+                    else value
+        return params
+
+    def _load_config(self):
+        path = self.get_parameter('config_file').value
+        params = self._given_params()
+        try:
+            if path:
+                return load_arm_config(path, node_name=NODE_NAME, overrides=params)
+            return ArmConfig.from_params(params)
+        except ConfigError as exc:
+            raise ConfigError(f'{NODE_NAME}: {exc} (give config_file:=<arm yaml> or the '
+                              f'parameters joints, urdf, torque_constants, ... in a '
+                              f'--params-file)') from exc
+
+    # -- hot path ---------------------------------------------------------
+    def _reject(self, reason, detail):
+        self.quality.reject(reason)
+        if self.file_quality is not None:
+            self.file_quality.reject(reason)
+        self.get_logger().warning(f'rejected joint_states message ({reason}): {detail}; '
+                                  f'{self.quality.rejected[reason]} so far',
+                                  throttle_duration_sec=self._log_throttle)
+
+    def _on_state(self, data):
+        now = self.get_clock().now().nanoseconds
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.write(self._h_states, now, data)
+        msg = deserialize_message(data, JointState)
+        names = msg.name
+        n = len(names)
+        if len(msg.effort) == 0:
+            self._reject('missing effort', 'effort is empty; it must carry the motor current')
+            return
+        if len(msg.effort) != n or len(msg.position) != n:
+            self._reject('length mismatch', f'{n} names, {len(msg.position)} positions, '
+                         f'{len(msg.effort)} efforts')
+            return
+        try:
+            idx = self.converter.index_for(names)
+        except JointNameError as exc:
+            self._reject('missing joint', str(exc))
+            return
+        stamp = msg.header.stamp
+        t = stamp.sec + stamp.nanosec * 1e-9
+        current = np.asarray(msg.effort)[idx]
+        position = np.asarray(msg.position)[idx]
+        values = np.concatenate((current, position))
+        ok = self.quality.update(t, values)
+        if self.file_quality is not None:
+            self.file_quality.update(t, values)
+        if not np.isfinite(values).all():
+            self.get_logger().warning(
+                f'joint_states sample at {t:.6f} s has NaN/inf current or position: excluded '
+                f'({self.quality.nonfinite} so far)', throttle_duration_sec=self._log_throttle)
+            return
+        del ok  # duplicates and out-of-order samples are counted but still converted
+        out = JointState()
+        out.header = msg.header
+        out.name = self.joint_names
+        out.position = position.tolist()
+        if len(msg.velocity) == n:
+            out.velocity = np.asarray(msg.velocity)[idx].tolist()
+        out.effort = (self.gains * (current - self.offsets)).tolist()
+        self.torque_pub.publish(out)
+        if recorder is not None:
+            recorder.write(self._h_torques, now, out)
+
+    def _on_marker(self, data):
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.write(self._h_markers, self.get_clock().now().nanoseconds, data)
+
+    # -- recording --------------------------------------------------------
+    def start_recording(self):
+        """Open a new bag; returns (success, message)."""
+        if self.recorder is not None:
+            return False, f'already recording to {self.recorder.path}; call ~/stop_recording first'
+        rec = BagRecorder(self.output_dir, prefix=self.file_prefix,
+                          flush_period=self.flush_period, fsync=self.fsync)
+        topics = {'states': self.state_sub.topic_name, 'torques': self.torque_pub.topic_name,
+                  'markers': self.marker_sub.topic_name}
+        self._h_states = rec.add_topic(topics['states'], JOINT_STATE)
+        self._h_torques = rec.add_topic(topics['torques'], JOINT_STATE,
+                                        serializer=serialize_message)
+        self._h_markers = rec.add_topic(topics['markers'], STRING)
+        extra = {'topics': topics, 'expected_rate': self.expected_rate,
+                 'gap_threshold': self.gap_threshold, 'current_source': 'joint_states.effort',
+                 'node': self.get_fully_qualified_name()}
+        if self.config.source is not None:
+            extra['config_file_sha256'] = file_sha256(self.config.source)
+        text = yaml.safe_dump(config_document(self.config, **extra), sort_keys=False)
+        try:
+            path = rec.open(config_text=text,
+                            timestamp_ns=self.get_clock().now().nanoseconds)
+        except Exception as exc:
+            return False, (f'cannot create a bag in {self.output_dir}: {exc}; check that the '
+                           f'folder is writable (parameter output_dir)')
+        self.file_quality = StreamQuality(self.expected_rate, self.gap_threshold)
+        self.recorder = rec
+        return True, f'recording to {path}'
+
+    def stop_recording(self, wait=False):
+        """Close the current bag (in a background thread unless ``wait``); (success, message)."""
+        rec, self.recorder = self.recorder, None
+        if rec is None:
+            return False, 'not recording; call ~/start_recording first'
+        summary = {'quality': self.file_quality.summary() if self.file_quality else None}
+        self.file_quality = None
+        if wait:
+            rec.close(summary)
+        else:
+            import threading
+            thread = threading.Thread(target=rec.close, args=(summary,), daemon=False,
+                                      name='bag-close')
+            thread.start()
+            self._closing.append(thread)
+        return True, f'stopped; bag {rec.path} is being closed'
+
+    def _start_srv(self, request, response):
+        response.success, response.message = self.start_recording()
+        return response
+
+    def _stop_srv(self, request, response):
+        response.success, response.message = self.stop_recording()
+        return response
+
+    # -- diagnostics ------------------------------------------------------
+    def _publish_diagnostics(self):
+        s = self.quality.summary()
+        count, t_prev = self._window
+        # message rate per wall second (the node clock may be a paused or fast sim clock)
+        now = time.monotonic()
+        rate = (s['messages'] - count) / (now - t_prev) if t_prev and now > t_prev else 0.0
+        self._window = (s['messages'], now)
+        status = DiagnosticStatus()
+        status.name = f'{self.get_name()}: joint_states'
+        status.hardware_id = self.config.robot_name
+        rec = self.recorder
+        writer = rec.stats() if rec is not None else None
+        problems = []
+        if s['drops'] or s['gaps']:
+            problems.append(f'{s["drops"]} drops, {s["gaps"]} gaps')
+        if s['nonfinite']:
+            problems.append(f'{s["nonfinite"]} NaN/inf samples excluded')
+        if s['rejected']:
+            problems.append(f'rejected {s["rejected"]}')
+        if writer is not None and (writer['error'] or writer['dropped']):
+            status.level = DiagnosticStatus.ERROR
+            problems.insert(0, f'writer error {writer["error"]}, {writer["dropped"]} '
+                               f'messages not recorded')
+        elif problems:
+            status.level = DiagnosticStatus.WARN
+        else:
+            status.level = DiagnosticStatus.OK
+        state = f'recording to {rec.path.name}' if rec is not None else 'not recording'
+        status.message = '; '.join([state] + problems)
+        values = {'window_rate_hz': rate, **{k: v for k, v in s.items() if k != 'rejected'},
+                  'rejected': json.dumps(s['rejected']),
+                  'recording': str(rec.path) if rec is not None else ''}
+        if writer is not None:
+            values.update({'writer_backlog': writer['backlog'],
+                           'writer_dropped': writer['dropped'],
+                           'writer_written': writer['written'],
+                           'seconds_since_flush': writer['seconds_since_flush']})
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [status]
+        self.diag_pub.publish(msg)
+
+    def shutdown(self):
+        """Close an open bag and wait for bags being closed."""
+        if self.recorder is not None:
+            self.stop_recording(wait=True)
+        for thread in self._closing:
+            thread.join(30.0)
+
+
+def main(args=None):
+    """Run the recorder node with an EventsExecutor; returns the exit code."""
+    rclpy.init(args=args)
+    node = None
+    executor = None
+    code = 0
+    try:
+        node = RecorderNode()
+        executor = EventsExecutor(context=node.context)
+        executor.add_node(node)
+        spin_events(executor)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ConfigError as exc:
+        # a configuration error is reported, not a traceback
+        rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
+        code = 2
+    finally:
+        if node is not None:
+            node.shutdown()
+        if executor is not None:
+            executor.shutdown(timeout_sec=2.0)
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
