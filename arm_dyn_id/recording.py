@@ -265,7 +265,14 @@ class BagRecorder:
         if config_text is not None:
             ts = time.time_ns() if timestamp_ns is None else int(timestamp_ns)
             self.write_text(self._config_handle, ts, config_text)
-        self._last_flush = time.monotonic()
+        # header, schemas, channels and config reach the file now: a crash at any later
+        # point leaves a recoverable bag
+        if config_text is not None:
+            handle, ts, data = self._queue.get()
+            writer.write(self._connections[handle], ts, serialize_string(data.text))
+            self._counts[handle] += 1
+            self._written += 1
+        self._flush()
         self._thread = threading.Thread(target=self._run, name=f'bag-writer {path.name}',
                                         daemon=True)
         self._thread.start()
@@ -554,8 +561,10 @@ def scan_mcap(path):
     with path.open('rb') as f:
         size = os.fstat(f.fileno()).st_size
         out['size'] = size
+        if size == 0:
+            return out  # the writer died before its first flush: nothing to recover
         if size < len(_MCAP_MAGIC):
-            raise DataError(f'{path} is empty or not an MCAP file ({size} bytes)')
+            raise DataError(f'{path} is not an MCAP file ({size} bytes)')
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             if mm[:8] != _MCAP_MAGIC:
                 raise DataError(f'{path} is not an MCAP file (bad magic)')

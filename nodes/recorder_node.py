@@ -192,8 +192,9 @@ class RecorderNode(Node):
     # -- hot path ---------------------------------------------------------
     def _reject(self, reason, detail):
         self.quality.reject(reason)
-        if self.file_quality is not None:
-            self.file_quality.reject(reason)
+        file_quality = self.file_quality
+        if file_quality is not None:
+            file_quality.reject(reason)
         self.get_logger().warning(f'rejected joint_states message ({reason}): {detail}; '
                                   f'{self.quality.rejected[reason]} so far',
                                   throttle_duration_sec=self._log_throttle)
@@ -224,8 +225,9 @@ class RecorderNode(Node):
         position = np.asarray(msg.position)[idx]
         values = np.concatenate((current, position))
         ok = self.quality.update(t, values)
-        if self.file_quality is not None:
-            self.file_quality.update(t, values)
+        file_quality = self.file_quality
+        if file_quality is not None:
+            file_quality.update(t, values)
         if not np.isfinite(values).all():
             self.get_logger().warning(
                 f'joint_states sample at {t:.6f} s has NaN/inf current or position: excluded '
@@ -355,16 +357,13 @@ class RecorderNode(Node):
 
 
 def main(args=None):
-    """Run the recorder node with an EventsExecutor; returns the exit code."""
+    """Run the recorder node (hot path on an EventsExecutor); returns the exit code."""
     rclpy.init(args=args)
     node = None
-    executor = None
     code = 0
     try:
         node = RecorderNode()
-        executor = EventsExecutor(context=node.context)
-        executor.add_node(node)
-        spin_events(executor)
+        spin_split(node, node.commands)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ConfigError as exc:
@@ -374,9 +373,7 @@ def main(args=None):
     finally:
         if node is not None:
             node.shutdown()
-        if executor is not None:
-            executor.shutdown(timeout_sec=2.0)
-        if node is not None:
+            node.commands.destroy_node()
             node.destroy_node()
         rclpy.try_shutdown()
     return code

@@ -1,0 +1,367 @@
+"""Helpers for tests that run ROS nodes in separate processes (CONVENTIONS.md 14).
+
+Import them in a test module (``test/`` is on ``sys.path`` under pytest)::
+
+    from ros_utils import ros_env, start_node, stop, RosHarness  # noqa: F401 (fixture)
+
+    def test_something(ros_env, tmp_path):
+        proc = start_node('arm_dyn_id.nodes.recorder_node', {'config_file': ...}, ros_env,
+                          name='recorder')
+        with RosHarness(ros_env.domain_id) as ros:
+            pub = ros.node.create_publisher(JointState, 'joint_states', 10)
+            ros.wait_for(lambda: pub.get_subscription_count() > 0, timeout=10)
+            ...
+        assert stop(proc) == 0
+
+What each piece does:
+
+* ``RosEnv`` / ``ros_env`` fixture / ``ros_environment()`` context manager: an
+  environment dict for child processes with a ``ROS_DOMAIN_ID`` (1..101) claimed
+  through a lock file in the temp folder (so parallel test runs on one machine
+  never share a domain), ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, a temporary
+  ``ROS_HOME`` and ``ROS_LOG_DIR``, ``PYTHONPATH`` with the repository first and
+  unbuffered Python output. On exit it stops processes still running and removes
+  the Fast DDS shared-memory files (``/dev/shm/fastdds_*``, ``fastrtps_*``,
+  ``fast_datasharing*``, ``sem.fastdds_*``) that appeared during the test and
+  that no live process still maps or holds open.
+* ``start_node(target, params, env)``: ``target`` is a module
+  (``arm_dyn_id.nodes.recorder_node``, run with ``python -m``) or a path to a
+  ``.py`` script; ``params`` a dict (written to a ``--params-file`` under
+  ``/**: ros__parameters``) or the path of a parameter file. stdout and stderr go
+  to ``<log_dir>/<name>.out`` / ``.err``; ``node_output(proc)`` reads them.
+* ``stop(proc, timeout)``: SIGINT, wait, then SIGTERM, then SIGKILL; returns the
+  exit code. ``kill(proc)`` is an immediate SIGKILL (crash tests).
+* ``RosHarness(domain_id)``: an in-test rclpy node on its own ``rclpy.Context``
+  (``rclpy.init(context=..., domain_id=...)``), spun by a single-threaded
+  executor in a background thread; ``wait_for(predicate, timeout)`` polls, ``call(client,
+  request, timeout)`` calls a service. Everything is bounded by a timeout.
+"""
+
+import fcntl
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOMAIN_RANGE = range(1, 102)
+_SHM = Path('/dev/shm')
+_SHM_PREFIXES = ('fastdds_', 'fastrtps_', 'fast_datasharing', 'sem.fastdds_', 'sem.fastrtps_')
+_counter = itertools.count()
+
+
+def wait_for(predicate, timeout, poll=0.01, what=None):
+    """Poll ``predicate()`` until true; return it, or raise TimeoutError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f'timed out after {timeout} s waiting for {what or predicate}')
+        time.sleep(poll)
+
+
+def _claim_domain():
+    """Lock one ROS_DOMAIN_ID for this process; returns (domain_id, open lock file)."""
+    lock_dir = Path(tempfile.gettempdir()) / 'arm_dyn_id_test_domains'
+    lock_dir.mkdir(exist_ok=True)
+    start = (os.getpid() * 7 + next(_counter)) % len(DOMAIN_RANGE)
+    for k in range(len(DOMAIN_RANGE)):
+        domain = DOMAIN_RANGE[(start + k) % len(DOMAIN_RANGE)]
+        handle = open(lock_dir / f'{domain}.lock', 'w')
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return domain, handle
+    raise RuntimeError('all ROS domain ids 1..101 are in use by other test runs')
+
+
+def _shm_files():
+    try:
+        return {p.name for p in _SHM.iterdir() if p.name.startswith(_SHM_PREFIXES)}
+    except OSError:
+        return set()
+
+
+def _shm_in_use():
+    """Names under /dev/shm that some live process maps or holds open."""
+    used = set()
+    for proc in Path('/proc').iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            for line in (proc / 'maps').read_text().splitlines():
+                if '/dev/shm/' in line:
+                    used.add(line.rsplit('/dev/shm/', 1)[1].split(' ')[0])
+            for fd in (proc / 'fd').iterdir():
+                target = os.readlink(fd)
+                if target.startswith('/dev/shm/'):
+                    used.add(target[len('/dev/shm/'):].split(' ')[0])
+        except OSError:
+            continue
+    return used
+
+
+def cleanup_shm(before):
+    """Remove Fast DDS shm files that are new since ``before`` and no longer in use."""
+    new = _shm_files() - set(before)
+    if not new:
+        return []
+    in_use = _shm_in_use()
+    removed = []
+    for name in sorted(new - in_use):
+        try:
+            (_SHM / name).unlink()
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+class RosEnv(dict):
+    """Environment for node processes; also carries ``domain_id``, ``root``, ``log_dir``."""
+
+    domain_id: int
+    root: Path
+    log_dir: Path
+    procs: list
+
+
+@contextmanager
+def ros_environment(root=None):
+    """Yield a :class:`RosEnv`; on exit stop leftover processes and clean shm files."""
+    shm_before = _shm_files()
+    tmp = None
+    if root is None:
+        tmp = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_')
+        root = tmp.name
+    root = Path(root)
+    domain, lock = _claim_domain()
+    env = RosEnv(os.environ)
+    env.domain_id = domain
+    env.root = root
+    env.log_dir = root / 'node_logs'
+    env.log_dir.mkdir(parents=True, exist_ok=True)
+    env.procs = []
+    (root / 'ros_home').mkdir(exist_ok=True)
+    env.update({
+        'ROS_DOMAIN_ID': str(domain),
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+        'ROS_HOME': str(root / 'ros_home'),
+        'ROS_LOG_DIR': str(root / 'ros_home' / 'log'),
+        'PYTHONUNBUFFERED': '1',
+        'PYTHONPATH': os.pathsep.join([str(REPO)] + [p for p in
+                                                      env.get('PYTHONPATH', '').split(os.pathsep)
+                                                      if p]),
+        'RCUTILS_COLORIZED_OUTPUT': '0',
+    })
+    env.pop('ROS_LOCALHOST_ONLY', None)
+    try:
+        yield env
+    finally:
+        for proc in env.procs:
+            if proc.poll() is None:
+                stop(proc, timeout=5)
+        cleanup_shm(shm_before)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+        if tmp is not None:
+            tmp.cleanup()
+
+
+@pytest.fixture
+def ros_env(tmp_path):
+    """Per-test :class:`RosEnv` rooted in ``tmp_path`` (see module docstring)."""
+    with ros_environment(tmp_path / 'ros') as env:
+        yield env
+
+
+def write_params_file(path, params, node_name='/**'):
+    """Write ``params`` as a ROS 2 parameter file; returns the path."""
+    import yaml
+    path = Path(path)
+    path.write_text(yaml.safe_dump({node_name: {'ros__parameters': dict(params)}},
+                                   sort_keys=False))
+    return path
+
+
+def start_node(target, params=None, env=None, name=None, ros_args=(), args=()):
+    """Start a node process.
+
+    Parameters
+    ----------
+    target : str or path-like
+        Module name (run as ``python -m``) or path to a ``.py`` file.
+    params : dict or path-like, optional
+        Parameters (written to a params file) or an existing params file.
+    env : RosEnv
+        From :func:`ros_environment` / the ``ros_env`` fixture.
+    name : str, optional
+        Log file stem (default: last part of ``target``).
+    ros_args : sequence of str
+        Extra arguments after ``--ros-args`` (remaps ``-r a:=b``...).
+    args : sequence of str
+        Arguments before ``--ros-args``.
+
+    Returns
+    -------
+    subprocess.Popen
+        With ``log_out`` / ``log_err`` attributes (paths).
+    """
+    if env is None:
+        raise ValueError('start_node needs env= from ros_environment() or the ros_env fixture')
+    target = str(target)
+    name = name or Path(target).stem.split('.')[-1]
+    stem, k = name, 1
+    while (env.log_dir / f'{name}.out').exists():  # a second process keeps its own logs
+        k += 1
+        name = f'{stem}_{k}'
+    if target.endswith('.py'):
+        cmd = [sys.executable, target]
+    else:
+        cmd = [sys.executable, '-m', target]
+    cmd += list(args)
+    ros = list(ros_args)
+    if params is not None:
+        if isinstance(params, dict):
+            params = write_params_file(env.log_dir / f'{name}_params.yaml', params)
+        ros += ['--params-file', str(params)]
+    if ros:
+        cmd += ['--ros-args'] + ros
+    out = open(env.log_dir / f'{name}.out', 'w')
+    err = open(env.log_dir / f'{name}.err', 'w')
+    try:
+        proc = subprocess.Popen(cmd, env=dict(env), stdout=out, stderr=err, cwd=str(env.root))
+    finally:
+        out.close()
+        err.close()
+    proc.log_out = env.log_dir / f'{name}.out'
+    proc.log_err = env.log_dir / f'{name}.err'
+    env.procs.append(proc)
+    return proc
+
+
+def node_output(proc):
+    """stdout + stderr of a process started by :func:`start_node` (for assertion messages)."""
+    text = ''
+    for path in (proc.log_out, proc.log_err):
+        try:
+            text += Path(path).read_text()
+        except OSError:
+            pass
+    return text
+
+
+def stop(proc, timeout=10.0):
+    """SIGINT, then SIGTERM, then SIGKILL, each with a bounded wait; returns the exit code."""
+    for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        if proc.poll() is not None:
+            break
+        proc.send_signal(sig)
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.wait(3.0)
+
+
+def kill(proc):
+    """SIGKILL now (crash tests); returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    return proc.wait(5.0)
+
+
+class RosHarness:
+    """An rclpy node on a private context and domain, spun in a background thread.
+
+    Parameters
+    ----------
+    domain_id : int
+        ``env.domain_id`` of the nodes under test.
+    name : str
+        Node name.
+    """
+
+    def __init__(self, domain_id, name='test_harness'):
+        self.domain_id = int(domain_id)
+        self.name = name
+        self.context = None
+        self.node = None
+        self.executor = None
+        self._thread = None
+
+    def __enter__(self):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=self.domain_id)
+        self.node = rclpy.create_node(self.name, context=self.context)
+        # Not the EventsExecutor: with the rclpy wheels used here, creating entities
+        # from the test thread while it spins deadlocks, and it answers no services
+        # (nodes/executors.py). A test's own node is not the 1 kHz path under test.
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True, name='ros-harness')
+        self._thread.start()
+        return self
+
+    def _spin(self):
+        # spin in slices so that __exit__ can stop the thread promptly
+        while not self._stop.is_set() and self.context.ok():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def wait_for(self, predicate, timeout, poll=0.01, what=None):
+        """Poll ``predicate()`` (callbacks run in the spin thread); bounded by ``timeout``."""
+        return wait_for(predicate, timeout, poll, what)
+
+    def wait_for_subscribers(self, publisher, count=1, timeout=15.0):
+        return wait_for(lambda: publisher.get_subscription_count() >= count, timeout,
+                        what=f'{count} subscriber(s) on {publisher.topic_name}')
+
+    def wait_for_publishers(self, subscription, count=1, timeout=15.0):
+        return wait_for(lambda: subscription.get_publisher_count() >= count, timeout,
+                        what=f'{count} publisher(s) on {subscription.topic_name}')
+
+    def call(self, client, request, timeout=10.0):
+        """Call a service and return its response; raises TimeoutError."""
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f'service {client.srv_name} not available after {timeout} s')
+        future = client.call_async(request)
+        wait_for(future.done, timeout, what=f'response of {client.srv_name}')
+        return future.result()
+
+    def trigger(self, service, timeout=10.0):
+        """Call a ``std_srvs/Trigger`` service by name; returns the response."""
+        from std_srvs.srv import Trigger
+        client = self.node.create_client(Trigger, service)
+        try:
+            return self.call(client, Trigger.Request(), timeout)
+        finally:
+            self.node.destroy_client(client)
+
+    def __exit__(self, *exc):
+        import rclpy
+        self._stop.set()
+        self._thread.join(5.0)
+        try:
+            self.executor.shutdown(timeout_sec=2.0)
+        except Exception:
+            pass
+        try:
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
+        return False
