@@ -1,0 +1,35 @@
+"""The quick demo end to end (issue 3): nodes in separate processes, sim time,
+identification at Earth gravity, validation at lunar gravity with and without
+a payload. Runs the real command, as a user would."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+
+@pytest.mark.slow
+def test_quick_demo_identifies_the_arm_within_two_percent(tmp_path):
+    out = tmp_path / 'demo'
+    proc = subprocess.run([sys.executable, '-m', 'arm_dyn_id', 'demo', '--quick', '--out',
+                           str(out)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    # progress was shown while it ran
+    assert '[identify]' in proc.stderr and '%' in proc.stderr
+    model = yaml.safe_load((out / 'model.yaml').read_text())
+    assert model['schema'] == 'arm_dyn_id/gravity_model'
+    assert len(model['base']['values']) == 12
+    report = json.loads((out / 'validation.json').read_text())
+    assert set(report['cases']) == {'moon', 'moon_payload_0.3kg'}
+    for case, joints in report['cases'].items():
+        assert len(joints) == 6
+        for joint, metrics in joints.items():
+            assert set(metrics) >= {'max_torque', 'rmse', 'rmse_percent', 'mae', 'rho'}
+            assert metrics['rmse_percent'] < 2.0, (case, joint, metrics)
+    for case in report['cases']:
+        assert (out / f'validation_{case}.png').stat().st_size > 10_000
+    assert (out / 'identified.urdf').is_file()
+    # the table of seed 000 Tables 3-4 is printed
+    assert 'RMSE %' in proc.stdout
