@@ -821,12 +821,11 @@ def load_recording(path, config=None, states_topic=None, recover=False):
                             f'with joints and torque_constants) to convert currents')
         topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
         if topic is None:
-            candidates = [t for t, c in by_topic.items()
-                          if c.msgtype == JOINT_STATE and t.endswith('joint_states')]
+            states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
+            candidates = [t for t in states if t.endswith('joint_states')]
             if len(candidates) != 1:
                 raise DataError(f'bag {path}: cannot tell the joint-state topic among '
-                                f'{sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)}'
-                                f'; pass states_topic=')
+                                f'{states}; pass states_topic=')
             topic = candidates[0]
         if topic not in by_topic:
             raise DataError(f'bag {path} has no topic {topic}; topics: {sorted(by_topic)}')

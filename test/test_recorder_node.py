@@ -12,6 +12,7 @@ from arm_dyn_id.recording import find_unfinished, load_recording
 from ros_utils import RosHarness, kill, node_output, ros_env, start_node, stop  # noqa: F401
 
 pytest.importorskip('rclpy')
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -128,9 +129,13 @@ def test_delivery_services_and_bad_inputs(ros_env, tmp_path):
         started = ros.trigger('/recorder_node/start_recording')
         assert started.success, started.message
         publish_at(pub, 1000.0, 0.3, start_index=n)
-        assert not ros.trigger('/recorder_node/start_recording').success
-        ros.wait_for(lambda: any(any(kv.key == 'recording' and kv.value for kv in d.status[0].values)
-                                 for d in diags), 5, what='diagnostics while recording')
+        again = ros.trigger('/recorder_node/start_recording')
+        assert not again.success
+
+        def recording_reported():
+            return any(kv.key == 'recording' and kv.value
+                       for d in diags for kv in d.status[0].values)
+        ros.wait_for(recording_reported, 5, what='diagnostics while recording')
     assert stop(proc) == 0, node_output(proc)
     bags = sorted(p for p in (tmp_path / 'bags').iterdir() if p.is_dir())
     assert len(bags) == 2 and all((b / 'metadata.yaml').is_file() for b in bags)
@@ -165,6 +170,12 @@ def test_sigkill_mid_recording_is_recoverable(ros_env, tmp_path):
         from ros_utils import wait_for
         wait_for(lambda: 'recovered unfinished bag' in node_output(proc2), 30,
                  what='automatic recovery by a new recorder')
+        # SIGINT only once the node spins (an interrupt during executor setup aborts rclpy)
+        with RosHarness(ros_env.domain_id) as ros:
+            from std_srvs.srv import Trigger
+            client = ros.node.create_client(Trigger, '/recorder_node/stop_recording')
+            assert client.wait_for_service(timeout_sec=20)
+            assert not ros.call(client, Trigger.Request()).success  # not recording
     finally:
         assert stop(proc2) == 0, node_output(proc2)
     assert (bag / 'metadata.yaml').is_file()

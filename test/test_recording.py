@@ -31,7 +31,8 @@ def joint_state(stamp, names, position, effort, velocity=None):
     sec = int(stamp)
     msg = types[JOINT_STATE](
         header=types['std_msgs/msg/Header'](
-            stamp=types['builtin_interfaces/msg/Time'](sec=sec, nanosec=int(round((stamp - sec) * 1e9))),
+            stamp=types['builtin_interfaces/msg/Time'](
+                sec=sec, nanosec=int(round((stamp - sec) * 1e9))),
             frame_id=''),
         name=list(names), position=np.asarray(position, float),
         velocity=np.asarray(velocity if velocity is not None else [], float),
@@ -169,6 +170,7 @@ WRITER_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_sigkill_loses_at_most_the_last_flush(tmp_path):
     out = tmp_path / 'out'
     script = WRITER_SCRIPT.format(repo=str(REPO), test=str(REPO / 'test'), out=str(out))
