@@ -27,8 +27,11 @@ def generate_launch_description():
 
     def node(executable, extra=None):
         # the config file as a parameter file sets each node's own section; the
-        # dict after it overrides it with the launch arguments
+        # dict after it overrides it with the launch arguments. namespace='' makes
+        # launch_ros write that dict under the node's name: under '/**' the node's
+        # own section in the config file would win over it.
         return Node(package='arm_dyn_id', executable=executable, name=executable,
+                    namespace='',
                     output='screen', parameters=[config, dict(common, **(extra or {}))])
 
     return LaunchDescription([

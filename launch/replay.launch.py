@@ -63,6 +63,7 @@ def generate_launch_description():
             description='recorder output folder (raw_currents:=true only)'),
 
         Node(
+            namespace='',
             package='arm_dyn_id',
             executable='recorder_node',
             name='recorder_node',
@@ -75,6 +76,7 @@ def generate_launch_description():
             }],
         ),
         Node(
+            namespace='',
             package='arm_dyn_id',
             executable='identifier_node',
             name='identifier_node',

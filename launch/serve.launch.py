@@ -31,6 +31,7 @@ def generate_launch_description():
         DeclareLaunchArgument('model_poll_period', default_value='1.0',
                               description='model file change check period (s)'),
         Node(
+            namespace='',
             package='arm_dyn_id',
             executable='identifier_node',
             name='identifier_node',

@@ -21,6 +21,7 @@ def generate_launch_description():
         DeclareLaunchArgument('real_time_factor', default_value='1.0',
                               description='sim time only: speed-up; 0 = as fast as possible'),
         Node(
+            namespace='',
             package='arm_dyn_id',
             executable='sim_arm_node',
             name='sim_arm_node',

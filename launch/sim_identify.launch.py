@@ -27,6 +27,7 @@ def generate_launch_description():
 
     def node(executable, extra=None):
         return Node(package='arm_dyn_id', executable=executable, name=executable,
+                    namespace='',
                     output='screen', parameters=[dict(common, **(extra or {}))])
 
     return LaunchDescription([

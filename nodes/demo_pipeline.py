@@ -204,8 +204,10 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
                                             model_file=str(out_dir / 'model.yaml')))
         # the simulator shares the machine with the other nodes: a busy spell of a
         # few hundred ms is no reason to stop, a silent arm for 5 s is
+        # (and the simulator, several times faster than real time, gets the plan a
+        # simulated second ahead of its start)
         procs.start('excitation_node', dict(common, plan_file=str(plan_file),
-                                            joint_state_timeout=5.0))
+                                            joint_state_timeout=5.0, start_delay=2.0))
         monitor = Monitor(context=context)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(monitor)

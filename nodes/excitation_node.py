@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException
@@ -38,6 +38,12 @@ NODE_NAME = 'excitation_node'
 MARKER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _CORE_ERRORS = (ConfigError, DataError, JointNameError, URDFError, OSError, ValueError)
+
+
+def _stamp(seconds):
+    """builtin_interfaces/Time of a node-clock time in seconds."""
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 def _duration(seconds):
@@ -141,6 +147,9 @@ class ExcitationNode(Node):
           'Float64MultiArray positions)', True)
         d('command_rate', 100.0, 'command stream and progress rate (Hz), > 0', True)
         d('trajectory_point_period', 0.1, 'spacing of JointTrajectory points (s), > 0')
+        d('start_delay', 0.2, 'the run starts this long after ~/start (s, >= 0): the '
+          'trajectory is stamped with that future start time so that the controller and '
+          'this node share it however late the message arrives')
         d('approach_speed', 0.2, 'peak speed of the approach to the plan start (rad/s), > 0')
         d('approach_acceleration', 0.5, 'peak acceleration of the approach (rad/s²), > 0')
         d('joint_state_timeout', 0.5, 'watchdog: hold when joint_states are older (s), > 0')
@@ -172,6 +181,8 @@ class ExcitationNode(Node):
                          'tracking_error_threshold', 'speed'):
                 if not p(name) > 0:
                     raise ConfigError(f'parameter {name} = {p(name)} must be > 0')
+            if not p('start_delay') >= 0:
+                raise ConfigError(f'parameter start_delay = {p("start_delay")} must be >= 0')
             if self.config is None:
                 raise ConfigError(self.load_error)
             if p('plan_file'):
@@ -239,7 +250,7 @@ class ExcitationNode(Node):
             self.get_logger().error(response.message)
             return response
         self.run_plan = run
-        self.t0 = self._now()
+        self.t0 = self._now() + self._param('start_delay')
         self.next_segment = 0
         self.last_command = (self.t0, np.array(self.q_meas))
         self.state = 'running'
@@ -275,7 +286,7 @@ class ExcitationNode(Node):
             self.hold(f'refused to send the trajectory: {problem}')
             return False
         msg = JointTrajectory()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = _stamp(self.t0)
         msg.joint_names = list(self.config.joints)
         for k in range(len(t)):
             msg.points.append(JointTrajectoryPoint(

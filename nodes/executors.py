@@ -45,6 +45,15 @@ def spin_split(node, commands, threads=2, period=0.2):
     try:
         # spin_once in slices: EventsExecutor.spin() stays in C++ and never sees SIGINT
         while node.context.ok():
-            executor.spin_once(timeout_sec=period)
+            try:
+                executor.spin_once(timeout_sec=period)
+            except RuntimeError:
+                # a take interrupted by the shutdown of the context (SIGINT)
+                if node.context.ok():
+                    raise
+                break
     finally:
+        # an EventsExecutor left running when the process exits aborts it
+        # ("terminate called without an active exception")
+        executor.shutdown(timeout_sec=1.0)
         commands_executor.shutdown(timeout_sec=1.0)

@@ -30,8 +30,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.experimental import EventsExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -46,6 +45,7 @@ from arm_dyn_id.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.gravity_model import GravityModel
 from arm_dyn_id.identification import identify_gravity
 from arm_dyn_id.model import RobotModel
+from arm_dyn_id.nodes.executors import create_command_node, spin_split
 from arm_dyn_id.pairing import pair_sweeps, sweeps_from_markers
 from arm_dyn_id.serving import FastGravity, JointOrder, payload_from
 
@@ -577,10 +577,7 @@ class IdentifierNode(Node):
         A service reply may wait for a fit; and timers did not fire under the
         EventsExecutor of the rclpy wheels used here, so the periodic work lives here too.
         """
-        commands = rclpy.create_node(f'{self.get_name()}_commands',
-                                     namespace=self.get_namespace(),
-                                     context=self.context, use_global_arguments=False,
-                                     start_parameter_services=False)
+        commands = create_command_node(self)
         base = self.get_fully_qualified_name()
         services = ReentrantCallbackGroup()
         timers = MutuallyExclusiveCallbackGroup()
@@ -660,30 +657,20 @@ class IdentifierNode(Node):
 
 
 def main(args=None):
-    """Run the node (EventsExecutor) and its service helper; returns the exit code."""
+    """Run the node and its service helper (nodes/executors.py); returns the exit code."""
     rclpy.init(args=args)
     node = None
     code = 0
-    commands_executor = None
     try:
         node = IdentifierNode()
-        commands_executor = MultiThreadedExecutor(num_threads=3)
-        commands_executor.add_node(node.commands)
-        threading.Thread(target=commands_executor.spin, daemon=True,
-                         name='identifier-services').start()
-        executor = EventsExecutor()
-        executor.add_node(node)
-        # spin_once in a loop: EventsExecutor.spin() did not return on SIGINT here
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.2)
+        # three threads for the services: ~/fit waits for the fit, queries keep going
+        spin_split(node, node.commands, threads=3)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ConfigError as exc:
         rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
         code = 2
     finally:
-        if commands_executor is not None:
-            commands_executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.shutdown()
             node.commands.destroy_node()

@@ -301,6 +301,7 @@ class RosHarness:
         self.node = None
         self.executor = None
         self._thread = None
+        self._stop = threading.Event()
 
     def __enter__(self):
         import rclpy
