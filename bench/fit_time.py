@@ -32,7 +32,7 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.base_parameters import gravity_base_parameters
-from arm_dyn_id.fast_fit import NormalEquations, _joint_major_regressor, \
+from arm_dyn_id.fast_fit import NormalEquations, \
     fit_gravity_chunked, fit_normal_equations
 from arm_dyn_id.model import RobotModel
 from arm_dyn_id.pairing import average_pairs, sweeps_from_markers
@@ -98,7 +98,7 @@ def staged_fit(robot, base, q, tau, chunk):
     weights = np.ones(robot.n_joints)
     for a in range(0, len(q), chunk):
         t0 = time.perf_counter()
-        Yn = _joint_major_regressor(robot, q[a:a + chunk])[:, base.independent, :]
+        Yn = robot.gravity_regressor_joint_major(q[a:a + chunk])[:, base.independent, :]
         t1 = time.perf_counter()
         tc = tau[a:a + chunk]
         A_joint = Yn @ Yn.transpose(0, 2, 1)
