@@ -220,3 +220,76 @@ class CurrentToTorque:
             raise DataError(f'currents have shape {currents.shape}, '
                             f'expected (N, {self.n_joints}) for joints {list(self.joints)}')
         return (currents - self.current_offsets) * self.gains
+
+
+class StampJoiner:
+    """Pair position samples with current samples from another topic by time.
+
+    Each position waits until a current sample lies within ``tolerance`` of its
+    time; the nearest one is taken. A position is given up (counted in
+    ``unpaired``) once currents newer than its time + ``tolerance`` have arrived
+    without a match, or when more than ``capacity`` positions wait. Both streams
+    are expected in roughly increasing time order (1 kHz drivers).
+
+    Parameters
+    ----------
+    tolerance : float
+        Largest time difference (s) between a position and its current.
+    capacity : int
+        Most samples kept waiting on either side.
+    """
+
+    def __init__(self, tolerance, capacity=512):
+        from collections import deque
+        if not tolerance >= 0:
+            raise ValueError(f'pairing tolerance {tolerance} must be >= 0 s')
+        self.tolerance = float(tolerance)
+        self.capacity = int(capacity)
+        self._positions = deque()      # (t, item)
+        self._currents = deque()       # (t, currents)
+        self.unpaired = 0
+        self.paired = 0
+
+    def _nearest_current(self, t):
+        best, best_dt = None, None
+        for tc, cur in self._currents:
+            dt = abs(tc - t)
+            if dt <= self.tolerance and (best_dt is None or dt < best_dt):
+                best, best_dt = cur, dt
+        return best
+
+    def _drain(self):
+        """Pair waiting positions in order; returns [(item, currents), ...]."""
+        ready = []
+        newest = self._currents[-1][0] if self._currents else None
+        while self._positions:
+            t, item = self._positions[0]
+            cur = self._nearest_current(t)
+            if cur is not None:
+                ready.append((item, cur))
+                self.paired += 1
+            elif newest is not None and newest > t + self.tolerance:
+                self.unpaired += 1          # its current will not come any more
+            else:
+                break
+            self._positions.popleft()
+        # currents older than every waiting position (minus tolerance) are spent
+        horizon = self._positions[0][0] if self._positions else (newest or 0.0)
+        while len(self._currents) > 1 and self._currents[0][0] < horizon - self.tolerance:
+            self._currents.popleft()
+        while len(self._positions) > self.capacity:
+            self._positions.popleft()
+            self.unpaired += 1
+        while len(self._currents) > self.capacity:
+            self._currents.popleft()
+        return ready
+
+    def add_position(self, t, item):
+        """A position sample at time t (s); returns the pairs now complete."""
+        self._positions.append((float(t), item))
+        return self._drain()
+
+    def add_current(self, t, currents):
+        """A current sample at time t (s); returns the pairs now complete."""
+        self._currents.append((float(t), currents))
+        return self._drain()

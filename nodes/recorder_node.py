@@ -23,19 +23,21 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 import yaml
 
 from arm_dyn_id.config import ArmConfig, file_sha256, load_arm_config
 from arm_dyn_id.nodes.executors import create_command_node, service_name, spin_split
 from arm_dyn_id.errors import ConfigError, JointNameError
-from arm_dyn_id.motor import CurrentToTorque
+from arm_dyn_id.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.quality import StreamQuality
 from arm_dyn_id.recording import (
-    JOINT_STATE, STRING, BagRecorder, config_document, recover_unfinished)
+    FLOAT64_ARRAY, JOINT_STATE, STRING, BagRecorder, config_document, recover_unfinished)
 
 NODE_NAME = 'recorder_node'
+# joint_states positions joined with currents from current_topic, recorded for offline fits
+JOINED_TOPIC = '/arm_dyn_id/joint_states_with_current'
 DIAGNOSTIC_ARRAY = 'diagnostic_msgs/msg/DiagnosticArray'
 
 # ArmConfig fields that may be given as individual parameters (numbers: int or float arrays)
@@ -100,6 +102,27 @@ class RecorderNode(Node):
                                                   sensor_qos, raw=True)
         self.marker_sub = self.create_subscription(String, 'excitation_segments',
                                                    self._on_marker, marker_qos, raw=True)
+        # currents on a topic of their own, paired with joint_states by time
+        self.current_sub = None
+        self.joiner = None
+        current_topic = p('current_topic').value
+        if current_topic:
+            self.current_type = p('current_type').value
+            types = {'joint_state': JointState, 'float64_array': Float64MultiArray}
+            if self.current_type not in types:
+                raise ConfigError(f'parameter current_type = {self.current_type!r} must be '
+                                  f'one of {sorted(types)}')
+            try:
+                self.current_joints = list(p('current_joints').value or []) or self.joint_names
+            except ParameterUninitializedException:
+                self.current_joints = self.joint_names
+            if self.current_type == 'float64_array':
+                # the array's order is given once; map it onto the config's order
+                self._current_index = self.converter.index_for(self.current_joints)
+            self.joiner = StampJoiner(p('pairing_tolerance').value)
+            self.current_sub = self.create_subscription(
+                types[self.current_type], current_topic, self._on_current, sensor_qos,
+                raw=True)
         # services and the diagnostics timer live on a companion node (nodes/executors.py)
         self.commands = create_command_node(self)
         self.commands.create_service(Trigger, service_name(self, 'start_recording'),
@@ -142,6 +165,18 @@ class RecorderNode(Node):
         for name, text in _ARRAY_FIELDS.items():
             d(name, None, _descriptor(text + ', in the order of joints (int or double array)',
                                       read_only=True, dynamic=True))
+        d('current_topic', '', _descriptor(
+            'topic carrying the motor currents when joint_states.effort does not; empty: '
+            'currents in joint_states.effort', read_only=True))
+        d('current_type', 'joint_state', _descriptor(
+            'type of current_topic: joint_state (sensor_msgs/JointState, currents in effort, '
+            'paired by header stamp) or float64_array (std_msgs/Float64MultiArray in the order '
+            'of current_joints, paired by arrival time)', read_only=True))
+        d('current_joints', Parameter.Type.STRING_ARRAY, _descriptor(
+            'joint order of a float64_array current topic (default: joints)', read_only=True))
+        d('pairing_tolerance', 0.0005, _descriptor(
+            'largest time difference between a position and its current (s)',
+            read_only=True, low=0.0, high=1.0))
         d('record_on_start', False, _descriptor('start recording when the node starts'))
         d('output_dir', 'recordings', _descriptor(
             'folder of the bags; each recording is a new timestamped bag folder',
@@ -207,10 +242,12 @@ class RecorderNode(Node):
         msg = deserialize_message(data, JointState)
         names = msg.name
         n = len(names)
-        if len(msg.effort) == 0:
-            self._reject('missing effort', 'effort is empty; it must carry the motor current')
+        separate = self.joiner is not None
+        if not separate and len(msg.effort) == 0:
+            self._reject('missing effort', 'effort is empty; it must carry the motor current '
+                         '(or set current_topic)')
             return
-        if len(msg.effort) != n or len(msg.position) != n:
+        if len(msg.position) != n or (not separate and len(msg.effort) != n):
             self._reject('length mismatch', f'{n} names, {len(msg.position)} positions, '
                          f'{len(msg.effort)} efforts')
             return
@@ -221,10 +258,50 @@ class RecorderNode(Node):
             return
         stamp = msg.header.stamp
         t = stamp.sec + stamp.nanosec * 1e-9
-        current = np.asarray(msg.effort)[idx]
         position = np.asarray(msg.position)[idx]
+        velocity = np.asarray(msg.velocity)[idx] if len(msg.velocity) == n else None
+        if not separate:
+            self._emit(msg.header, t, position, velocity, np.asarray(msg.effort)[idx], now)
+            return
+        key = t if self.current_type == 'joint_state' else now * 1e-9
+        for (header, t_s, pos, vel, now_s), current in self.joiner.add_position(
+                key, (msg.header, t, position, velocity, now)):
+            self._emit(header, t_s, pos, vel, current, now_s)
+
+    def _on_current(self, data):
+        now = self.get_clock().now().nanoseconds
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.write(self._h_currents, now, data)
+        if self.current_type == 'joint_state':
+            msg = deserialize_message(data, JointState)
+            if len(msg.effort) != len(msg.name):
+                self._reject('current length mismatch', f'{len(msg.name)} names, '
+                             f'{len(msg.effort)} currents in effort')
+                return
+            try:
+                idx = self.converter.index_for(msg.name)
+            except JointNameError as exc:
+                self._reject('missing joint', f'current topic: {exc}')
+                return
+            key = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            current = np.asarray(msg.effort)[idx]
+        else:
+            msg = deserialize_message(data, Float64MultiArray)
+            if len(msg.data) != len(self.current_joints):
+                self._reject('current length mismatch', f'{len(msg.data)} currents for '
+                             f'current_joints {self.current_joints}')
+                return
+            key = now * 1e-9
+            current = np.asarray(msg.data)[self._current_index]
+        for (header, t, pos, vel, now_s), cur in self.joiner.add_current(key, current):
+            self._emit(header, t, pos, vel, cur, now_s)
+
+    def _emit(self, header, t, position, velocity, current, now):
+        """Check, convert, publish and record one sample (currents in config order)."""
+        recorder = self.recorder
         values = np.concatenate((current, position))
-        ok = self.quality.update(t, values)
+        self.quality.update(t, values)   # duplicates/out-of-order: counted, still converted
         file_quality = self.file_quality
         if file_quality is not None:
             file_quality.update(t, values)
@@ -233,17 +310,22 @@ class RecorderNode(Node):
                 f'joint_states sample at {t:.6f} s has NaN/inf current or position: excluded '
                 f'({self.quality.nonfinite} so far)', throttle_duration_sec=self._log_throttle)
             return
-        del ok  # duplicates and out-of-order samples are counted but still converted
         out = JointState()
-        out.header = msg.header
+        out.header = header
         out.name = self.joint_names
         out.position = position.tolist()
-        if len(msg.velocity) == n:
-            out.velocity = np.asarray(msg.velocity)[idx].tolist()
+        if velocity is not None:
+            out.velocity = velocity.tolist()
         out.effort = (self.gains * (current - self.offsets)).tolist()
         self.torque_pub.publish(out)
         if recorder is not None:
             recorder.write(self._h_torques, now, out)
+            if self.joiner is not None:
+                # positions and currents joined, so that offline fits read one topic
+                joined = JointState(header=header, name=self.joint_names,
+                                    position=out.position, velocity=out.velocity,
+                                    effort=current.tolist())
+                recorder.write(self._h_joined, now, joined)
 
     def _on_marker(self, data):
         recorder = self.recorder
@@ -263,8 +345,21 @@ class RecorderNode(Node):
         self._h_torques = rec.add_topic(topics['torques'], JOINT_STATE,
                                         serializer=serialize_message)
         self._h_markers = rec.add_topic(topics['markers'], STRING)
+        current_source = 'joint_states.effort'
+        if self.joiner is not None:
+            topics['currents'] = self.current_sub.topic_name
+            self._h_currents = rec.add_topic(
+                topics['currents'],
+                JOINT_STATE if self.current_type == 'joint_state' else FLOAT64_ARRAY)
+            # load_recording reads the joined samples (stored config topics.states)
+            topics['raw_states'], topics['states'] = topics['states'], JOINED_TOPIC
+            self._h_joined = rec.add_topic(JOINED_TOPIC, JOINT_STATE,
+                                           serializer=serialize_message)
+            current_source = (f'{topics["currents"]} ({self.current_type}), paired with '
+                              f'{topics["raw_states"]} within {self.joiner.tolerance} s; '
+                              f'joined samples on {JOINED_TOPIC}')
         extra = {'topics': topics, 'expected_rate': self.expected_rate,
-                 'gap_threshold': self.gap_threshold, 'current_source': 'joint_states.effort',
+                 'gap_threshold': self.gap_threshold, 'current_source': current_source,
                  'node': self.get_fully_qualified_name()}
         if self.config.source is not None:
             extra['config_file_sha256'] = file_sha256(self.config.source)

@@ -85,3 +85,37 @@ def test_convert_many_agrees_with_convert_for_any_order(perm, currents):
 def test_convert_many_shape_checked():
     with pytest.raises(DataError, match='expected'):
         make().convert_many(np.zeros((4, 2)))
+
+
+class TestStampJoiner:
+    """Currents from a separate topic paired with positions by stamp (issue 5)."""
+
+    def test_pairs_in_either_arrival_order(self):
+        from arm_dyn_id.motor import StampJoiner
+        j = StampJoiner(tolerance=0.0004)
+        assert j.add_position(0.000, 'p0') == []              # current not here yet
+        assert j.add_current(0.000, 'c0') == [('p0', 'c0')]
+        assert j.add_current(0.001, 'c1') == []               # position not here yet
+        assert j.add_position(0.0011, 'p1') == [('p1', 'c1')]  # within tolerance
+        assert (j.paired, j.unpaired) == (2, 0)
+
+    def test_nearest_current_is_taken_and_lost_samples_are_counted(self):
+        from arm_dyn_id.motor import StampJoiner
+        j = StampJoiner(tolerance=0.0006)
+        j.add_current(0.0000, 'c0')
+        j.add_current(0.0010, 'c1')
+        assert j.add_position(0.0009, 'p') == [('p', 'c1')]
+        # a position whose current never comes is given up once newer currents arrive
+        assert j.add_position(0.0050, 'lost') == []
+        assert j.add_current(0.0070, 'c7') == []
+        assert j.unpaired == 1
+        assert j.add_position(0.0071, 'p7') == [('p7', 'c7')]
+
+    def test_waiting_positions_are_bounded(self):
+        from arm_dyn_id.motor import StampJoiner
+        j = StampJoiner(tolerance=0.0005, capacity=10)
+        for k in range(25):
+            j.add_position(k * 0.001, k)
+        assert j.unpaired == 15
+        with pytest.raises(ValueError, match='tolerance'):
+            StampJoiner(tolerance=-1)

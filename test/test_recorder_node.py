@@ -186,3 +186,59 @@ def test_sigkill_mid_recording_is_recoverable(ros_env, tmp_path):
     np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
     assert rec.quality['recorded']['recovered'] is True
     assert Path(bag, f'{bag.name}.mcap.truncated').is_file()
+
+
+@pytest.mark.parametrize('current_type', ['joint_state', 'float64_array'])
+def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_path,
+                                                                current_type):
+    """joint_states without effort + currents on their own topic (issue 5)."""
+    from std_msgs.msg import Float64MultiArray
+    order = ['joint_2', 'joint_3', 'joint_1']          # a driver's own order
+    params = {'current_topic': 'motor_currents', 'current_type': current_type}
+    period = 0.005
+    if current_type == 'float64_array':
+        # unstamped arrays pair by arrival time: the tolerance must stay well under
+        # the period, the driver publishing a sample's positions and currents together
+        period = 0.02
+        params.update(current_joints=order, pairing_tolerance=0.005)
+    proc = start_recorder(ros_env, tmp_path, **params)
+    torques = []
+    with RosHarness(ros_env.domain_id) as ros:
+        pub = ros.node.create_publisher(JointState, 'joint_states', QOS)
+        msg_type = JointState if current_type == 'joint_state' else Float64MultiArray
+        cur_pub = ros.node.create_publisher(msg_type, 'motor_currents', QOS)
+        ros.node.create_subscription(JointState, 'joint_torques', torques.append, QOS)
+        ros.wait_for_subscribers(pub, timeout=20)
+        ros.wait_for_subscribers(cur_pub, timeout=20)
+        wait_recording(tmp_path, proc)
+        n = 300
+        for i in range(n):
+            t = time.time()
+            positions = state(i, t, names=JOINTS, effort=[])
+            currents = state(i, t, names=JOINTS)
+            # positions first for even samples, currents first for odd ones
+            first, second = (pub, cur_pub) if i % 2 == 0 else (cur_pub, pub)
+            for publisher in (first, second):
+                if publisher is pub:
+                    pub.publish(positions)
+                elif current_type == 'joint_state':
+                    cur_pub.publish(currents)
+                else:
+                    by_name = dict(zip(currents.name, currents.effort))
+                    cur_pub.publish(Float64MultiArray(data=[by_name[j] for j in order]))
+            time.sleep(period)
+        try:
+            ros.wait_for(lambda: len(torques) >= n, 10)
+        except TimeoutError:
+            pass
+        assert len(torques) >= 0.95 * n, node_output(proc)
+        for msg in torques:
+            i = int(round(msg.position[0] / 0.01))
+            np.testing.assert_allclose(msg.effort, expected(i), atol=1e-9)
+    assert stop(proc) == 0, node_output(proc)
+    bag = next(p for p in (tmp_path / 'bags').iterdir() if p.is_dir())
+    rec = load_recording(bag)            # the joined samples: an offline fit sees currents
+    assert rec.n_samples >= 0.95 * n
+    idx = np.round(rec.q[:, 0] / 0.01).astype(int)
+    np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
+    assert 'motor_currents' in rec.config['current_source']
