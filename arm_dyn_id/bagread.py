@@ -25,7 +25,7 @@ import yaml
 from .errors import DataError, JointNameError
 from .motor import CurrentToTorque
 from .recording import (CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, Recording,
-                        _typestore, is_unfinished, recover_bag)
+                        _typestore, is_unfinished, read_markers, recover_bag)
 
 #: messages decoded per batch (bounds the memory of raw bytes held at once)
 BATCH = 65536
@@ -358,19 +358,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
             done += len(batch)
         if progress is not None:
             progress(done, max(total, done))
-        markers = []
-        for mtopic, mconn in by_topic.items():
-            if mconn.msgtype == STRING and mtopic.endswith('excitation_segments'):
-                for _, log_time, raw in reader.messages([mconn]):
-                    text = store.deserialize_cdr(raw, STRING).data
-                    try:
-                        marker = json.loads(text)
-                        if not isinstance(marker, dict):
-                            raise ValueError('not a JSON object')
-                    except ValueError as exc:
-                        marker = {'raw': text, 'error': str(exc)}
-                    marker['log_time'] = log_time * 1e-9
-                    markers.append(marker)
+        markers = read_markers(reader, by_topic)
     finally:
         reader.close()
     if not chunks:

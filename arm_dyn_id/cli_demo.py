@@ -25,7 +25,8 @@ PAYLOAD_MASS = 0.3
 
 
 def add_arguments(parser):
-    parser.add_argument('--out', default='demo_output', help='output folder (default: %(default)s)')
+    parser.add_argument('--out', default='demo_output',
+                        help='output folder (default: %(default)s)')
     parser.add_argument('--quick', action='store_true',
                         help='short trajectories (about 2 minutes in all), as the tests use')
     parser.add_argument('--config', default='humanoid_arm.yaml',

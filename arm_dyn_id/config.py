@@ -190,7 +190,8 @@ class ArmConfig:
             i = int(inverted[0])
             raise ConfigError(
                 f'position limits of {joints[i]} are inverted or empty: '
-                f'position_limits_lower[{i}] = {lower[i]} >= position_limits_upper[{i}] = {upper[i]}')
+                f'position_limits_lower[{i}] = {lower[i]} >= '
+                f'position_limits_upper[{i}] = {upper[i]}')
         signs = _per_joint(params, 'current_signs', n, default=1.0, nonzero=True)
         if np.any(np.abs(signs) != 1):
             bad = int(np.argmax(np.abs(signs) != 1))

@@ -128,6 +128,7 @@ def _inertia_box(link):
         return None
     mass = float(inertial.find('mass').get('value'))
     el = inertial.find('inertia')
+
     def get(key):
         return float(el.get(key, 0))
     inertia = np.array([[get('ixx'), get('ixy'), get('ixz')],

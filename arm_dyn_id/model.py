@@ -61,8 +61,6 @@ def _rotations(axis, angles):
     return out
 
 
-
-
 # Lazy 3-vectors and 3x3 matrices for the batch kernel: each entry is either a
 # Python float (the same for every sample) or an (N,) array. DH placements and
 # joint axes are full of exact zeros and ones; folding them away symbolically
@@ -426,7 +424,7 @@ class RobotModel:
         # Structure of arrays with lazy constants: the sample axis is last, every
         # step is a few elementwise operations on length-N vectors, and products
         # with the exact zeros/ones of the joint placements are skipped.
-        n_samples, nb = q.shape[0], self.n_bodies
+        nb = self.n_bodies
         angles = [None] * nb
         for row, jid in enumerate(self._jid):
             angles[jid - 1] = np.ascontiguousarray(q[:, row])

@@ -762,6 +762,39 @@ def _conversion(config):
     return CurrentToTorque.from_config(config)
 
 
+def read_markers(reader, by_topic):
+    """Segment markers of every ``*excitation_segments`` topic of an open bag.
+
+    Parameters
+    ----------
+    reader : rosbags.rosbag2.Reader
+    by_topic : dict
+        Topic name -> connection.
+
+    Returns
+    -------
+    list of dict
+        The JSON markers with ``log_time`` (s) added; text that is not a JSON
+        object is kept as ``{'raw': text, 'error': ...}``.
+    """
+    store = _typestore()
+    markers = []
+    for topic, conn in by_topic.items():
+        if conn.msgtype != STRING or not topic.endswith('excitation_segments'):
+            continue
+        for _, log_time, raw in reader.messages([conn]):
+            text = store.deserialize_cdr(raw, STRING).data
+            try:
+                marker = json.loads(text)
+                if not isinstance(marker, dict):
+                    raise ValueError('not a JSON object')
+            except ValueError as exc:
+                marker = {'raw': text, 'error': str(exc)}
+            marker['log_time'] = log_time * 1e-9
+            markers.append(marker)
+    return markers
+
+
 def load_recording(path, config=None, states_topic=None, recover=False):
     """Load a recorder bag or a plain ``ros2 bag record`` bag into arrays.
 
@@ -854,19 +887,7 @@ def load_recording(path, config=None, states_topic=None, recover=False):
             q.append(msg.position[idx])
             dq.append(msg.velocity[idx] if len(msg.velocity) == k else nan_row)
             cur.append(msg.effort[idx])
-        markers = []
-        for mtopic, conn in by_topic.items():
-            if conn.msgtype == STRING and mtopic.endswith('excitation_segments'):
-                for _, log_time, raw in reader.messages([conn]):
-                    text = store.deserialize_cdr(raw, STRING).data
-                    try:
-                        marker = json.loads(text)
-                        if not isinstance(marker, dict):
-                            raise ValueError('not a JSON object')
-                    except ValueError as exc:
-                        marker = {'raw': text, 'error': str(exc)}
-                    marker['log_time'] = log_time * 1e-9
-                    markers.append(marker)
+        markers = read_markers(reader, by_topic)
     if not t:
         if missing_joint is not None:
             raise missing_joint

@@ -13,8 +13,10 @@ owning node's names (``/<node>/<service>``).
 import threading
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.experimental import EventsExecutor
+
+from arm_dyn_id.errors import ConfigError
 
 
 def create_command_node(node):
@@ -57,3 +59,31 @@ def spin_split(node, commands, threads=2, period=0.2):
         # ("terminate called without an active exception")
         executor.shutdown(timeout_sec=1.0)
         commands_executor.shutdown(timeout_sec=1.0)
+
+
+def run_split_node(node_class, node_name, args=None, threads=2):
+    """``main()`` of a node with a companion: init, spin_split, clean shutdown.
+
+    ``node_class()`` builds the node, which has a ``commands`` companion and a
+    ``shutdown()`` method. A ConfigError is logged as one fatal line (exit 2);
+    Ctrl-C ends it normally (exit 0).
+    """
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = node_class()
+        spin_split(node, node.commands, threads=threads)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ConfigError as exc:
+        # a configuration error is reported, not a traceback
+        rclpy.logging.get_logger(node_name).fatal(str(exc))
+        code = 2
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.commands.destroy_node()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code

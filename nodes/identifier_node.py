@@ -25,12 +25,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -45,7 +43,7 @@ from arm_dyn_id.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.gravity_model import GravityModel
 from arm_dyn_id.identification import identify_gravity
 from arm_dyn_id.model import RobotModel
-from arm_dyn_id.nodes.executors import create_command_node, spin_split
+from arm_dyn_id.nodes.executors import create_command_node, run_split_node
 from arm_dyn_id.pairing import pair_sweeps, sweeps_from_markers
 from arm_dyn_id.serving import FastGravity, JointOrder, payload_from
 
@@ -658,25 +656,8 @@ class IdentifierNode(Node):
 
 def main(args=None):
     """Run the node and its service helper (nodes/executors.py); returns the exit code."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = IdentifierNode()
-        # three threads for the services: ~/fit waits for the fit, queries keep going
-        spin_split(node, node.commands, threads=3)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigError as exc:
-        rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
-        code = 2
-    finally:
-        if node is not None:
-            node.shutdown()
-            node.commands.destroy_node()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    # three threads for the services: ~/fit waits for the fit, queries keep going
+    return run_split_node(IdentifierNode, NODE_NAME, args, threads=3)
 
 
 if __name__ == '__main__':

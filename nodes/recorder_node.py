@@ -13,11 +13,9 @@ import json
 import time
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -28,7 +26,7 @@ from std_srvs.srv import Trigger
 import yaml
 
 from arm_dyn_id.config import ArmConfig, file_sha256, load_arm_config
-from arm_dyn_id.nodes.executors import create_command_node, service_name, spin_split
+from arm_dyn_id.nodes.executors import create_command_node, run_split_node, service_name
 from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.quality import StreamQuality
@@ -453,25 +451,7 @@ class RecorderNode(Node):
 
 def main(args=None):
     """Run the recorder node (hot path on an EventsExecutor); returns the exit code."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = RecorderNode()
-        spin_split(node, node.commands)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigError as exc:
-        # a configuration error is reported, not a traceback
-        rclpy.logging.get_logger(NODE_NAME).fatal(str(exc))
-        code = 2
-    finally:
-        if node is not None:
-            node.shutdown()
-            node.commands.destroy_node()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_split_node(RecorderNode, NODE_NAME, args, threads=2)
 
 
 if __name__ == '__main__':

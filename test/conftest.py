@@ -7,6 +7,9 @@ sure nothing a test starts writes logs to ``~/.ros`` or talks beyond loopback.
 import os
 import tempfile
 
+# the per-test ROS environment fixture of the node tests (test/ros_utils.py)
+from ros_utils import ros_env  # noqa: F401
+
 _ROS_HOME = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_home_')
 
 

@@ -2,7 +2,7 @@
 
 Import them in a test module (``test/`` is on ``sys.path`` under pytest)::
 
-    from ros_utils import ros_env, start_node, stop, RosHarness  # noqa: F401 (fixture)
+    from ros_utils import start_node, stop, RosHarness   # the ros_env fixture: conftest.py
 
     def test_something(ros_env, tmp_path):
         proc = start_node('arm_dyn_id.nodes.recorder_node', {'config_file': ...}, ros_env,
@@ -161,9 +161,8 @@ def ros_environment(root=None):
         'ROS_HOME': str(root / 'ros_home'),
         'ROS_LOG_DIR': str(root / 'ros_home' / 'log'),
         'PYTHONUNBUFFERED': '1',
-        'PYTHONPATH': os.pathsep.join([str(REPO)] + [p for p in
-                                                      env.get('PYTHONPATH', '').split(os.pathsep)
-                                                      if p]),
+        'PYTHONPATH': os.pathsep.join(
+            [str(REPO)] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]),
         'RCUTILS_COLORIZED_OUTPUT': '0',
     })
     env.pop('ROS_LOCALHOST_ONLY', None)

@@ -57,7 +57,7 @@ def reciprocating_data(seed=0, rate=200.0, speed=0.1, sweep_range=0.6, poses=3, 
     seg = 0
 
     def add(piece_v, phase=None, joint=None, direction=0):
-        nonlocal t_now, seg
+        nonlocal t_now
         if phase is not None:
             markers.append({'segment_id': seg, 'joint': JOINTS[joint] if joint is not None
                             else '', 'joint_index': -1 if joint is None else joint,

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from ros_utils import RosHarness, node_output, ros_env, start_node, stop  # noqa: F401
+from ros_utils import RosHarness, node_output, start_node, stop
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ import yaml
 from arm_dyn_id.gravity_model import GravityModel
 from arm_dyn_id.identification import identify_gravity
 from arm_dyn_id.model import Payload, RobotModel
-from ros_utils import RosHarness, node_output, ros_env, start_node, stop  # noqa: F401
+from ros_utils import RosHarness, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from arm_dyn_id.recording import find_unfinished, load_recording
-from ros_utils import RosHarness, kill, node_output, ros_env, start_node, stop  # noqa: F401
+from ros_utils import RosHarness, kill, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

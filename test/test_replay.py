@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from ros_utils import RosHarness, node_output, ros_env, start_node, stop  # noqa: F401
+from ros_utils import RosHarness, node_output, start_node, stop
 from test_cli_fit import JOINTS, reciprocating_data, run_cli, write_config, write_synthetic_bag
 
 pytest.importorskip('rclpy')

@@ -33,8 +33,6 @@ def move(arm, target, seconds=2.0, hold=3.0):
         arm.step(target)
 
 
-
-
 def test_current_at_rest_is_pinocchio_gravity_over_gain_within_noise():
     config, params = humanoid()
     arm = SimArm(config, params)

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from ros_utils import node_output, ros_env, start_node, stop  # noqa: F401 (fixture)
+from ros_utils import node_output, start_node, stop
 
 rclpy = pytest.importorskip('rclpy')
 
