@@ -19,7 +19,7 @@ the same run:
 
 Both fits use equal joint weights so that their predictions can be compared.
 
-    .venv/bin/python bench/fit_time.py [--minutes 10 60] [--workers 2]
+    .venv/bin/python bench/fit_time.py [--minutes 10 60] [--workers 2] [--plot PNG]
 """
 
 import argparse
@@ -49,6 +49,7 @@ VISCOUS = np.array([0.5, 0.5, 0.2, 0.1, 0.01, 0.005])             # N·m·s/rad
 
 def emit(**fields):
     print(json.dumps(fields), flush=True)
+    return fields
 
 
 def reciprocating_record(robot, minutes, rng):
@@ -179,8 +180,33 @@ def run(robot, base, minutes, args, rng):
              total_s=t_avg + loop_s + lstsq_s, cpu_s_without_averaging=naive_cpu,
              max_prediction_diff_vs_fast_Nm=float(diff))
         naive_total = t_avg + loop_s + lstsq_s
-    emit(minutes=minutes, summary=True, fast_total_s=t2 - t0, naive_total_s=naive_total,
-         speedup=naive_total / (t2 - t0), loadavg=os.getloadavg()[0])
+    return emit(minutes=minutes, summary=True, fast_total_s=t2 - t0,
+                naive_total_s=naive_total, speedup=naive_total / (t2 - t0),
+                loadavg=os.getloadavg()[0])
+
+
+def plot_scaling(summaries, path):
+    """Fit time against record length, fast and naive, log-log (issue 8)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    minutes = [s['minutes'] for s in summaries]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog(minutes, [s['naive_total_s'] for s in summaries], 'o-',
+              label='naive: per-sample pinocchio loop + lstsq')
+    ax.loglog(minutes, [s['fast_total_s'] for s in summaries], 's-',
+              label='arm_dyn_id: vectorised regressor, chunked moments')
+    for s in summaries:
+        ax.annotate(f'{s["speedup"]:.0f}x', (s['minutes'], s['fast_total_s']),
+                    textcoords='offset points', xytext=(4, -12), fontsize=8)
+    ax.set_xlabel('record length at 1 kHz (minutes)')
+    ax.set_ylabel('gravity fit wall time (s)')
+    ax.set_title('Fit time against data length (humanoid arm, 2 cores)')
+    ax.grid(True, which='both', alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main():
@@ -192,14 +218,16 @@ def main():
                         help='samples on which the naive baseline is timed first')
     parser.add_argument('--naive-limit', type=float, default=180.0,
                         help='run the naive baseline fully only if projected below this (s)')
+    parser.add_argument('--plot', help='write a PNG of fit time against record length here')
     args = parser.parse_args()
     robot = RobotModel.from_urdf(URDF)
     base = gravity_base_parameters(robot)
     emit(bench='fit_time', cpus=os.cpu_count(), pinocchio=pin.__version__,
          numpy=np.__version__, base_parameters=base.count, loadavg=os.getloadavg()[0])
     rng = np.random.default_rng(0)
-    for minutes in args.minutes:
-        run(robot, base, minutes, args, rng)
+    summaries = [run(robot, base, minutes, args, rng) for minutes in args.minutes]
+    if args.plot:
+        plot_scaling(summaries, args.plot)
 
 
 if __name__ == '__main__':
