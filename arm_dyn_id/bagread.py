@@ -23,9 +23,8 @@ import numpy as np
 import yaml
 
 from .errors import DataError, JointNameError
-from .motor import CurrentToTorque
-from .recording import (CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, Recording,
-                        _typestore, is_unfinished, read_markers, recover_bag)
+from .recording import (CONFIG_TOPIC, JOINT_STATE, STRING, Recording,
+                        _typestore, is_unfinished, read_bag_header, read_markers, recover_bag)
 
 #: messages decoded per batch (bounds the memory of raw bytes held at once)
 BATCH = 65536
@@ -187,13 +186,6 @@ def stream_quality_fast(stamps, values=None, expected_rate=1000.0, gap_threshold
 # ---------------------------------------------------------------------------
 # reading
 
-def _conversion(config):
-    if config is None or isinstance(config, CurrentToTorque):
-        return config
-    if isinstance(config, dict):
-        return CurrentToTorque.from_dict(config)
-    return CurrentToTorque.from_config(config)
-
 
 def _open_reader(path):
     from rosbags.rosbag2 import Reader
@@ -284,21 +276,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
     reader = _open_reader(path)
     try:
         by_topic = {c.topic: c for c in reader.connections}
-        stored_config = recorded = None
-        if CONFIG_TOPIC in by_topic:
-            for _, _, raw in reader.messages([by_topic[CONFIG_TOPIC]]):
-                stored_config = yaml.safe_load(store.deserialize_cdr(raw, STRING).data)
-                break
-        if SUMMARY_TOPIC in by_topic:
-            for _, _, raw in reader.messages([by_topic[SUMMARY_TOPIC]]):
-                recorded = json.loads(store.deserialize_cdr(raw, STRING).data)
-        conv = _conversion(config)
-        if conv is None and stored_config is not None:
-            conv = CurrentToTorque.from_dict(stored_config)
-        if conv is None:
-            raise DataError(f'bag {path} has no stored configuration ({CONFIG_TOPIC}): pass '
-                            '--config with the arm\'s joints and torque_constants (or '
-                            '--torque-constants k1,k2,...) to convert currents to torques')
+        stored_config, recorded, conv = read_bag_header(reader, by_topic, config, path)
         states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
         topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
         if topic is None:

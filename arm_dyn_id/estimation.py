@@ -158,7 +158,21 @@ def identifiability(A, names):
     return condition, sorted(set(weak), key=list(names).index)
 
 
-def _solve(A, b, names, context=''):
+def solve_normal_equations(A, b, names, context=''):
+    """Solve A β = b with column scaling after the identifiability check.
+
+    Returns
+    -------
+    beta : ndarray, (r,)
+    cov_unit : ndarray, (r, r)
+        A⁻¹ (to be scaled by the residual variance).
+    condition : float
+
+    Raises
+    ------
+    RankDeficientError
+        Naming the parameters the data cannot identify.
+    """
     condition, weak = identifiability(A, names)
     if weak:
         raise RankDeficientError(
@@ -218,7 +232,7 @@ def fit_wls(Yb, tau, names, noise=None, mask=None, method='wls'):
     w = _weights(noise, tau.shape[1])
     mask = finite if mask is None else (finite & mask)
     A, b = _normal_equations(Yb, tau, w, mask)
-    beta, cov_unit, condition = _solve(A, b, names)
+    beta, cov_unit, condition = solve_normal_equations(A, b, names)
     return _finish(method, names, Yb, tau, beta, cov_unit, condition, mask, w, t0,
                    info={'weights': w.tolist()})
 
@@ -273,7 +287,8 @@ def fit_joint_by_joint(Yb, tau, names, noise=None, mask=None):
         y = tau[mask][:, i] - H[:, distal] @ beta[distal]
         A = H[:, own].T @ H[:, own]
         b = H[:, own].T @ y
-        est, cov_i, cond = _solve(A, b, [names[k] for k in own], context=f' (joint {i + 1})')
+        est, cov_i, cond = solve_normal_equations(A, b, [names[k] for k in own],
+                                                  context=f' (joint {i + 1})')
         beta[own] = est
         resid = y - H[:, own] @ est
         cov[np.ix_(own, own)] = cov_i * float(resid @ resid / max(len(resid) - len(own), 1))
@@ -296,7 +311,7 @@ def fit_threshold(Yb, tau, names, noise=None, k=3.0, max_iter=20, mask=None):
     rejected = 0
     for iteration in range(max_iter):
         A, b = _normal_equations(Yb, tau, w, keep)
-        beta, cov_unit, condition = _solve(A, b, names)
+        beta, cov_unit, condition = solve_normal_equations(A, b, names)
         resid = tau - _predict(Yb, beta)
         scale = 1.4826 * np.nanmedian(np.abs(resid[start]), axis=0)
         scale[scale == 0] = np.finfo(float).tiny
@@ -321,7 +336,7 @@ def fit_irls(Yb, tau, names, noise=None, c=4.685, max_iter=50, tol=1e-10, mask=N
     w = _weights(noise, n)
     use = finite if mask is None else (finite & mask)
     A, b = _normal_equations(Yb, tau, w, use)
-    beta, cov_unit, condition = _solve(A, b, names)
+    beta, cov_unit, condition = solve_normal_equations(A, b, names)
     Ym, tm = Yb[use], tau[use]
     Ym2 = Ym.reshape(-1, Ym.shape[2])
     for iteration in range(max_iter):
@@ -333,7 +348,7 @@ def fit_irls(Yb, tau, names, noise=None, c=4.685, max_iter=50, tol=1e-10, mask=N
         Yw = Ym2 * rw.reshape(-1, 1)
         A = Yw.T @ Ym2
         b = Yw.T @ tm.reshape(-1)
-        new_beta, cov_unit, condition = _solve(A, b, names)
+        new_beta, cov_unit, condition = solve_normal_equations(A, b, names)
         step = np.max(np.abs(new_beta - beta) / (np.abs(beta) + 1e-12))
         beta = new_beta
         if step < tol:
@@ -415,7 +430,7 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
     resid = tau - _predict(Yb, beta)
     inliers = use & np.all(np.abs(resid) <= k * scale0, axis=1)
     A, _ = _normal_equations(Yb, tau, w, inliers)
-    _, cov_unit, condition = _solve(A, np.zeros(dim), names)
+    _, cov_unit, condition = solve_normal_equations(A, np.zeros(dim), names)
     return _finish('pso', names, Yb, tau, beta, cov_unit, condition, inliers, w, t0,
                    info={'particles': particles, 'iterations': iterations, 'rounds': rounds,
                          'rejected': int(use.sum() - inliers.sum())})

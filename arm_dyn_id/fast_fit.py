@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import DataError, RankDeficientError
-from .estimation import IdentificationResult, identifiability
+from .estimation import IdentificationResult, solve_normal_equations
 
 
 @dataclass(frozen=True)
@@ -142,16 +142,7 @@ def fit_normal_equations(neq, names, method='wls_normal_equations', t0=None):
         Naming the parameters the data cannot identify.
     """
     t0 = time.perf_counter() if t0 is None else t0
-    A, b = neq.A, neq.b
-    condition, weak = identifiability(A, names)
-    if weak:
-        raise RankDeficientError(
-            f'the data cannot identify {", ".join(weak)} (condition number {condition:.3g}): '
-            'excite the joints these parameters belong to in more poses')
-    s = 1.0 / np.sqrt(np.diag(A))
-    As = A * s[:, None] * s[None, :]
-    beta = s * np.linalg.solve(As, b * s)
-    cov_unit = s[:, None] * np.linalg.inv(As) * s[None, :]
+    beta, cov_unit, condition = solve_normal_equations(neq.A, neq.b, names)
     rss = _row_rss(neq, beta)
     n = len(neq.tau_sq)
     dof = max(neq.count * n - len(beta), 1)
@@ -199,19 +190,10 @@ def fit_joint_by_joint_normal_equations(neq, names, t0=None):
         Ai = neq.A_joint[i]
         A = Ai[np.ix_(own, own)]
         b = neq.b_joint[i][own] - Ai[np.ix_(own, distal)] @ beta[distal]
-        sub = [names[k] for k in own]
-        condition, weak = identifiability(A, sub)
-        if weak:
-            raise RankDeficientError(
-                f'the data cannot identify {", ".join(weak)} (joint {i + 1}) (condition '
-                f'number {condition:.3g}): excite the joints these parameters belong to '
-                'in more poses')
-        sc = 1.0 / np.sqrt(np.diag(A))
-        As = A * sc[:, None] * sc[None, :]
-        beta[own] = sc * np.linalg.solve(As, b * sc)
+        beta[own], cov_i, condition = solve_normal_equations(
+            A, b, [names[k] for k in own], context=f' (joint {i + 1})')
         rss_i = _row_rss(neq, beta)[i]
-        cov[np.ix_(own, own)] = (sc[:, None] * np.linalg.inv(As) * sc[None, :]
-                                 * rss_i / max(neq.count - len(own), 1))
+        cov[np.ix_(own, own)] = cov_i * rss_i / max(neq.count - len(own), 1)
         conditions.append(condition)
     rss = _row_rss(neq, beta)
     return IdentificationResult(

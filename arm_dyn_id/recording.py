@@ -795,6 +795,51 @@ def read_markers(reader, by_topic):
     return markers
 
 
+def read_bag_header(reader, by_topic, config, path):
+    """The stored configuration, the recorder's summary and the current conversion.
+
+    Parameters
+    ----------
+    reader : rosbags.rosbag2.Reader
+    by_topic : dict
+        Topic name -> connection.
+    config : ArmConfig or CurrentToTorque or dict or None
+        Conversion that overrides the stored one.
+    path : path-like
+        The bag (for messages).
+
+    Returns
+    -------
+    stored_config : dict or None
+    recorded : dict or None
+        The recorder's summary.
+    conversion : CurrentToTorque
+
+    Raises
+    ------
+    DataError
+        Neither a stored configuration nor ``config``.
+    """
+    store = _typestore()
+    stored_config = recorded = None
+    if CONFIG_TOPIC in by_topic:
+        for _, _, raw in reader.messages([by_topic[CONFIG_TOPIC]]):
+            stored_config = yaml.safe_load(store.deserialize_cdr(raw, STRING).data)
+            break
+    if SUMMARY_TOPIC in by_topic:
+        for _, _, raw in reader.messages([by_topic[SUMMARY_TOPIC]]):
+            recorded = json.loads(store.deserialize_cdr(raw, STRING).data)
+    conv = _conversion(config)
+    if conv is None and stored_config is not None:
+        conv = CurrentToTorque.from_dict(stored_config)
+    if conv is None:
+        raise DataError(f'bag {path} has no stored configuration ({CONFIG_TOPIC}): pass the '
+                        'arm config (--config, or config= in Python) with its joints and '
+                        'torque_constants (or --torque-constants k1,k2,...) to convert '
+                        'currents to torques')
+    return stored_config, recorded, conv
+
+
 def load_recording(path, config=None, states_topic=None, recover=False):
     """Load a recorder bag or a plain ``ros2 bag record`` bag into arrays.
 
@@ -837,21 +882,7 @@ def load_recording(path, config=None, states_topic=None, recover=False):
     store = _typestore()
     with Reader(path) as reader:
         by_topic = {c.topic: c for c in reader.connections}
-        stored_config = None
-        recorded = None
-        if CONFIG_TOPIC in by_topic:
-            for _, _, raw in reader.messages([by_topic[CONFIG_TOPIC]]):
-                stored_config = yaml.safe_load(store.deserialize_cdr(raw, STRING).data)
-                break
-        if SUMMARY_TOPIC in by_topic:
-            for _, _, raw in reader.messages([by_topic[SUMMARY_TOPIC]]):
-                recorded = json.loads(store.deserialize_cdr(raw, STRING).data)
-        conv = _conversion(config)
-        if conv is None and stored_config is not None:
-            conv = CurrentToTorque.from_dict(stored_config)
-        if conv is None:
-            raise DataError(f'bag {path} has no {CONFIG_TOPIC}: pass config= (an arm config '
-                            f'with joints and torque_constants) to convert currents')
+        stored_config, recorded, conv = read_bag_header(reader, by_topic, config, path)
         topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
         if topic is None:
             states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)

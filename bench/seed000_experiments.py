@@ -64,8 +64,8 @@ def main():
     fit = identify_gravity(robot, run.t, run.q, run.tau_measured, run.markers, noise=PAPER_NOISE)
     vsim = SimArm(config, noisy)
     val = run_plan(vsim, vplan)
-    paired = average_pairs(val.t, val.q, val.tau_measured, sweeps_from_markers(val.t,
-                                                                              val.markers))
+    sweeps = sweeps_from_markers(val.t, val.markers)
+    paired = average_pairs(val.t, val.q, val.tau_measured, sweeps)
     predicted = fit.model.gravity_torques(paired.q)
     mae_measured = np.mean(np.abs(paired.tau - predicted), axis=0)
     truth = robot.gravity_torques(paired.q)
