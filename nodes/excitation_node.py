@@ -21,7 +21,7 @@ import rclpy
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import ParameterDescriptor
@@ -408,12 +408,17 @@ def main(args=None):
     """Run the node; returns 0 (the process exit code)."""
     rclpy.init(args=args)
     node = None
+    executor = SingleThreadedExecutor()
     try:
         node = ExcitationNode()
-        rclpy.spin(node)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        # stop the executor before its node goes: destroying a node that an executor
+        # may still be waiting on crashed the process now and then at Ctrl-C
+        executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
