@@ -383,6 +383,7 @@ def test_fit_failures_are_replies_not_crashes(ros_env, tmp_path, robot):
         settle = [m for m in markers if m['phase'] == 'settle']
         probe.publish_data(ns, q, dq, tau, settle)
         probe.wait_samples(len(ns))
+        h.wait_for(lambda: probe.diag('markers') == '1', 20.0, what='the settle marker')
         res = h.trigger('fit', timeout=30.0)
         assert not res.success and 'no sweep pairs' in res.message, res.message
         # only joint_6 swept: the other joints' parameters are not identifiable
@@ -390,6 +391,11 @@ def test_fit_failures_are_replies_not_crashes(ros_env, tmp_path, robot):
         probe.markers.publish(String(data=json.dumps(sweeps[0])))
         probe.markers.publish(String(data=json.dumps(sweeps[1])))
         probe.markers.publish(String(data='not json'))
+        # markers and the ~/fit request travel on different channels: wait until the
+        # node has taken all three markers in before asking it to fit
+        h.wait_for(lambda: probe.diag('markers') == '3'
+                   and 'bad marker' in json.loads(probe.diag('errors')),
+                   20.0, what='3 markers and the bad one counted in diagnostics')
         res = h.trigger('fit', timeout=30.0)
         assert not res.success and 'cannot identify' in res.message, res.message
         assert 'mx1' in res.message or 'my2' in res.message, res.message
