@@ -23,3 +23,7 @@ class RankDeficientError(ValueError):
 
 class DataError(ValueError):
     """Measured data is unusable (NaN, gaps, wrong shapes, missing topics)."""
+
+
+class RecordingError(OSError):
+    """A bag could not be created or written; the message names the file and the OS error."""

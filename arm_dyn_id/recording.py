@@ -27,6 +27,7 @@ JSON, last message, on close or recovery).
 """
 
 import datetime
+import errno
 import json
 import mmap
 import os
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .errors import DataError, JointNameError
+from .errors import DataError, JointNameError, RecordingError
 from .motor import CurrentToTorque
 from .quality import stream_quality
 
@@ -110,6 +111,18 @@ def timestamped_name(prefix='recording', when=None):
     return f'{prefix}_{when.strftime("%Y%m%dT%H%M%S")}_{when.microsecond // 1000:03d}Z'
 
 
+def _describe(exc, path=None):
+    """``<file>: <OS error> (<ERRNO>)`` for an OSError, ``<type>: <text>`` otherwise."""
+    if not isinstance(exc, OSError):
+        return f'{type(exc).__name__}: {exc}'
+    reason = exc.strerror or str(exc)
+    code = errno.errorcode.get(exc.errno) if exc.errno is not None else None
+    if code:
+        reason = f'{reason} ({code})'
+    name = exc.filename or path
+    return f'{name}: {reason}' if name else reason
+
+
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -147,6 +160,15 @@ class BagRecorder:
         Also ``os.fsync`` at every flush (survives power loss, costs I/O).
     max_queue : int
         Messages waiting for the writer beyond this are dropped and counted.
+    on_error : callable, optional
+        ``on_error(recorder)``, called once, from the writer thread (or from
+        :meth:`close`), when writing fails; :attr:`error` says why.
+
+    Attributes
+    ----------
+    error : str or None
+        Why writing stopped, naming the file and the OS error (``'<bag>/<name>.mcap:
+        No space left on device (ENOSPC)'``); None while all is well.
 
     Notes
     -----
@@ -154,10 +176,16 @@ class BagRecorder:
     and writes the summary only on close. The writer thread closes the pending
     chunk at every flush, so the file always ends in complete records up to the
     last flush; :func:`recover_bag` rebuilds the summary after a crash.
+
+    When a write fails (disk full, file too large, I/O error) the writer stops
+    for good: :meth:`write` drops and counts further messages, the file is never
+    touched again (a retried chunk could duplicate messages), and :meth:`close`
+    leaves the bag unfinished with its lock file, so that it is recovered like a
+    crashed one with everything up to the last flush. :meth:`close` never raises.
     """
 
     def __init__(self, output_dir, prefix='recording', flush_period=0.5, fsync=False,
-                 max_queue=200_000):
+                 max_queue=200_000, on_error=None):
         if not 0 < flush_period <= 1.0:
             raise ValueError(f'flush_period = {flush_period} s must be in (0, 1]')
         self.output_dir = Path(output_dir).expanduser()
@@ -165,8 +193,12 @@ class BagRecorder:
         self.flush_period = float(flush_period)
         self.fsync = bool(fsync)
         self.max_queue = int(max_queue)
+        self.on_error = on_error
         self.path = None
         self.error = None
+        self._file_failed = False   # the MCAP file itself could not be written
+        self._failed_at = None
+        self._flushed = 0
         self._topics = []
         self._queue = queue.SimpleQueue()
         self._thread = None
@@ -233,50 +265,90 @@ class BagRecorder:
         -------
         pathlib.Path
             The new bag folder.
+
+        Raises
+        ------
+        RecordingError
+            The folder or the file could not be created or written (the message
+            names it and the OS error; ``errno`` is set).
         """
         from rosbags.rosbag2 import StoragePlugin, Writer
         if self._writer is not None or self._closed:
             raise RuntimeError('a BagRecorder opens once; make a new one for a new file')
         self._config_handle = self.add_topic(CONFIG_TOPIC, STRING)
         self._summary_handle = self.add_topic(SUMMARY_TOPIC, STRING)
-        for _ in range(100):
-            path = self._new_path()
-            writer = Writer(path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
-            try:
-                writer.open()
-                break
-            except Exception:  # another process took the name between check and mkdir
-                if not path.exists():
+        path = None
+        try:
+            for _ in range(100):
+                path = None
+                path = self._new_path()
+                writer = Writer(path, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
+                try:
+                    writer.open()
+                    break
+                except OSError:
                     raise
-        else:  # pragma: no cover
-            raise RuntimeError(f'could not create a new bag folder in {self.output_dir}')
-        (path / LOCK_NAME).write_text(f'{os.getpid()}\n')
-        store = _typestore()
-        for topic, msgtype, serializer, msgdef, rihs01 in self._topics:
-            if msgdef is None:
-                conn = writer.add_connection(topic, msgtype, typestore=store)
-            else:
-                conn = writer.add_connection(topic, msgtype, msgdef=msgdef, rihs01=rihs01)
-            self._connections.append(conn)
-            self._serializers.append(serializer)
-        self._counts = [0] * len(self._connections)
-        self._writer = writer
-        self.path = path
-        if config_text is not None:
-            ts = time.time_ns() if timestamp_ns is None else int(timestamp_ns)
-            self.write_text(self._config_handle, ts, config_text)
-        # header, schemas, channels and config reach the file now: a crash at any later
-        # point leaves a recoverable bag
-        if config_text is not None:
-            handle, ts, data = self._queue.get()
-            writer.write(self._connections[handle], ts, serialize_string(data.text))
-            self._counts[handle] += 1
-            self._written += 1
-        self._flush()
+                except Exception:  # another process took the name between check and mkdir
+                    if not path.exists():
+                        raise
+            else:  # pragma: no cover
+                raise RuntimeError(f'could not create a new bag folder in {self.output_dir}')
+        except OSError as exc:
+            if path is not None:
+                try:
+                    path.rmdir()  # only if empty: mkdir worked, the file did not
+                except OSError:
+                    pass
+            raise self._open_error(exc, self.output_dir) from exc
+        try:
+            (path / LOCK_NAME).write_text(f'{os.getpid()}\n')
+            store = _typestore()
+            for topic, msgtype, serializer, msgdef, rihs01 in self._topics:
+                if msgdef is None:
+                    conn = writer.add_connection(topic, msgtype, typestore=store)
+                else:
+                    conn = writer.add_connection(topic, msgtype, msgdef=msgdef, rihs01=rihs01)
+                self._connections.append(conn)
+                self._serializers.append(serializer)
+            self._counts = [0] * len(self._connections)
+            self._writer = writer
+            self.path = path
+            if config_text is not None:
+                ts = time.time_ns() if timestamp_ns is None else int(timestamp_ns)
+                self.write_text(self._config_handle, ts, config_text)
+            # header, schemas, channels and config reach the file now: a crash at any later
+            # point leaves a recoverable bag
+            if config_text is not None:
+                handle, ts, data = self._queue.get()
+                writer.write(self._connections[handle], ts, serialize_string(data.text))
+                self._counts[handle] += 1
+                self._written += 1
+            self._flush()
+        except OSError as exc:
+            self._closed = True
+            try:
+                writer.abort()
+            except Exception:
+                pass
+            raise self._open_error(exc, path, writer) from exc
         self._thread = threading.Thread(target=self._run, name=f'bag-writer {path.name}',
                                         daemon=True)
         self._thread.start()
         return path
+
+    @staticmethod
+    def _open_error(exc, folder, writer=None):
+        storage = getattr(writer, 'storage', None)
+        if exc.filename is not None and Path(exc.filename) == folder:
+            exc = OSError(exc.errno, exc.strerror)  # the folder is named once
+        detail = _describe(exc, getattr(storage, 'path', None))
+        # "Not a directory" says little when a parent of output_dir is a regular file
+        blocking = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            detail += f'; {blocking} is a file, not a folder'
+        err = RecordingError(f'cannot create a bag in {folder}: {detail}')
+        err.errno = exc.errno
+        return err
 
     # -- hot path ---------------------------------------------------------
     def write(self, handle, timestamp_ns, data):
@@ -321,11 +393,31 @@ class BagRecorder:
             if self.fsync:
                 os.fsync(bio.fileno())
         self._last_flush = time.monotonic()
+        self._flushed = self._written
+
+    def _mcap_path(self):
+        storage = getattr(self._writer, 'storage', None)
+        return getattr(storage, 'path', None) or self.path
+
+    def _fail(self, message, file_failed):
+        """Record the first failure and tell ``on_error``; later failures are ignored."""
+        if self.error is not None:
+            return
+        self._file_failed = file_failed
+        self._failed_at = time.monotonic()
+        self.error = message
+        if self.on_error is not None:
+            try:
+                self.on_error(self)
+            except Exception:  # a reporting problem must not hide the failure
+                pass
 
     def _run(self):
         writer = self._writer
         get = self._queue.get
         next_flush = time.monotonic() + self.flush_period
+        handle = None
+        serialising = False
         try:
             while True:
                 timeout = next_flush - time.monotonic()
@@ -339,36 +431,62 @@ class BagRecorder:
                     break
                 if item is not None:
                     handle, ts, data = item
+                    serialising = True
                     if isinstance(data, _Text):
                         data = serialize_string(data.text)
                     elif not isinstance(data, (bytes, bytearray, memoryview)):
                         data = self._serializers[handle](data)
+                    serialising = False
                     writer.write(self._connections[handle], ts, data)
                     self._counts[handle] += 1
                     self._written += 1
                 if time.monotonic() >= next_flush:
                     self._flush()
                     next_flush = time.monotonic() + self.flush_period
-        except Exception as exc:  # disk full, bad data: stop writing, report
-            self.error = f'{type(exc).__name__}: {exc}'
+        except Exception as exc:  # disk full, file too large, I/O error, bad data
+            if serialising:
+                self._fail(f'cannot serialise a message on {self._topics[handle][0]} for '
+                           f'{self.path}: {type(exc).__name__}: {exc}', file_failed=False)
+            else:
+                self._fail(f'cannot write {_describe(exc, self._mcap_path())}',
+                           file_failed=True)
 
     # -- status and close -------------------------------------------------
+    @property
+    def closed(self):
+        """True once :meth:`close` has stopped the writer (or :meth:`open` failed)."""
+        return self._closed
+
     def stats(self):
-        """Writer counters: queued, written, dropped, backlog, per-topic counts, flush age."""
+        """Writer counters: queued, written, flushed, dropped, backlog, per-topic, flush age.
+
+        ``flushed`` is the number of messages in the file at the last flush (all of
+        them readable after a crash or a failed write), ``failed_after_flush_s`` the
+        time from that flush to the failure (None without one).
+        """
+        failed = self._failed_at
         return {
             'path': str(self.path) if self.path else None,
             'queued': self._queued,
             'written': self._written,
+            'flushed': self._flushed,
             'dropped': self._dropped,
             'backlog': self._queued - self._written,
             'topics': {t[0]: c for t, c in zip(self._topics, self._counts)},
             'seconds_since_flush': None if self._last_flush is None
             else time.monotonic() - self._last_flush,
+            'failed_after_flush_s': None if failed is None or self._last_flush is None
+            else failed - self._last_flush,
             'error': self.error,
         }
 
     def close(self, summary=None, timeout=30.0):
         """Write everything queued, the summary, the index and ``metadata.yaml``.
+
+        Never raises: a failure is kept in :attr:`error` (and reported to
+        ``on_error``). After a failure the bag stays unfinished (no
+        ``metadata.yaml``, lock file kept) and holds everything up to the last
+        flush; :func:`recover_bag` or a new recorder's start finishes it.
 
         Parameters
         ----------
@@ -391,32 +509,58 @@ class BagRecorder:
         self._thread.join(timeout)
         self._closed = True
         if self._thread.is_alive():  # pragma: no cover
-            self.error = self.error or f'writer thread did not finish within {timeout} s'
+            self._fail(f'the writer thread of {self.path} did not finish within {timeout} s',
+                       file_failed=True)
             return self.path
         summary['writer'] = self.stats()
         summary['recovered'] = False
-        text = json.dumps(summary, sort_keys=True, default=_json_default)
         writer = self._writer
+        complete = False
         if self.error is None:
             try:
                 # written here, after the queue drained, so the counts are final
                 writer.write(self._connections[self._summary_handle], now,
-                             serialize_string(text))
+                             serialize_string(_dumps(summary)))
                 writer.close()
+                complete = True
             except Exception as exc:
-                self.error = f'{type(exc).__name__}: {exc}'
-        if self.error is not None:
+                self._fail(f'cannot finish {self.path}: {_describe(exc, self._mcap_path())}',
+                           file_failed=True)
+        if not complete:
+            if not self._file_failed:
+                try:  # the file itself is fine (bad data): keep the pending chunk too
+                    self._flush()
+                except Exception:
+                    pass
             try:
-                self._flush()
+                # after a failed write the file is not written again (a chunk written
+                # twice would duplicate messages): just close it
                 writer.abort()
             except Exception:
                 pass
-            summary['writer']['error'] = self.error
-        (self.path / SUMMARY_NAME).write_text(json.dumps(summary, indent=1, sort_keys=True,
-                                                         default=_json_default) + '\n')
-        if self.error is None:
-            (self.path / LOCK_NAME).unlink(missing_ok=True)
+            summary['writer'] = self.stats()
+        summary_path = self.path / SUMMARY_NAME
+        try:
+            summary_path.write_text(_dumps(summary, indent=1) + '\n')
+        except Exception as exc:
+            problem = f'cannot write {_describe(exc, summary_path)}'
+            if self.error is None:
+                self._fail(problem, file_failed=False)
+            else:
+                self.error = f'{self.error}; also {problem}'
+        if complete:
+            try:
+                (self.path / LOCK_NAME).unlink(missing_ok=True)
+            except OSError:
+                pass
         return self.path
+
+
+def _dumps(obj, indent=None):
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError):  # a caller's summary value JSON cannot hold
+        return json.dumps(obj, indent=indent, sort_keys=True, default=str)
 
 
 class _Text:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
-from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.errors import DataError, JointNameError, RecordingError
 from arm_dyn_id.recording import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, BagRecorder, _typestore, find_unfinished,
     is_unfinished, load_recording, recover_bag, recover_unfinished, scan_mcap, serialize_string)
@@ -199,3 +199,83 @@ def test_sigkill_loses_at_most_the_last_flush(tmp_path):
 def test_serialized_string_reads_back():
     store = _typestore()
     assert store.deserialize_cdr(serialize_string('a: 1'), STRING).data == 'a: 1'
+
+
+FULL_DISK_SCRIPT = textwrap.dedent('''
+    import json, resource, sys, time
+    import yaml
+    sys.path.insert(0, {repo!r})
+    sys.path.insert(0, {test!r})
+    from arm_dyn_id.recording import BagRecorder, JOINT_STATE
+    from test_recording import joint_state, CONFIG, JOINTS
+    reports = []
+    rec = BagRecorder({out!r}, flush_period=0.1, on_error=lambda r: reports.append(r.error))
+    h = rec.add_topic('/joint_states', JOINT_STATE)
+    path = rec.open(config_text=yaml.safe_dump(CONFIG))
+    # a truly full disk: the summary cannot be written either
+    (path / 'recording_summary.json').mkdir()
+    # writes past the limit fail with EFBIG (CPython ignores SIGXFSZ)
+    resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+    t0 = 1700000000.0
+    i = 0
+    deadline = time.monotonic() + 15
+    while rec.error is None and time.monotonic() < deadline:
+        t = t0 + i * 1e-3
+        rec.write(h, int(t * 1e9), joint_state(t, JOINTS, [0, 0, 0], [i, 1, 2]))
+        i += 1
+        if i % 10 == 0:
+            time.sleep(0.002)   # about 5 kHz: several flushes before the limit
+    later = [rec.write(h, 0, b'') for _ in range(50)]
+    try:
+        rec.close(summary={{'note': 'full'}})
+        closed = 'ok'
+    except BaseException as exc:
+        closed = repr(exc)
+    print(json.dumps({{'reports': reports, 'error': rec.error, 'closed': closed,
+                      'accepted_later': any(later), 'stats': rec.stats(),
+                      'path': str(path), 'sent': i}}))
+''')
+
+
+def test_write_failure_keeps_the_flushed_part_and_close_never_raises(tmp_path):
+    """Disk full mid-recording (RLIMIT_FSIZE -> EFBIG), summary unwritable too (issue 9)."""
+    out = tmp_path / 'out'
+    limit = 400_000
+    script = FULL_DISK_SCRIPT.format(repo=str(REPO), test=str(REPO / 'test'), out=str(out),
+                                     limit=limit)
+    done = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    bag = Path(result['path'])
+    mcap = bag / f'{bag.name}.mcap'
+    assert result['closed'] == 'ok'
+    error = result['error']
+    assert result['reports'] == [error.split('; ')[0]]   # reported once, when it happened
+    assert error.startswith(f'cannot write {mcap}: File too large (EFBIG)'), error
+    assert 'recording_summary.json' in error and 'Is a directory' in error
+    assert not result['accepted_later'] and result['stats']['dropped'] >= 50
+    assert mcap.stat().st_size == limit
+    # unfinished, lock kept: found like a crashed bag, and recovered
+    assert (bag / '.recorder.lock').is_file() and not (bag / 'metadata.yaml').exists()
+    assert find_unfinished(out) == [bag]
+    (bag / 'recording_summary.json').rmdir()
+    rec = load_recording(bag, recover=True)
+    flushed_states = result['stats']['flushed'] - 1    # minus the config message
+    assert flushed_states > 1000
+    assert flushed_states <= rec.n_samples < result['sent']
+    np.testing.assert_array_equal(rec.current[:, 0], np.arange(rec.n_samples))
+    np.testing.assert_allclose(rec.tau, expected_tau(rec.current))
+    assert rec.quality['recorded']['recovered'] is True
+
+
+def test_output_dir_below_a_file_is_a_clear_error(tmp_path):
+    blocker = tmp_path / 'not_a_folder'
+    blocker.write_text('')
+    rec = BagRecorder(blocker / 'bags')
+    rec.add_topic('/joint_states', JOINT_STATE)
+    with pytest.raises(OSError, match=f'cannot create a bag in {blocker / "bags"}: .*'
+                       f'{blocker} is a file, not a folder') as info:
+        rec.open(config_text='a: 1')
+    assert isinstance(info.value, RecordingError) and info.value.errno is not None
+    assert rec.close() is None
