@@ -31,7 +31,8 @@ from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.quality import StreamQuality
 from arm_dyn_id.recording import (
-    FLOAT64_ARRAY, JOINT_STATE, STRING, BagRecorder, config_document, recover_unfinished)
+    FLOAT64_ARRAY, JOINT_STATE, STRING, BagRecorder, config_document, is_unfinished,
+    recover_unfinished)
 
 NODE_NAME = 'recorder_node'
 # joint_states positions joined with currents from current_topic, recorded for offline fits
@@ -82,6 +83,7 @@ class RecorderNode(Node):
         self.quality = StreamQuality(self.expected_rate, self.gap_threshold)
         self.file_quality = None
         self.recorder = None
+        self._failure = None   # why the last recording failed or could not start
         self._closing = []
         self._window = (0, 0.0)
         self._log_throttle = 5.0
@@ -144,8 +146,9 @@ class RecorderNode(Node):
             f'converting currents of {self.joint_names} with gains '
             f'{np.round(self.gains, 6).tolist()} N·m/A; output_dir {self.output_dir}')
         if p('record_on_start').value:
-            ok, message = self.start_recording()
-            (self.get_logger().info if ok else self.get_logger().error)(message)
+            ok, message = self.start_recording()   # a failure is logged there
+            if ok:
+                self.get_logger().info(message)
 
     # -- parameters -------------------------------------------------------
     def _declare_parameters(self):
@@ -336,7 +339,8 @@ class RecorderNode(Node):
         if self.recorder is not None:
             return False, f'already recording to {self.recorder.path}; call ~/stop_recording first'
         rec = BagRecorder(self.output_dir, prefix=self.file_prefix,
-                          flush_period=self.flush_period, fsync=self.fsync)
+                          flush_period=self.flush_period, fsync=self.fsync,
+                          on_error=self._on_writer_error)
         topics = {'states': self.state_sub.topic_name, 'torques': self.torque_pub.topic_name,
                   'markers': self.marker_sub.topic_name}
         self._h_states = rec.add_topic(topics['states'], JOINT_STATE)
@@ -366,11 +370,45 @@ class RecorderNode(Node):
             path = rec.open(config_text=text,
                             timestamp_ns=self.get_clock().now().nanoseconds)
         except Exception as exc:
-            return False, (f'cannot create a bag in {self.output_dir}: {exc}; check that the '
-                           f'folder is writable (parameter output_dir)')
+            message = (f'not recording: {exc}. Free disk space or fix that folder (or '
+                       f'restart the node with another output_dir, a read-only parameter), '
+                       f'then call ~/start_recording; joint_torques are still published')
+            self._failure = f'cannot record: {exc}'
+            self.get_logger().error(message)
+            return False, message
         self.file_quality = StreamQuality(self.expected_rate, self.gap_threshold)
+        self._failure = None
         self.recorder = rec
         return True, f'recording to {path}'
+
+    def _on_writer_error(self, rec):
+        """The bag writer failed (writer thread or closing thread): log it once."""
+        stats = rec.stats()
+        where = (f'a recorder starting on output_dir {self.output_dir} recovers it '
+                 f'(recover_on_start), or run arm_dyn_id.recording.recover_bag('
+                 f'{str(rec.path)!r})')
+        if not rec.closed:   # while recording
+            age = stats['failed_after_flush_s']
+            age = f'{age:.2f} s' if age is not None else 'at most flush_period'
+            failure = f'recording to {rec.path} failed: {rec.error}'
+            if self.recorder in (rec, None):
+                self._failure = failure
+            self.get_logger().error(
+                f'{failure}. Nothing more is written to this bag; joint_torques are '
+                f'still published. Everything up to the last flush is on disk and readable: '
+                f'{stats["flushed"]} messages, flushed {age} before the failure '
+                f'(flush_period {self.flush_period} s); {where}. Free disk space or fix '
+                f'output_dir, then call ~/stop_recording and ~/start_recording for a new bag.')
+        else:
+            if self.recorder is None:
+                self._failure = f'closing {rec.path} failed: {rec.error}'
+            if is_unfinished(rec.path):
+                self.get_logger().error(
+                    f'closing {rec.path} failed: {rec.error}. The bag stays unfinished with '
+                    f'everything up to its last flush; {where}.')
+            else:
+                self.get_logger().error(f'closing {rec.path}: {rec.error}; the bag itself is '
+                                        f'complete')
 
     def stop_recording(self, wait=False):
         """Close the current bag (in a background thread unless ``wait``); (success, message)."""
@@ -379,6 +417,7 @@ class RecorderNode(Node):
             return False, 'not recording; call ~/start_recording first'
         summary = {'quality': self.file_quality.summary() if self.file_quality else None}
         self.file_quality = None
+        error = rec.error
         if wait:
             rec.close(summary)
         else:
@@ -387,6 +426,13 @@ class RecorderNode(Node):
                                       name='bag-close')
             thread.start()
             self._closing.append(thread)
+        if error is not None:
+            # stopped all the same: success=False says the bag is incomplete
+            return False, (f'stopped, but the recording had failed: {error}. {rec.path} keeps '
+                           f'everything up to the last flush before the failure; it is '
+                           f'recovered at the next recorder start or with '
+                           f'arm_dyn_id.recording.recover_bag. Free disk space or fix '
+                           f'output_dir, then call ~/start_recording')
         return True, f'stopped; bag {rec.path} is being closed'
 
     def _start_srv(self, request, response):
@@ -417,19 +463,29 @@ class RecorderNode(Node):
             problems.append(f'{s["nonfinite"]} NaN/inf samples excluded')
         if s['rejected']:
             problems.append(f'rejected {s["rejected"]}')
-        if writer is not None and (writer['error'] or writer['dropped']):
+        if writer is not None and writer['error']:
             status.level = DiagnosticStatus.ERROR
-            problems.insert(0, f'writer error {writer["error"]}, {writer["dropped"]} '
-                               f'messages not recorded')
+            problems.insert(0, f'{writer["error"]}; {writer["dropped"]} messages not '
+                               f'recorded; fix output_dir, then ~/stop_recording and '
+                               f'~/start_recording')
+        elif writer is not None and writer['dropped']:
+            status.level = DiagnosticStatus.ERROR
+            problems.insert(0, f'{writer["dropped"]} messages not recorded (writer queue full)')
+        elif writer is None and self._failure:
+            # stays until a recording starts again
+            status.level = DiagnosticStatus.ERROR
+            problems.insert(0, self._failure)
         elif problems:
             status.level = DiagnosticStatus.WARN
         else:
             status.level = DiagnosticStatus.OK
-        state = f'recording to {rec.path.name}' if rec is not None else 'not recording'
+        state = 'not recording' if rec is None else f'recording to {rec.path.name}' + (
+            ' FAILED' if writer['error'] else '')
         status.message = '; '.join([state] + problems)
         values = {'window_rate_hz': rate, **{k: v for k, v in s.items() if k != 'rejected'},
                   'rejected': json.dumps(s['rejected']),
-                  'recording': str(rec.path) if rec is not None else ''}
+                  'recording': str(rec.path) if rec is not None else '',
+                  'writer_error': (writer or {}).get('error') or self._failure or ''}
         if writer is not None:
             values.update({'writer_backlog': writer['backlog'],
                            'writer_dropped': writer['dropped'],

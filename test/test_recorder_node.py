@@ -1,6 +1,10 @@
-"""Recorder node across processes: 1 kHz delivery, services, bad inputs, SIGKILL recovery."""
+"""Recorder node across processes: 1 kHz delivery, services, bad inputs, SIGKILL recovery,
+disk full while recording and an unwritable output folder."""
 
+import json
 import math
+import resource
+import signal
 import time
 from pathlib import Path
 
@@ -8,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from arm_dyn_id.recording import find_unfinished, load_recording
+from arm_dyn_id.recording import find_unfinished, load_recording, scan_mcap
 from ros_utils import RosHarness, kill, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
@@ -242,3 +246,135 @@ def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_pat
     idx = np.round(rec.q[:, 0] / 0.01).astype(int)
     np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
     assert 'motor_currents' in rec.config['current_source']
+
+
+def _diagnostics(diags, level, text):
+    return [d.status[0] for d in diags
+            if d.status[0].level == level and text in d.status[0].message]
+
+
+def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
+    """A write error while recording (issue 9): one clear error, torques still published,
+    the bag unfinished but readable up to the last flush."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from rosbags.rosbag2 import Reader
+    from arm_dyn_id.recording import _typestore
+    proc = start_recorder(ros_env, tmp_path)
+    torques, diags = [], []
+    failure = 'failed: cannot write'
+    with RosHarness(ros_env.domain_id) as ros:
+        pub = ros.node.create_publisher(JointState, 'joint_states', QOS)
+        sub = ros.node.create_subscription(JointState, 'joint_torques', torques.append, QOS)
+        ros.node.create_subscription(DiagnosticArray, 'diagnostics', diags.append, 10)
+        ros.wait_for_subscribers(pub, timeout=20)
+        ros.wait_for_publishers(sub, timeout=10)
+        (mcap,) = wait_recording(tmp_path, proc)
+        bag = mcap.parent
+        # CPython ignores SIGXFSZ: past the limit a write fails with EFBIG ('File too large')
+        # instead of killing the process; ROS must not have restored the default action
+        sigign = next(int(line.split()[1], 16) for line in
+                      Path(f'/proc/{proc.pid}/status').read_text().splitlines()
+                      if line.startswith('SigIgn:'))
+        assert sigign & (1 << (signal.SIGXFSZ - 1)), 'SIGXFSZ is not ignored by the node'
+        # the file may grow by about 1 MB more (~2.5 s at 1 kHz), every file of the process
+        limit = mcap.stat().st_size + 1_000_000
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
+        sent = []
+        deadline = time.monotonic() + 15
+        while failure not in node_output(proc):
+            assert time.monotonic() < deadline, 'no write error reported:\n' + node_output(proc)
+            sent += publish_at(pub, 1000.0, 0.25, start_index=len(sent))
+        # the live path does not depend on the disk: joint_torques keep coming
+        after = publish_at(pub, 1000.0, 1.0, start_index=len(sent))
+        try:
+            ros.wait_for(lambda: len(torques) >= len(sent) + len(after), 5)
+        except TimeoutError:
+            pass  # judged below
+        late = [m for m in torques if int(round(m.position[0] / 0.01)) >= len(sent)]
+        assert len(late) >= 0.95 * len(after), (len(late), len(after))
+        for msg in late[::37]:
+            np.testing.assert_allclose(msg.effort, expected(int(round(msg.position[0] / 0.01))),
+                                       atol=1e-9)
+        ros.wait_for(lambda: _diagnostics(diags, DiagnosticStatus.ERROR, 'File too large'), 5,
+                     what='an ERROR diagnostics status naming the write error')
+        stopped = ros.trigger('/recorder_node/stop_recording')
+        assert not stopped.success
+        assert 'File too large (EFBIG)' in stopped.message and str(bag) in stopped.message
+        # diagnostics stay ERROR after the stop, with the reason
+        seen = len(diags)
+        ros.wait_for(lambda: _diagnostics(diags[seen:], DiagnosticStatus.ERROR,
+                                          'not recording; recording to'), 5,
+                     what='diagnostics still ERROR after ~/stop_recording')
+    assert stop(proc) == 0, node_output(proc)
+    output = node_output(proc)
+    # close() after the failure raised nothing (in the 'bag-close' thread of ~/stop_recording)
+    assert 'Exception in thread bag-' not in output, output
+    errors = [line for line in output.splitlines() if failure in line]
+    assert len(errors) == 1, output           # once, not per sample
+    (line,) = errors
+    assert line.startswith('[ERROR]') or '[ERROR]' in line, line
+    for part in (str(mcap), 'File too large (EFBIG)', 'on disk and readable', 'flush_period',
+                 'joint_torques are still published', '~/stop_recording', '~/start_recording',
+                 f'recover_bag({str(bag)!r})', 'output_dir'):
+        assert part in line, (part, line)
+    # the bag is unfinished (lock kept) and recovered like a crashed one
+    assert find_unfinished(tmp_path / 'bags') == [bag]
+    assert (bag / '.recorder.lock').is_file()
+    side = json.loads((bag / 'recording_summary.json').read_text())
+    assert 'File too large' in side['writer']['error']
+    flushed = side['writer']['flushed']
+    scan = scan_mcap(mcap)
+    assert scan['size'] == limit
+    rec = load_recording(bag, recover=True)
+    assert not find_unfinished(tmp_path / 'bags')
+    # a contiguous prefix of what was published, with the right torques
+    idx = np.round(rec.q[:, 0] / 0.01).astype(int)
+    np.testing.assert_array_equal(idx, np.arange(rec.n_samples))
+    np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
+    assert 1000 <= rec.n_samples < len(sent)
+    recovered = rec.quality['recorded']
+    assert recovered['recovered'] is True
+    assert sum(recovered['messages'].values()) >= flushed   # all flushed messages readable
+    # the torques recorded are the ones published
+    store = _typestore()
+    with Reader(bag) as reader:
+        conns = [c for c in reader.connections if c.topic == '/joint_torques']
+        recorded = [store.deserialize_cdr(raw, 'sensor_msgs/msg/JointState')
+                    for _, _, raw in reader.messages(conns)]
+    assert len(recorded) >= 0.95 * rec.n_samples
+    for msg in recorded[::41]:
+        np.testing.assert_allclose(msg.effort, expected(int(round(msg.position[0] / 0.01))),
+                                   atol=1e-9)
+
+
+def test_unwritable_output_dir_at_start_is_reported(ros_env, tmp_path):
+    """output_dir below a regular file (issue 9): a clear error, the node keeps converting."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    blocker = tmp_path / 'not_a_folder'
+    blocker.write_text('')
+    out = blocker / 'bags'
+    proc = start_recorder(ros_env, tmp_path, output_dir=str(out))
+    torques, diags = [], []
+    with RosHarness(ros_env.domain_id) as ros:
+        pub = ros.node.create_publisher(JointState, 'joint_states', QOS)
+        sub = ros.node.create_subscription(JointState, 'joint_torques', torques.append, QOS)
+        ros.node.create_subscription(DiagnosticArray, 'diagnostics', diags.append, 10)
+        ros.wait_for_subscribers(pub, timeout=20)
+        ros.wait_for_publishers(sub, timeout=10)
+        sent = publish_at(pub, 1000.0, 0.5)
+        ros.wait_for(lambda: len(torques) >= 0.95 * len(sent), 5, what='joint_torques')
+        for msg in torques[::23]:
+            np.testing.assert_allclose(msg.effort, expected(int(round(msg.position[0] / 0.01))),
+                                       atol=1e-9)
+        started = ros.trigger('/recorder_node/start_recording')
+        assert not started.success
+        assert str(out) in started.message and 'output_dir' in started.message
+        assert f'{blocker} is a file, not a folder' in started.message
+        ros.wait_for(lambda: _diagnostics(diags, DiagnosticStatus.ERROR, str(out)), 5,
+                     what='an ERROR diagnostics status naming output_dir')
+    assert stop(proc) == 0, node_output(proc)
+    output = node_output(proc)
+    errors = [line for line in output.splitlines()
+              if '[ERROR]' in line and f'cannot create a bag in {out}' in line]
+    assert len(errors) == 2, output      # record_on_start, then ~/start_recording
+    assert not blocker.is_dir()
