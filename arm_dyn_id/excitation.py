@@ -43,6 +43,7 @@ DEFAULT_RAMP_ACCELERATION = 0.1          # rad/s², peak, at reversals
 DEFAULT_TRANSFER_SPEED = 0.5             # rad/s, peak, between poses
 DEFAULT_TRANSFER_ACCELERATION = 0.5      # rad/s², peak
 DEFAULT_POSITION_MARGIN = 0.05           # rad kept from every position limit
+START_TOLERANCE = 0.01                   # rad a measured start may lie outside (clipped)
 
 PHASES = ('start', 'approach', 'settle', 'sweep', 'reversal', 'done', 'stopped')
 
@@ -316,7 +317,7 @@ class Plan:
         return replace(self, pieces=pieces, segments=segments)
 
     def with_approach(self, q_from, config, speed=DEFAULT_TRANSFER_SPEED,
-                      acceleration=DEFAULT_TRANSFER_ACCELERATION, tolerance=0.01):
+                      acceleration=DEFAULT_TRANSFER_ACCELERATION, tolerance=START_TOLERANCE):
         """This plan preceded by a slow rest-to-rest approach from ``q_from``.
 
         The approach is segment ``approach`` (id -1); velocity and acceleration are
@@ -557,13 +558,22 @@ def sweep_limits(config, joint_index, sweep_range, margin=DEFAULT_POSITION_MARGI
     return lo + half, hi - half, half
 
 
+def pose_bounds(config, margin=DEFAULT_POSITION_MARGIN):
+    """Range (lower, upper), (n,) each, of a static joint angle: the limits minus
+    ``margin``, or the middle of the limits for a joint narrower than twice the margin."""
+    lower = config.position_limits_lower + margin
+    upper = config.position_limits_upper - margin
+    middle = (config.position_limits_lower + config.position_limits_upper) / 2.0
+    narrow = lower > upper
+    return np.where(narrow, middle, lower), np.where(narrow, middle, upper)
+
+
 def make_sweeps(config, spec, sweep_range, margin=DEFAULT_POSITION_MARGIN):
     """Build :class:`Sweep` s from ``(joint_index, pose)`` pairs, with the sweep centred on
     ``pose[joint_index]`` (clipped so the sweep stays inside the limits) and the other
-    entries clipped to the limits minus the margin."""
+    entries clipped to :func:`pose_bounds`."""
     sweeps = []
-    lower = config.position_limits_lower + margin
-    upper = config.position_limits_upper - margin
+    lower, upper = pose_bounds(config, margin)
     for j, pose in spec:
         pose = np.clip(np.asarray(pose, dtype=float), lower, upper)
         c_lo, c_hi, half = sweep_limits(config, j, sweep_range, margin)
@@ -806,8 +816,7 @@ def random_feasible_poses(config, joint_order, poses_per_joint, rng, checker=Non
                           sweep_range=DEFAULT_SWEEP_RANGE, margin=DEFAULT_POSITION_MARGIN,
                           tries=200):
     """Random static poses (uniform within the limits), each sweep collision-free."""
-    lo = config.position_limits_lower + margin
-    hi = config.position_limits_upper - margin
+    lo, hi = pose_bounds(config, margin)
     spec = []
     for j in joint_order:
         for _ in range(poses_per_joint):

@@ -24,8 +24,8 @@ import numpy as np
 from .base_parameters import gravity_base_parameters, inertial_base_parameters
 from .errors import ConfigError
 from .excitation import (DEFAULT_POSITION_MARGIN, DEFAULT_SWEEP_RANGE, QUICK_SWEEP_RANGE,
-                         TWO_PI, Sweep, fourier_plan, fourier_series, rest_fourier_coefficients,
-                         sweep_limits)
+                         TWO_PI, Sweep, fourier_plan, fourier_series, pose_bounds,
+                         rest_fourier_coefficients, sweep_limits)
 
 INFEASIBLE = 10.0
 OPTIMISERS = ('hybrid', 'de')
@@ -260,8 +260,7 @@ class PoseProblem:
         self.layout = [j for j in order for _ in range(poses_per_joint)]
         self.base = gravity_base_parameters(robot)
         self.g = robot.gravity_magnitude
-        self.static_lo = config.position_limits_lower + margin
-        self.static_hi = config.position_limits_upper - margin
+        self.static_lo, self.static_hi = pose_bounds(config, margin)
         self.sweep = {j: sweep_limits(config, j, sweep_range, margin) for j in set(order)}
         self.dim = n * len(self.layout)
 
@@ -385,8 +384,7 @@ class FourierProblem:
         n = config.n_joints
         self.n = n
         self.t = np.linspace(0.0, TWO_PI / self.omega, int(samples), endpoint=False)
-        self.lo = config.position_limits_lower + margin
-        self.hi = config.position_limits_upper - margin
+        self.lo, self.hi = pose_bounds(config, margin)
         self.vmax = velocity_fraction * config.velocity_limits
         self.amax = acceleration_fraction * config.acceleration_limits
         self.base = inertial_base_parameters(robot, friction=True)

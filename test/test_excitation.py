@@ -171,3 +171,19 @@ def test_with_approach_is_slow_and_refuses_outside_limits(config):
     assert np.allclose(run.sample(0.0)[0], q_from)
     with pytest.raises(PlanLimitError, match='joint_1'):
         plan.with_approach(np.array([5.0, 0, 0, 0, 0, 0]), config)
+
+
+def test_narrow_joint_is_held_at_the_middle_of_its_limits():
+    """A joint narrower than twice the position margin holds the middle of its limits
+    in static poses (no bare numpy error, no pose outside the limits)."""
+    from arm_dyn_id.excitation import make_sweeps, pose_bounds, random_feasible_poses
+    cfg = make_config(lower=[0.2] + LOWER[1:], upper=[0.26] + UPPER[1:])
+    lo, hi = pose_bounds(cfg)
+    assert lo[0] == hi[0] == pytest.approx(0.23)
+    assert np.all(lo[1:] == cfg.position_limits_lower[1:] + 0.05)
+    pose = random_feasible_poses(cfg, [5], 1, np.random.default_rng(0))[0][1]
+    assert pose[0] == pytest.approx(0.23)
+    sweep = make_sweeps(cfg, [(5, np.full(6, 5.0))], 0.5)[0]
+    assert sweep.pose[0] == pytest.approx(0.23)
+    with pytest.raises(ConfigError, match='joint_1 has no room to sweep'):
+        reciprocating_plan(None, cfg, quick=True)
