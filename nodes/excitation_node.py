@@ -412,7 +412,13 @@ def main(args=None):
     try:
         node = ExcitationNode()
         executor.add_node(node)
-        executor.spin()
+        try:
+            executor.spin()
+        except RuntimeError:
+            # a take interrupted by the shutdown of the context (SIGINT): seen as
+            # "Unable to convert call argument '0'" with joint_states at 200 Hz
+            if node.context.ok():
+                raise
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
