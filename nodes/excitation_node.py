@@ -32,7 +32,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
-from arm_dyn_id.excitation import Plan, check_limits, check_point
+from arm_dyn_id.excitation import START_TOLERANCE, Plan, check_limits, check_point
 
 NODE_NAME = 'excitation_node'
 MARKER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
@@ -270,9 +270,11 @@ class ExcitationNode(Node):
 
     def _on_stop(self, request, response):
         was = self.state
-        self.hold('stop requested')
         response.success = True
-        response.message = f'holding the measured position (was {was})'
+        if self.hold('stop requested'):
+            response.message = f'holding the measured position (was {was})'
+        else:
+            response.message = f'stopped (was {was}); {self.reason}'
         return response
 
     # output ---------------------------------------------------------------------
@@ -354,31 +356,53 @@ class ExcitationNode(Node):
                       f'joint_state_timeout {timeout} s)')
 
     def hold(self, reason):
-        """Hold the measured position (or the last command) now; report; do not resume."""
+        """Hold the measured position (or the last command) now; report; do not resume.
+
+        The hold is clipped into the position limits (a trajectory hold reaches it within
+        the velocity limits). When the arm is not running and stands outside its limits
+        (more than START_TOLERANCE), nothing is commanded. Returns True if a hold was sent.
+        """
         was_running = self.state == 'running'
         q = self.q_meas if self.q_meas is not None else (
             self.last_command[1] if self.last_command is not None else None)
         self.state = 'stopped'
         self.reason = reason
+        sent = False
         if q is not None and self.config is not None:
-            q = np.clip(q, self.config.position_limits_lower, self.config.position_limits_upper)
-            if self.output == 'trajectory':
+            cfg = self.config
+            held = np.clip(q, cfg.position_limits_lower, cfg.position_limits_upper)
+            jump = np.abs(held - q)
+            if not was_running and jump.max() > START_TOLERANCE:
+                # not ours to move: holding "here" would command a position outside the
+                # limits, and holding at the limit would jump the arm there at once
+                i = int(np.argmax(jump))
+                reason += (f'; measured position of {cfg.joints[i]} = {q[i]:.4f} rad is '
+                           f'outside its limits [{cfg.position_limits_lower[i]}, '
+                           f'{cfg.position_limits_upper[i]}]: no hold command sent')
+                self.reason = reason
+            elif self.output == 'trajectory':
+                # reach a clipped hold no faster than the velocity limits
+                hold_time = max(self._param('hold_time'),
+                                float(np.max(jump / cfg.velocity_limits)))
                 msg = JointTrajectory()
                 msg.header.stamp = self.get_clock().now().to_msg()
-                msg.joint_names = list(self.config.joints)
+                msg.joint_names = list(cfg.joints)
                 msg.points.append(JointTrajectoryPoint(
-                    positions=q.tolist(), velocities=[0.0] * len(q),
-                    accelerations=[0.0] * len(q),
-                    time_from_start=_duration(self._param('hold_time'))))
+                    positions=held.tolist(), velocities=[0.0] * len(q),
+                    accelerations=[0.0] * len(q), time_from_start=_duration(hold_time)))
                 self.traj_pub.publish(msg)
+                sent = True
             else:
-                self.cmd_pub.publish(Float64MultiArray(data=q.tolist()))
+                self.cmd_pub.publish(Float64MultiArray(data=held.tolist()))
+                sent = True
         self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
                       'phase': 'stopped', 't': self._now(), 'reason': reason})
         log = self.get_logger().error if was_running and reason != 'stop requested' else \
             self.get_logger().warn
-        log(f'holding: {reason}; call ~/start to run the plan again')
+        log(f'{"holding" if sent else "stopped, not holding"}: {reason}; call ~/start to run '
+            'the plan again')
         self._publish_diagnostics()
+        return sent
 
     def _marker(self, data):
         self.marker_pub.publish(String(data=json.dumps(data)))
