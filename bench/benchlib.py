@@ -1,0 +1,190 @@
+"""What every benchmark script shares: one JSON line per result on stdout, and the
+tables (Markdown + JSON, with the machine, the command and the git commit) written
+to ``docs/results/<bench>.md`` / ``.json`` so that ``docs/benchmarks.md`` can point
+at them.
+
+Use::
+
+    parser = argparse.ArgumentParser(...)
+    benchlib.add_arguments(parser)
+    args = parser.parse_args()
+    report = benchlib.Report('recorder_rate', args, title='Recorder throughput')
+    report.add('throughput', {'rate_hz': 1000, 'delivered_fraction': 1.0})
+    report.save()        # prints where the tables went
+
+Rows are dicts; a table's columns are the union of its rows' keys, in first-seen
+order (``Report.columns`` fixes them). Lists are written comma-separated.
+"""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'docs' / 'results'
+
+
+def add_arguments(parser):
+    """Add ``--results DIR`` and ``--no-save`` to a benchmark's argument parser."""
+    parser.add_argument('--results', type=Path, default=RESULTS,
+                        help=f'folder for the tables (default {RESULTS.relative_to(REPO)})')
+    parser.add_argument('--no-save', action='store_true',
+                        help='print the JSON lines only; write no tables or plots')
+    return parser
+
+
+def _cpu_model():
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown'
+
+
+def _git_commit():
+    try:
+        out = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=REPO,
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine():
+    """Facts about this machine and software that a reader needs to compare numbers."""
+    import numpy
+    facts = {'cpu': _cpu_model(), 'cores': os.cpu_count(), 'python': platform.python_version(),
+             'numpy': numpy.__version__, 'platform': platform.platform()}
+    try:
+        facts['memory_gib'] = round(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+                                    / 2 ** 30, 1)
+    except (ValueError, OSError):
+        pass
+    try:
+        import pinocchio
+        facts['pinocchio'] = pinocchio.__version__
+    except ImportError:
+        pass
+    return facts
+
+
+def _cell(value):
+    if isinstance(value, float):
+        return f'{value:.6g}'
+    if isinstance(value, (list, tuple)):
+        return ', '.join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value).replace('|', '\\|')
+
+
+def markdown_table(rows, columns=None):
+    """A Markdown table of dict rows (columns: given, else the union of keys in order)."""
+    if columns is None:
+        columns = []
+        for row in rows:
+            columns += [k for k in row if k not in columns]
+    lines = ['| ' + ' | '.join(columns) + ' |', '|' + '---|' * len(columns)]
+    for row in rows:
+        lines.append('| ' + ' | '.join(_cell(row.get(c, '')) for c in columns) + ' |')
+    return '\n'.join(lines)
+
+
+class Report:
+    """Collects a benchmark's rows, prints each as a JSON line, writes the tables.
+
+    Parameters
+    ----------
+    name : str
+        File stem of the tables (``docs/results/<name>.md``).
+    args : argparse.Namespace, optional
+        Parsed arguments (for ``--results`` / ``--no-save``, and recorded as given).
+    title : str, optional
+        Heading of the Markdown file.
+    """
+
+    def __init__(self, name, args=None, title=None):
+        self.name = name
+        self.title = title or name
+        self.args = args
+        self.folder = Path(getattr(args, 'results', RESULTS))
+        self.save_enabled = not getattr(args, 'no_save', False)
+        self.tables = {}
+        self._columns = {}
+        self.notes = []
+        self.command = 'python ' + ' '.join(
+            [os.path.relpath(sys.argv[0], REPO) if sys.argv else name] + sys.argv[1:])
+        self.started = time.strftime('%Y-%m-%d %H:%M:%S %Z')
+        self.load_start = os.getloadavg()
+        self._t0 = time.monotonic()
+
+    def add(self, table, row):
+        """Record one row of ``table`` and print it as a JSON line; returns the row."""
+        row = dict(row)
+        self.tables.setdefault(table, []).append(row)
+        print(json.dumps({'bench': self.name, 'table': table, **row}, default=_json_default),
+              flush=True)
+        return row
+
+    def columns(self, table, columns):
+        """Fix the column order (and subset) of ``table`` in the Markdown output."""
+        self._columns[table] = list(columns)
+
+    def note(self, text):
+        """A sentence written under the tables (method, caveat, the paper's figure)."""
+        self.notes.append(text)
+
+    def plot_path(self, filename):
+        """Where a plot belongs (``docs/<filename>``), or None with ``--no-save``."""
+        if not self.save_enabled:
+            return None
+        return REPO / 'docs' / filename
+
+    def save(self):
+        """Write ``<name>.md`` and ``<name>.json`` into the results folder."""
+        if not self.save_enabled:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta = {'bench': self.name, 'command': self.command, 'started': self.started,
+                'seconds': round(time.monotonic() - self._t0, 1), 'commit': _git_commit(),
+                'machine': machine(),
+                'load_average_1min': [round(self.load_start[0], 2),
+                                      round(os.getloadavg()[0], 2)]}
+        doc = {**meta, 'notes': self.notes, 'tables': self.tables}
+        (self.folder / f'{self.name}.json').write_text(
+            json.dumps(doc, indent=1, default=_json_default) + '\n')
+        m = meta['machine']
+        lines = [f'# {self.title}', '',
+                 f'Produced by `{self.command}` (commit {meta["commit"]}) on {meta["started"]}, '
+                 f'{meta["seconds"]} s.', '',
+                 f'Machine: {m["cpu"]}, {m["cores"]} cores, '
+                 f'{m.get("memory_gib", "?")} GiB; Python {m["python"]}, numpy {m["numpy"]}'
+                 + (f', pinocchio {m["pinocchio"]}' if 'pinocchio' in m else '')
+                 + f'. 1-min load average {meta["load_average_1min"][0]} at the start, '
+                 f'{meta["load_average_1min"][1]} at the end.', '']
+        for table, rows in self.tables.items():
+            lines += [f'## {table}', '', markdown_table(rows, self._columns.get(table)), '']
+        if self.notes:
+            lines += ['## Notes', ''] + [f'- {n}' for n in self.notes] + ['']
+        path = self.folder / f'{self.name}.md'
+        path.write_text('\n'.join(lines))
+        print(f'tables written to {os.path.relpath(path)} and {self.name}.json',
+              file=sys.stderr)
+        return path
+
+
+def _json_default(obj):
+    import numpy as np
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f'{type(obj).__name__} is not JSON serialisable')
