@@ -202,9 +202,11 @@ def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_pat
     period = 0.005
     if current_type == 'float64_array':
         # unstamped arrays pair by arrival time: the tolerance must stay well under
-        # the period, the driver publishing a sample's positions and currents together
-        period = 0.02
-        params.update(current_joints=order, pairing_tolerance=0.005)
+        # the period, the driver publishing a sample's positions and currents together.
+        # A loaded 2-core machine delays one topic behind the other by 15 ms at times,
+        # so the test leaves 40 ms of room (a real driver: see docs/recorder.md)
+        period = 0.05
+        params.update(current_joints=order, pairing_tolerance=0.01)
     proc = start_recorder(ros_env, tmp_path, **params)
     torques = []
     with RosHarness(ros_env.domain_id) as ros:
@@ -215,7 +217,7 @@ def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_pat
         ros.wait_for_subscribers(pub, timeout=20)
         ros.wait_for_subscribers(cur_pub, timeout=20)
         wait_recording(tmp_path, proc)
-        n = 300
+        n = 300 if current_type == 'joint_state' else 150
         for i in range(n):
             t = time.time()
             positions = state(i, t, names=JOINTS, effort=[])
