@@ -19,23 +19,35 @@ the same run:
 
 Both fits use equal joint weights so that their predictions can be compared.
 
+Seeded: the records come from ``np.random.default_rng(0)`` (poses, noise and the
+held-out check poses, drawn in that order for each duration in turn), so a run with
+the same ``--minutes`` sees the same data.
+
+One JSON line per result; the tables go to docs/results/fit_time.md / .json and the
+plot of fit time against record length to docs/fit_time_scaling.png (``--plot PNG``
+writes it elsewhere, ``--no-save`` writes neither).
+
     .venv/bin/python bench/fit_time.py [--minutes 10 60] [--workers 2] [--plot PNG]
 """
 
 import argparse
-import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
-from arm_dyn_id.base_parameters import gravity_base_parameters
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchlib  # noqa: E402
+
+from arm_dyn_id.base_parameters import gravity_base_parameters  # noqa: E402
 from arm_dyn_id.fast_fit import NormalEquations, \
-    fit_gravity_chunked, fit_normal_equations
-from arm_dyn_id.model import RobotModel
-from arm_dyn_id.pairing import average_pairs, sweeps_from_markers
+    fit_gravity_chunked, fit_normal_equations  # noqa: E402
+from arm_dyn_id.model import RobotModel  # noqa: E402
+from arm_dyn_id.pairing import average_pairs, sweeps_from_markers  # noqa: E402
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
 RATE = 1000.0
@@ -45,11 +57,6 @@ SETTLE = 1.0                   # s between pairs
 NOISE = np.array([0.02, 0.02, 0.005, 0.005, 0.0005, 0.0002])      # N·m
 COULOMB = np.array([0.3, 0.3, 0.1, 0.05, 0.005, 0.002])           # N·m
 VISCOUS = np.array([0.5, 0.5, 0.2, 0.1, 0.01, 0.005])             # N·m·s/rad
-
-
-def emit(**fields):
-    print(json.dumps(fields), flush=True)
-    return fields
 
 
 def reciprocating_record(robot, minutes, rng):
@@ -130,11 +137,12 @@ def naive_fit(robot, q, tau):
     return theta, t1 - t0, t2 - t1
 
 
-def run(robot, base, minutes, args, rng):
+def run(robot, base, minutes, args, rng, report):
+    emit = report.add
     t, q, tau, markers = reciprocating_record(robot, minutes, rng)
-    emit(minutes=minutes, raw_samples=len(t), joints=robot.n_joints,
-         raw_MB=q.nbytes / 1e6 * 2,
-         base_regressor_GB_if_materialised=len(t) * robot.n_joints * base.count * 8 / 1e9)
+    emit('records', dict(
+        minutes=minutes, raw_samples=len(t), joints=robot.n_joints, raw_MB=q.nbytes / 1e6 * 2,
+        base_regressor_GB_if_materialised=len(t) * robot.n_joints * base.count * 8 / 1e9))
     # averaging (shared by both paths)
     t0 = time.perf_counter()
     paired = average_pairs(t, q, tau, sweeps_from_markers(t, markers))
@@ -142,9 +150,10 @@ def run(robot, base, minutes, args, rng):
     qa, ta = paired.q, paired.tau
     # fast path, stages on one thread
     result, t_reg, t_acc, t_solve = staged_fit(robot, base, qa, ta, args.chunk)
-    emit(minutes=minutes, path='fast_stages_1_thread', averaged_samples=len(qa),
-         averaging_s=t_avg, regressor_s=t_reg, accumulate_s=t_acc, solve_s=t_solve,
-         total_s=t_avg + t_reg + t_acc + t_solve)
+    emit('fast_stages_1_thread', dict(
+        minutes=minutes, path='fast_stages_1_thread', averaged_samples=len(qa),
+        averaging_s=t_avg, regressor_s=t_reg, accumulate_s=t_acc, solve_s=t_solve,
+        total_s=t_avg + t_reg + t_acc + t_solve))
     # fast path end to end with threads
     c0 = time.process_time()
     t0 = time.perf_counter()
@@ -153,19 +162,21 @@ def run(robot, base, minutes, args, rng):
     fast = fit_gravity_chunked(robot, base, paired2.q, paired2.tau, chunk=args.chunk,
                                workers=args.workers)
     t2 = time.perf_counter()
-    emit(minutes=minutes, path=f'fast_end_to_end_{args.workers}_threads',
-         averaging_s=t1 - t0, fit_s=t2 - t1, total_s=t2 - t0,
-         cpu_s=time.process_time() - c0,
-         residual_rms=fast.noise_std.tolist(), condition_number=fast.condition_number)
+    emit('fast_end_to_end', dict(
+        minutes=minutes, path=f'fast_end_to_end_{args.workers}_threads',
+        averaging_s=t1 - t0, fit_s=t2 - t1, total_s=t2 - t0,
+        cpu_s=time.process_time() - c0,
+        residual_rms=fast.noise_std.tolist(), condition_number=fast.condition_number))
     # naive baseline: measure a subset, run fully unless projected above the limit
     probe = min(len(qa), args.probe)
     _, loop_s, lstsq_s = naive_fit(robot, qa[:probe], ta[:probe])
     projected = (loop_s + lstsq_s) * len(qa) / probe
     if projected > args.naive_limit:
-        emit(minutes=minutes, path='naive_per_sample_lstsq', extrapolated=True,
-             measured_samples=probe, measured_loop_s=loop_s, measured_lstsq_s=lstsq_s,
-             regressor_s=loop_s * len(qa) / probe, solve_s=lstsq_s * len(qa) / probe,
-             averaging_s=t_avg, total_s=t_avg + projected)
+        emit('naive', dict(
+            minutes=minutes, path='naive_per_sample_lstsq', extrapolated=True,
+            measured_samples=probe, measured_loop_s=loop_s, measured_lstsq_s=lstsq_s,
+            regressor_s=loop_s * len(qa) / probe, solve_s=lstsq_s * len(qa) / probe,
+            averaging_s=t_avg, total_s=t_avg + projected))
         naive_total = t_avg + projected
     else:
         c0 = time.process_time()
@@ -175,14 +186,15 @@ def run(robot, base, minutes, args, rng):
                          size=(1000, robot.n_joints))
         Yv = robot.gravity_regressor(qv)
         diff = np.max(np.abs(Yv @ theta - base.reduce(Yv) @ fast.beta))
-        emit(minutes=minutes, path='naive_per_sample_lstsq', extrapolated=False,
-             regressor_s=loop_s, solve_s=lstsq_s, averaging_s=t_avg,
-             total_s=t_avg + loop_s + lstsq_s, cpu_s_without_averaging=naive_cpu,
-             max_prediction_diff_vs_fast_Nm=float(diff))
+        emit('naive', dict(
+            minutes=minutes, path='naive_per_sample_lstsq', extrapolated=False,
+            regressor_s=loop_s, solve_s=lstsq_s, averaging_s=t_avg,
+            total_s=t_avg + loop_s + lstsq_s, cpu_s_without_averaging=naive_cpu,
+            max_prediction_diff_vs_fast_Nm=float(diff)))
         naive_total = t_avg + loop_s + lstsq_s
-    return emit(minutes=minutes, summary=True, fast_total_s=t2 - t0,
-                naive_total_s=naive_total, speedup=naive_total / (t2 - t0),
-                loadavg=os.getloadavg()[0])
+    return emit('summary', dict(minutes=minutes, fast_total_s=t2 - t0,
+                                naive_total_s=naive_total, speedup=naive_total / (t2 - t0),
+                                loadavg=os.getloadavg()[0]))
 
 
 def plot_scaling(summaries, path):
@@ -201,7 +213,7 @@ def plot_scaling(summaries, path):
                     textcoords='offset points', xytext=(4, -12), fontsize=8)
     ax.set_xlabel('record length at 1 kHz (minutes)')
     ax.set_ylabel('gravity fit wall time (s)')
-    ax.set_title('Fit time against data length (humanoid arm, 2 cores)')
+    ax.set_title(f'Fit time against data length (humanoid arm, {os.cpu_count()} cores)')
     ax.grid(True, which='both', alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -218,16 +230,31 @@ def main():
                         help='samples on which the naive baseline is timed first')
     parser.add_argument('--naive-limit', type=float, default=180.0,
                         help='run the naive baseline fully only if projected below this (s)')
-    parser.add_argument('--plot', help='write a PNG of fit time against record length here')
+    parser.add_argument('--plot', help='write the PNG of fit time against record length '
+                        'here (default docs/fit_time_scaling.png)')
+    benchlib.add_arguments(parser)
     args = parser.parse_args()
+    report = benchlib.Report('fit_time', args,
+                             title='Gravity fit time against record length (humanoid arm, 1 kHz)')
     robot = RobotModel.from_urdf(URDF)
     base = gravity_base_parameters(robot)
-    emit(bench='fit_time', cpus=os.cpu_count(), pinocchio=pin.__version__,
-         numpy=np.__version__, base_parameters=base.count, loadavg=os.getloadavg()[0])
+    report.add('setup', dict(cpus=os.cpu_count(), pinocchio=pin.__version__,
+                             numpy=np.__version__, base_parameters=base.count,
+                             workers=args.workers, chunk=args.chunk,
+                             loadavg=os.getloadavg()[0]))
     rng = np.random.default_rng(0)
-    summaries = [run(robot, base, minutes, args, rng) for minutes in args.minutes]
-    if args.plot:
-        plot_scaling(summaries, args.plot)
+    summaries = [run(robot, base, minutes, args, rng, report) for minutes in args.minutes]
+    report.note('fast: pairing.average_pairs, then fast_fit.fit_gravity_chunked (normal '
+                f'equations from {args.chunk}-sample chunks of the vectorised regressor, '
+                f'{args.workers} threads); stages timed apart on one thread. naive: per-sample '
+                'pinocchio.computeJointTorqueRegressor loop, stacked gravity columns, '
+                'np.linalg.lstsq, on the same averaged samples (extrapolated from '
+                f'{args.probe} samples when projected above {args.naive_limit:g} s).')
+    plot = Path(args.plot) if args.plot else report.plot_path('fit_time_scaling.png')
+    if plot is not None:
+        plot_scaling(summaries, plot)
+        print(f'plot written to {plot}', file=sys.stderr)
+    report.save()
 
 
 if __name__ == '__main__':
