@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ConfigError, DataError
+from .recording import json_default
 
 HELP = 'fit the gravity model to a rosbag2 bag (MCAP or sqlite3)'
 
@@ -314,16 +315,6 @@ def metrics_dict(metrics, noise=None):
     return out
 
 
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f'{type(obj).__name__} is not JSON serialisable')
-
-
 def _finite(obj):
     # strict JSON: NaN and inf become null
     if isinstance(obj, dict):
@@ -340,7 +331,7 @@ def _finite(obj):
 def write_json(path, doc):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_finite(doc), indent=1, default=_json_default,
+    path.write_text(json.dumps(_finite(doc), indent=1, default=json_default,
                                allow_nan=False) + '\n')
     return path
 

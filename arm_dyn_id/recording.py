@@ -558,7 +558,7 @@ class BagRecorder:
 
 def _dumps(obj, indent=None):
     try:
-        return json.dumps(obj, indent=indent, sort_keys=True, default=_json_default)
+        return json.dumps(obj, indent=indent, sort_keys=True, default=json_default)
     except (TypeError, ValueError):  # a caller's summary value JSON cannot hold
         return json.dumps(obj, indent=indent, sort_keys=True, default=str)
 
@@ -570,10 +570,11 @@ class _Text:
         self.text = text
 
 
-def _json_default(obj):
+def json_default(obj):
+    """``json.dumps(..., default=json_default)``: NumPy scalars and arrays, paths."""
     if isinstance(obj, np.generic):
         return obj.item()
-    if isinstance(obj, (np.ndarray,)):
+    if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, Path):
         return str(obj)

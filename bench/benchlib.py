@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from arm_dyn_id.recording import json_default
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'docs' / 'results'
 
@@ -128,7 +130,7 @@ class Report:
         """Record one row of ``table`` and print it as a JSON line; returns the row."""
         row = dict(row)
         self.tables.setdefault(table, []).append(row)
-        print(json.dumps({'bench': self.name, 'table': table, **row}, default=_json_default),
+        print(json.dumps({'bench': self.name, 'table': table, **row}, default=json_default),
               flush=True)
         return row
 
@@ -158,7 +160,7 @@ class Report:
                                       round(os.getloadavg()[0], 2)]}
         doc = {**meta, 'notes': self.notes, 'tables': self.tables}
         (self.folder / f'{self.name}.json').write_text(
-            json.dumps(doc, indent=1, default=_json_default) + '\n')
+            json.dumps(doc, indent=1, default=json_default) + '\n')
         m = meta['machine']
         lines = [f'# {self.title}', '',
                  f'Produced by `{self.command}` (commit {meta["commit"]}) on {meta["started"]}, '
@@ -177,14 +179,3 @@ class Report:
         print(f'tables written to {os.path.relpath(path)} and {self.name}.json',
               file=sys.stderr)
         return path
-
-
-def _json_default(obj):
-    import numpy as np
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f'{type(obj).__name__} is not JSON serialisable')
