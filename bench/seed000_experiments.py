@@ -14,42 +14,52 @@ C. The joint-by-joint estimator (seed 000 eq. 10) against all-at-once weighted
    least squares, same data.
 
 B and C use the default noise model; accuracy is RMSE % of each joint's largest
-torque at 1.63 m/s² on the held-out plan (as Tables 3-4). One JSON line per
-result, then Markdown tables.
+torque at 1.63 m/s² on the held-out plan (as Tables 3-4).
+
+Seeded: every simulated run draws its noise from the config's ``sim_arm_node`` seed
+(0 in config/humanoid_arm.yaml), the held-out validation plan's poses from seed 1
+(its default); the identification plan is deterministic.
+
+One JSON line per result; the tables go to docs/results/seed000_experiments.md /
+.json (not with ``--no-save``).
 
     .venv/bin/python bench/seed000_experiments.py [--quick]
 """
 
 import argparse
-import json
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from arm_dyn_id.cli_demo import MOON, validate_on_sim
-from arm_dyn_id.config import load_arm_config, read_parameter_file
-from arm_dyn_id.excitation import reciprocating_plan, validation_plan
-from arm_dyn_id.identification import identify_gravity
-from arm_dyn_id.model import RobotModel
-from arm_dyn_id.pairing import average_pairs, sweeps_from_markers
-from arm_dyn_id.sim import SimArm, SimParams
-from arm_dyn_id.sim_run import run_plan
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchlib  # noqa: E402
+
+from arm_dyn_id.cli_demo import MOON, validate_on_sim  # noqa: E402
+from arm_dyn_id.config import load_arm_config, read_parameter_file  # noqa: E402
+from arm_dyn_id.excitation import reciprocating_plan, validation_plan  # noqa: E402
+from arm_dyn_id.identification import identify_gravity  # noqa: E402
+from arm_dyn_id.model import RobotModel  # noqa: E402
+from arm_dyn_id.pairing import average_pairs, sweeps_from_markers  # noqa: E402
+from arm_dyn_id.sim import SimArm, SimParams  # noqa: E402
+from arm_dyn_id.sim_run import run_plan  # noqa: E402
 
 PAPER_NOISE = np.array([0.46, 0.49, 0.18, 0.17, 0.19, 0.16])       # N·m, seed 000 Table 6
 PAPER_MAE = np.array([0.16, 0.27, 0.05, 0.07, 0.05, 0.04])         # N·m, seed 000 Table 6
-
-
-def emit(**fields):
-    print(json.dumps(fields), flush=True)
-    return fields
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--config', default='humanoid_arm.yaml')
     parser.add_argument('--quick', action='store_true')
+    benchlib.add_arguments(parser)
     args = parser.parse_args()
+    report = benchlib.Report('seed000_experiments', args,
+                             title='Seed 000 experiments: noise, averaging, estimators '
+                                   '(simulated humanoid arm)')
     config = load_arm_config(args.config)
     params = SimParams.from_params(read_parameter_file(config.source, 'sim_arm_node'),
                                    config.n_joints)
@@ -70,15 +80,16 @@ def main():
     mae_measured = np.mean(np.abs(paired.tau - predicted), axis=0)
     truth = robot.gravity_torques(paired.q)
     mae_truth = np.mean(np.abs(truth - predicted), axis=0)
-    table6 = emit(experiment='A_table6', gravity=9.81, noise_sigma=PAPER_NOISE.tolist(),
-                  mae_vs_measured_averaged=np.round(mae_measured, 4).tolist(),
-                  mae_vs_rigid_body=np.round(mae_truth, 5).tolist(),
-                  paper_mae=PAPER_MAE.tolist(), method=fit.result.method,
-                  held_out_samples=int(len(paired.q)))
+    report.add('table6_setup', dict(gravity=9.81, method=fit.result.method,
+                                    held_out_samples=int(len(paired.q))))
+    for j in range(config.n_joints):
+        report.add('table6', dict(joint=j + 1, noise_sigma=float(PAPER_NOISE[j]),
+                                  mae_vs_measured_averaged=round(float(mae_measured[j]), 4),
+                                  mae_vs_rigid_body=round(float(mae_truth[j]), 5),
+                                  paper_mae=float(PAPER_MAE[j])))
 
     # B and C: default noise, friction present
     run = run_plan(SimArm(config, params), plan)
-    results = []
     variants = {
         'averaged pairs, WLS': dict(average=True, methods=('wls',)),
         'averaged pairs, joint-by-joint': dict(average=True, methods=('joint_by_joint',)),
@@ -96,27 +107,20 @@ def main():
                              average=v['average'])
         seconds = time.perf_counter() - t0
         _, _, _, metrics = validate_on_sim(f.model, config, params, vplan, MOON)
-        results.append(emit(experiment='B_C', variant=name, fit_seconds=round(seconds, 3),
-                            rmse_percent=[round(m.rmse_percent, 3) for m in metrics],
-                            mean_rmse_percent=round(float(np.mean(
-                                [m.rmse_percent for m in metrics])), 3)))
+        report.add('averaging_and_estimators', dict(
+            variant=name, fit_seconds=round(seconds, 3),
+            rmse_percent=[round(m.rmse_percent, 3) for m in metrics],
+            mean_rmse_percent=round(float(np.mean([m.rmse_percent for m in metrics])), 3)))
 
-    print()
-    print('| joint | noise σ (N·m) | MAE vs measured, averaged (N·m) | MAE vs rigid body (N·m) '
-          '| paper: noise / MAE (N·m) |')
-    print('|---|---|---|---|---|')
-    for j in range(config.n_joints):
-        print(f'| {j + 1} | {PAPER_NOISE[j]:.2f} | {table6["mae_vs_measured_averaged"][j]:.4f} '
-              f'| {table6["mae_vs_rigid_body"][j]:.5f} | {PAPER_NOISE[j]:.2f} / '
-              f'{PAPER_MAE[j]:.2f} |')
-    print()
-    print('| variant | fit (s) | ' + ' | '.join(f'J{j + 1} %' for j in range(config.n_joints))
-          + ' | mean % |')
-    print('|---|---|' + '---|' * (config.n_joints + 1))
-    for r in results:
-        print(f'| {r["variant"]} | {r["fit_seconds"]:.2f} | '
-              + ' | '.join(f'{x:.2f}' for x in r['rmse_percent'])
-              + f' | {r["mean_rmse_percent"]:.2f} |')
+    report.note('table6: Gaussian torque noise at seed 000 Table 6\'s real-arm amplitudes '
+                '(noise_sigma, N·m), identified at 9.81 m/s², MAE (N·m) on the held-out '
+                'validation plan at 9.81 m/s² against the forward/backward averaged measured '
+                'torque and against the simulator\'s rigid-body torque; paper_mae: Table 6 '
+                '(the paper\'s noise amplitude is noise_sigma).')
+    report.note(f'averaging_and_estimators: default noise model with friction, RMSE % per '
+                f'joint 1-6 of each joint\'s largest torque at {MOON} m/s² on the held-out '
+                'plan; fit_seconds: identify_gravity alone.')
+    report.save()
 
 
 if __name__ == '__main__':
