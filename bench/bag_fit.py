@@ -12,33 +12,29 @@ segment markers) once in a temporary folder, then times
   estimators, held-out validation), without the report;
 - ``report``: the HTML report and its plots.
 
-Prints one JSON object. Usage::
+Seeded: the synthetic data (poses, torque and encoder noise) comes from seed 0
+(test_cli_fit.reciprocating_data), the held-out split of ``arm-dyn-id fit`` from
+its ``--seed`` 0.
+
+Prints one JSON line per table row; the tables go to docs/results/bag_fit.md /
+.json (not with ``--no-save``). Usage::
 
     .venv/bin/python bench/bag_fit.py [--seconds 3600] [--rate 1000] [--storage mcap]
 """
 
 import argparse
-import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / 'test'))
 
-
-def cpu_model():
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+import benchlib  # noqa: E402
 
 
 def main(argv=None):
@@ -48,7 +44,10 @@ def main(argv=None):
     parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
     parser.add_argument('--reference-messages', type=int, default=100000)
     parser.add_argument('--keep', type=Path, help='keep the bag and fit folder here')
+    benchlib.add_arguments(parser)
     args = parser.parse_args(argv)
+    report = benchlib.Report('bag_fit', args, title='Offline fit of a long bag: write, read '
+                                                    'and fit times (humanoid arm)')
 
     import numpy as np
     from test_cli_fit import reciprocating_data, write_config, write_synthetic_bag
@@ -58,8 +57,7 @@ def main(argv=None):
 
     root = Path(tempfile.mkdtemp(prefix='bag_fit_')) if args.keep is None else args.keep
     root.mkdir(parents=True, exist_ok=True)
-    result = {'date': time.strftime('%Y-%m-%d'), 'nproc': os.cpu_count(), 'cpu': cpu_model(),
-              'python': platform.python_version(), 'storage': args.storage}
+    result = {'storage': args.storage, 'rate_hz': args.rate}
     try:
         t0 = time.perf_counter()
         # poses per joint so that the excitation lasts about --seconds
@@ -98,7 +96,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         read_bag(small, config)
         fast_small_s = time.perf_counter() - t0
-        result['read_reference'] = {
+        read_reference = {
             'messages': m, 'load_recording_s': ref_s, 'read_bag_s': fast_small_s,
             'load_recording_msgs_per_s': m / ref_s,
             'load_recording_extrapolated_s': ref_s * n / m}
@@ -115,13 +113,14 @@ def main(argv=None):
         result['fit_command_read_s'] = timings['read']
         result['fit_s'] = timings['fit']
         result['validate_and_write_s'] = total - timings['read'] - timings['fit']
-        result['fit_summary'] = {
+        held_out = validation.get('held_out', {})
+        fit_summary = {
             'pairs': validation['fit_summary']['segments']['pairs'],
             'held_out_pairs': validation['fit_summary']['holdout']['held_out_pairs'],
             'fitted_samples': validation['fit_summary']['fit']['n_samples'],
             'method': validation['fit_summary']['fit']['method'],
-            'held_out_rmse_percent': {j: v['rmse_percent'] for j, v in
-                                      validation.get('held_out', {}).items()}}
+            'joints': list(held_out),
+            'held_out_rmse_percent': [v['rmse_percent'] for v in held_out.values()]}
         from arm_dyn_id.report import write_report
         t0 = time.perf_counter()
         write_report(root / 'fit')
@@ -134,7 +133,20 @@ def main(argv=None):
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    print(json.dumps(result, indent=1))
+    report.add('timings', result)
+    report.add('read_reference', read_reference)
+    report.add('fit_summary', fit_summary)
+    report.note('timings: seconds of each step (generate the data, write the bag, read it with '
+                'bagread.read_bag; fit_command_s: fit_bag end to end without the report, of which '
+                'fit_command_read_s reading, fit_s the fit, validate_and_write_s the held-out '
+                'validation and the written model; report_s: the HTML report); max_rss_mb: peak '
+                'resident memory of the whole run.')
+    report.note('read_reference: recording.load_recording (message objects) against '
+                'bagread.read_bag on the first messages of a second bag, load_recording '
+                'extrapolated to the full bag.')
+    report.note('fit_summary: held_out_rmse_percent per joint against the averaged measured '
+                'torque of the held-out pairs (includes the simulated noise).')
+    report.save()
     return 0
 
 
