@@ -6,23 +6,47 @@ The accuracy comparison uses a plain least-squares estimator written here (not t
 project's estimator): torques τ = Y_b(q) β + noise at the plan's constant-speed sweep
 samples (10 Hz), β fitted by least squares, judged by the RMSE of predicted gravity
 torques on a held-out validation plan (different poses, seed 1), per joint and as
-% of the joint's largest validation torque (seed 000 eq. 18). Prints JSON lines.
+% of the joint's largest validation torque (seed 000 eq. 18).
+
+``--budgets B1 B2 ...`` runs both optimisers for every seed at each budget (the
+optimiser table then covers each budget, a by_budget table sums it up) and plots
+design time and objective reached against the budget to
+docs/design_time_vs_budget.png (with two budgets or more); the accuracy comparison
+then uses the largest budget.
+
+Seeded: optimiser seeds 0 .. ``--seeds`` - 1 (``np.random.default_rng(seed)``, the
+same seeds at every budget), the condition-criterion design seed 0, the random
+poses seed 5, the validation plan seed 1 and the noise draws of the accuracy
+comparison seed 0.
+
+One JSON line per result; the tables go to docs/results/excitation_design.md /
+.json (not with ``--no-save``).
 
     .venv/bin/python bench/excitation_design.py [--budget 1500] [--seeds 3]
+    .venv/bin/python bench/excitation_design.py --budgets 250 500 1000 1500 3000 --seeds 3
 """
 
 import argparse
-import json
+import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from arm_dyn_id.base_parameters import gravity_base_parameters
-from arm_dyn_id.collision import ClearanceChecker
-from arm_dyn_id.config import load_arm_config
-from arm_dyn_id.excitation import reciprocating_plan, validation_plan, random_feasible_poses
-from arm_dyn_id.model import RobotModel
-from arm_dyn_id.optimisation import design_poses
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchlib  # noqa: E402
+
+from arm_dyn_id.base_parameters import gravity_base_parameters  # noqa: E402
+from arm_dyn_id.collision import ClearanceChecker, CollisionError  # noqa: E402
+from arm_dyn_id.config import load_arm_config  # noqa: E402
+from arm_dyn_id.excitation import (  # noqa: E402
+    random_feasible_poses, reciprocating_plan, validation_plan)
+from arm_dyn_id.model import RobotModel  # noqa: E402
+from arm_dyn_id.optimisation import design_poses  # noqa: E402
+
+OPTIMISERS = {'hybrid': 'GA+PSO hybrid', 'de': 'differential evolution'}
 
 
 def sweep_samples(plan, rate=10.0):
@@ -47,41 +71,120 @@ def accuracy(robot, base, plan, q_val, sigma, trials, rng):
     return rmse, pct
 
 
+def checked_plan(robot, config, poses, checker):
+    """(plan, None), or (None, the reason) when the plan breaks the clearance (small
+    budgets can end on an infeasible design)."""
+    try:
+        return reciprocating_plan(robot, config, poses=poses, checker=checker), None
+    except CollisionError as exc:
+        return None, str(exc)
+
+
+def plot_budgets(summary, path):
+    """Design time and objective reached against the budget, one line per optimiser."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, (ax_t, ax_w) = plt.subplots(1, 2, figsize=(10, 4))
+    for optimiser, label in OPTIMISERS.items():
+        rows = sorted((r for r in summary if r['optimiser'] == optimiser),
+                      key=lambda r: r['budget'])
+        budgets = [r['budget'] for r in rows]
+        for ax, key in ((ax_t, 'design_s'), (ax_w, 'objective_W')):
+            median = np.array([r[f'{key}_median'] for r in rows])
+            err = np.array([[m - r[f'{key}_min'], r[f'{key}_max'] - m]
+                            for m, r in zip(median, rows)]).T
+            ax.errorbar(budgets, median, yerr=err, marker='o', capsize=3, label=label)
+    seeds = summary[0]['seeds']
+    ax_t.set_ylabel('design wall time (s)')
+    ax_w.set_ylabel('objective reached, W = 1/(1+Q)\n(lower is better; above 1: infeasible)')
+    ax_w.set_yscale('log')          # infeasible designs carry a penalty of 10 and more
+    for ax in (ax_t, ax_w):
+        ax.set_xlabel('optimiser budget (objective evaluations)')
+        ax.grid(True, which='both', alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f'Excitation pose design against budget (humanoid arm; median and range of '
+                 f'{seeds} seeds; {os.cpu_count()} cores)')
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--config', default='humanoid_arm.yaml')
     parser.add_argument('--budget', type=int, default=1500)
+    parser.add_argument('--budgets', type=int, nargs='+',
+                        help='run both optimisers at each of these budgets and plot design '
+                             'time and objective against the budget (replaces --budget; the '
+                             'accuracy comparison uses the largest)')
     parser.add_argument('--seeds', type=int, default=3)
     parser.add_argument('--sigma', type=float, default=0.1, help='torque noise (N·m)')
     parser.add_argument('--trials', type=int, default=20)
+    benchlib.add_arguments(parser)
     args = parser.parse_args()
+    report = benchlib.Report('excitation_design', args,
+                             title='Excitation design: GA+PSO hybrid against differential '
+                                   'evolution (humanoid arm)')
     config = load_arm_config(args.config, node_name='excitation_node')
     robot = RobotModel.from_config(config)
     checker = ClearanceChecker.from_config(config)
     base = gravity_base_parameters(robot)
+    budgets = sorted(set(args.budgets)) if args.budgets else [args.budget]
+    accuracy_budget = max(budgets)
 
+    report.columns('optimiser', ['optimiser', 'seed', 'budget', 'evaluations', 'design_s',
+                                 'seconds', 'objective_W', 'range_objective', 'condition_number',
+                                 'min_clearance_m', 'feasible', 'plan_minutes', 'plan_error'])
     best = {}
-    for optimiser in ('hybrid', 'de'):
-        for seed in range(args.seeds):
-            t = time.perf_counter()
-            poses, rep = design_poses(robot, config, optimiser, args.budget,
-                                      np.random.default_rng(seed), checker=checker)
-            plan = reciprocating_plan(robot, config, poses=poses, checker=checker)
-            row = {'bench': 'optimiser', 'optimiser': optimiser, 'seed': seed,
-                   'budget': args.budget, 'evaluations': rep['evaluations'],
-                   'seconds': round(time.perf_counter() - t, 2),
-                   'objective_W': round(rep['objective'], 6),
-                   'range_objective': round(plan.info['range_objective'], 3),
-                   'condition_number': round(plan.info['condition_number'], 3),
-                   'min_clearance_m': round(plan.info['min_clearance'], 4),
-                   'feasible': rep['feasible'], 'plan_minutes': round(plan.duration / 60, 2)}
-            print(json.dumps(row), flush=True)
-            if optimiser == 'hybrid' and seed == 0:
-                best['optimised (hybrid, range)'] = plan
-    poses, _ = design_poses(robot, config, 'hybrid', args.budget, np.random.default_rng(0),
+    summary = []
+    for budget in budgets:
+        for optimiser in OPTIMISERS:
+            rows = []
+            for seed in range(args.seeds):
+                t = time.perf_counter()
+                poses, rep = design_poses(robot, config, optimiser, budget,
+                                          np.random.default_rng(seed), checker=checker)
+                plan, error = checked_plan(robot, config, poses, checker)
+                row = {'optimiser': optimiser, 'seed': seed, 'budget': budget,
+                       'evaluations': rep['evaluations'], 'design_s': rep['seconds'],
+                       'seconds': round(time.perf_counter() - t, 2),
+                       'objective_W': round(rep['objective'], 6)}
+                if plan is not None:
+                    row.update({
+                        'range_objective': round(plan.info['range_objective'], 3),
+                        'condition_number': round(plan.info['condition_number'], 3),
+                        'min_clearance_m': round(plan.info['min_clearance'], 4)})
+                row['feasible'] = rep['feasible']
+                if plan is not None:
+                    row['plan_minutes'] = round(plan.duration / 60, 2)
+                else:
+                    row['plan_error'] = error
+                rows.append(report.add('optimiser', row))
+                if (optimiser == 'hybrid' and seed == 0 and budget == accuracy_budget
+                        and plan is not None):
+                    best['optimised (hybrid, range)'] = plan
+            if rows:
+                times = [r['design_s'] for r in rows]
+                objectives = [r['objective_W'] for r in rows]
+                summary.append(report.add('by_budget', {
+                    'optimiser': optimiser, 'budget': budget, 'seeds': len(rows),
+                    'design_s_mean': round(float(np.mean(times)), 3),
+                    'design_s_median': round(float(np.median(times)), 3),
+                    'design_s_min': min(times), 'design_s_max': max(times),
+                    'objective_W_mean': round(float(np.mean(objectives)), 6),
+                    'objective_W_median': round(float(np.median(objectives)), 6),
+                    'objective_W_min': min(objectives), 'objective_W_max': max(objectives),
+                    'feasible': sum(r['feasible'] for r in rows)}))
+    poses, _ = design_poses(robot, config, 'hybrid', accuracy_budget, np.random.default_rng(0),
                             criterion='condition', checker=checker)
-    best['optimised (hybrid, condition)'] = reciprocating_plan(robot, config, poses=poses,
-                                                               checker=checker)
+    plan, error = checked_plan(robot, config, poses, checker)
+    if plan is not None:
+        best['optimised (hybrid, condition)'] = plan
+    for name in ('optimised (hybrid, range)', 'optimised (hybrid, condition)'):
+        if name not in best:
+            report.note(f'accuracy: no {name} plan: its design (seed 0, budget '
+                        f'{accuracy_budget}) is refused by the clearance check of the plan.')
     best['unoptimised (default poses)'] = reciprocating_plan(robot, config, checker=checker)
     order = list(range(config.n_joints - 1, -1, -1))
     rnd = random_feasible_poses(config, order, 2, np.random.default_rng(5), checker)
@@ -92,12 +195,25 @@ def main():
     for name, plan in best.items():
         rmse, pct = accuracy(robot, base, plan, q_val, args.sigma, args.trials,
                              np.random.default_rng(0))
-        print(json.dumps({'bench': 'accuracy', 'plan': name, 'sigma_Nm': args.sigma,
-                          'range_objective': round(plan.info['range_objective'], 3),
-                          'condition_number': round(plan.info['condition_number'], 3),
-                          'rmse_Nm': [round(x, 4) for x in rmse],
-                          'rmse_pct_of_max': [round(x, 2) for x in pct],
-                          'mean_rmse_pct': round(float(np.mean(pct)), 2)}), flush=True)
+        designed = {'budget': accuracy_budget} if name.startswith('optimised') else {}
+        report.add('accuracy', {'plan': name, **designed, 'sigma_Nm': args.sigma,
+                                'range_objective': round(plan.info['range_objective'], 3),
+                                'condition_number': round(plan.info['condition_number'], 3),
+                                'rmse_Nm': [round(x, 4) for x in rmse],
+                                'rmse_pct_of_max': [round(x, 2) for x in pct],
+                                'mean_rmse_pct': round(float(np.mean(pct)), 2)})
+    report.note('optimiser: design_s is the optimiser\'s own time (design_poses), seconds '
+                'that plus building and checking the plan; objective_W = 1/(1+Q) (seed 000 '
+                'eq. 13, lower is better), range_objective Q (eq. 12).')
+    report.note(f'accuracy: plain least squares written for this benchmark (not the project\'s '
+                f'estimator), τ = Y_b β + N(0, {args.sigma:g} N·m) at the sweep samples (10 Hz), '
+                f'{args.trials} noise draws, gravity torque RMSE on the held-out validation plan '
+                '(seed 1) per joint 1-6, and as % of each joint\'s largest validation torque.')
+    plot = report.plot_path('design_time_vs_budget.png') if len(budgets) > 1 else None
+    if plot is not None:
+        plot_budgets(summary, plot)
+        print(f'plot written to {plot}', file=sys.stderr)
+    report.save()
 
 
 if __name__ == '__main__':
