@@ -80,7 +80,7 @@ def _per_joint(params, key, n, default=None, positive=False, nonzero=False):
     if arr.size == 1 and n > 1 and np.ndim(value) == 0:
         arr = np.full(n, float(arr[0]))
     if arr.shape != (n,):
-        raise ConfigError(f'parameter {key} has {arr.size} values {list(np.atleast_1d(value))}, '
+        raise ConfigError(f'parameter {key} has {arr.size} values {arr.tolist()}, '
                           f'expected one per joint ({n})')
     if not np.all(np.isfinite(arr)):
         raise ConfigError(f'parameter {key} = {arr.tolist()} contains NaN or inf')
