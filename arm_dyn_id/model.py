@@ -229,9 +229,19 @@ class RobotModel:
 
     @classmethod
     def from_config(cls, config, gravity=None):
-        """Build from an :class:`~arm_dyn_id.config.ArmConfig`."""
-        return cls.from_urdf(config.urdf, joints=config.joints,
-                             gravity=config.gravity if gravity is None else gravity)
+        """Build from an :class:`~arm_dyn_id.config.ArmConfig`.
+
+        Raises
+        ------
+        JointNameError
+            If a configured joint is not a revolute joint of the URDF; the message
+            names the parameter ``joints``, its value and the joint.
+        """
+        try:
+            return cls.from_urdf(config.urdf, joints=config.joints,
+                                 gravity=config.gravity if gravity is None else gravity)
+        except JointNameError as exc:
+            raise JointNameError(f'parameter joints = {list(config.joints)}: {exc}') from exc
 
     def copy(self):
         other = RobotModel.__new__(RobotModel)

@@ -37,7 +37,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from arm_dyn_id.config import ArmConfig, load_arm_config
-from arm_dyn_id.errors import ConfigError, DataError, JointNameError
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.estimation import ESTIMATORS
 from arm_dyn_id.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.gravity_model import GravityModel
@@ -116,7 +116,12 @@ class IdentifierNode(Node):
         self.gravity = p('gravity').value
         self.payload = payload_from(p('payload_mass').value, p('payload_com').value,
                                     p('payload_frame').value)
-        self.robot = RobotModel.from_config(self.config) if self.config else None
+        try:
+            self.robot = RobotModel.from_config(self.config) if self.config else None
+        except (JointNameError, URDFError) as exc:
+            # the config names joints or a URDF that do not match: refused like a
+            # ConfigError (one fatal line, exit 2), not a traceback
+            raise ConfigError(f'{NODE_NAME}: {exc}') from exc
         self.buffer = SampleBuffer(self.config.n_joints, p('initial_capacity').value) \
             if self.config else None
         self.torque_order = JointOrder(self.config.joints) if self.config else None
