@@ -701,8 +701,9 @@ def reciprocating_plan(robot=None, config=None, poses=None, speed=DEFAULT_SPEED,
     for k, sw in enumerate(sweeps):
         j = sw.joint_index
         if speed > config.velocity_limits[j]:
-            raise ConfigError(f'sweep speed {speed} rad/s exceeds the velocity limit of '
-                              f'{config.joints[j]} ({config.velocity_limits[j]} rad/s)')
+            raise ConfigError(f'parameter speed = {speed} rad/s (the sweep speed) exceeds the '
+                              f'velocity limit of {config.joints[j]} '
+                              f'(velocity_limits[{j}] = {config.velocity_limits[j]} rad/s)')
         acc = min(ramp_acceleration, config.acceleration_limits[j])
         ramp_t = 2.0 * speed / acc                    # cycloid: peak acc = 2 v / T
         ramp_d = speed * ramp_t / 2.0
