@@ -4,16 +4,24 @@ Fits a model on synthetic reciprocating data of the humanoid arm, saves it to a
 temporary file, starts identifier_node (serve_only) in its own process, then from
 this process:
 
-1. 1000 sequential blocking queries through GravityClient -> one JSON line
-   ``{"queries", "p50_ms", "p99_ms", ...}``;
+1. 1000 sequential blocking queries through GravityClient -> a JSON line
+   ``{"queries", "p50_ms", "p99_ms", ...}`` and the latency percentiles; every
+   query's latency is kept for the plot docs/gravity_query_latency.png (histogram
+   and cumulative distribution, p50 and p99 marked);
 2. joint_states published at 1 kHz for 10 s, gravity_torques counted -> one JSON
    line ``{"stream_rate_hz", "seconds", "delivered_fraction", ...}``.
+
+Seeded: the model is fitted on synthetic data from seed 0, the query poses (also
+sent on the stream) come from ``np.random.default_rng(1)``.
+
+The tables go to docs/results/gravity_query.md / .json; ``--no-save`` writes
+neither them nor the plot.
 
     .venv/bin/python bench/gravity_query.py [--queries 1000] [--seconds 10]
 """
 
 import argparse
-import json
+import os
 import sys
 import tempfile
 import threading
@@ -22,9 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / 'test'))
 
+import benchlib  # noqa: E402
 from ros_utils import node_output, ros_environment, start_node, stop  # noqa: E402
 
 from arm_dyn_id.identification import identify_gravity  # noqa: E402
@@ -65,12 +76,54 @@ def synthetic_model(path, seed=0, rate=50.0):
     return fit.model
 
 
+PERCENTILES = (0, 10, 25, 50, 75, 90, 95, 99, 99.9, 100)
+
+
+def plot_latencies(ms, path):
+    """Histogram and cumulative distribution of the query latencies, p50 and p99 marked."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    p50, p99 = np.percentile(ms, [50, 99])
+    fig, (ax_h, ax_c) = plt.subplots(1, 2, figsize=(10, 4))
+    bins = np.logspace(np.log10(ms.min()), np.log10(ms.max()), 60) if ms.max() > ms.min() \
+        else 10
+    ax_h.hist(ms, bins=bins, color='tab:blue', alpha=0.8)
+    ax_h.set_xscale('log')
+    ax_h.set_yscale('log')
+    ax_h.set_ylabel('queries')
+    xs = np.sort(ms)
+    ax_c.plot(xs, np.arange(1, len(xs) + 1) / len(xs), color='tab:blue')
+    ax_c.set_xscale('log')
+    ax_c.set_ylabel('fraction of queries answered within')
+    for ax in (ax_h, ax_c):
+        for value, name, style in ((p50, 'p50', '--'), (p99, 'p99', ':')):
+            ax.axvline(value, color='k', linestyle=style, label=f'{name} {value:.3f} ms')
+        ax.set_xlabel('blocking query latency (ms)')
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f'{v:g}'))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.grid(True, which='both', alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f'Gravity service: {len(ms)} sequential blocking queries across processes '
+                 f'(GravityClient -> identifier_node, {os.cpu_count()} cores)')
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--queries', type=int, default=1000)
     parser.add_argument('--rate', type=float, default=1000.0)
     parser.add_argument('--seconds', type=float, default=10.0)
+    benchlib.add_arguments(parser)
     args = parser.parse_args(argv)
+    report = benchlib.Report('gravity_query', args,
+                             title='Gravity service: query latency and stream delivery across '
+                                   'processes')
+    ms = None
 
     import rclpy
     from rclpy.experimental import EventsExecutor
@@ -123,10 +176,14 @@ def main(argv=None):
                 client.call(JOINTS, pose, timeout=2.0)
                 latencies.append(time.perf_counter() - t0)
             ms = np.array(latencies) * 1e3
-            print(json.dumps({'queries': args.queries,
-                              'p50_ms': round(float(np.percentile(ms, 50)), 3),
-                              'p99_ms': round(float(np.percentile(ms, 99)), 3),
-                              'max_ms': round(float(ms.max()), 3)}), flush=True)
+            report.add('queries', {'queries': args.queries,
+                                   'p50_ms': round(float(np.percentile(ms, 50)), 3),
+                                   'p99_ms': round(float(np.percentile(ms, 99)), 3),
+                                   'max_ms': round(float(ms.max()), 3),
+                                   'mean_ms': round(float(ms.mean()), 3)})
+            for pct in PERCENTILES:
+                report.add('latency_percentiles',
+                           {'percentile': pct, 'ms': round(float(np.percentile(ms, pct)), 4)})
 
             while states.get_subscription_count() == 0:
                 time.sleep(0.01)
@@ -151,16 +208,26 @@ def main(argv=None):
             deadline = time.monotonic() + 5.0
             while len(received) < n and time.monotonic() < deadline:
                 time.sleep(0.05)
-            print(json.dumps({'stream_rate_hz': args.rate, 'seconds': args.seconds,
-                              'sent': n, 'send_seconds': round(sent_seconds, 3),
-                              'sent_late_over_5ms': late, 'received': len(received),
-                              'delivered_fraction': round(len(received) / n, 5)}), flush=True)
+            report.add('stream', {'stream_rate_hz': args.rate, 'seconds': args.seconds,
+                                  'sent': n, 'send_seconds': round(sent_seconds, 3),
+                                  'sent_late_over_5ms': late, 'received': len(received),
+                                  'delivered_fraction': round(len(received) / n, 5)})
         finally:
             spinning = False
             thread.join(2.0)
             node.destroy_node()
             rclpy.try_shutdown(context=context)
             stop(proc)
+    report.note('identifier_node runs serve_only in its own process on a model fitted to '
+                'synthetic humanoid-arm data; this process calls GravityClient (sequential '
+                'blocking calls, EventsExecutor) and then publishes joint_states at '
+                'stream_rate_hz, counting the gravity_torques that come back (reliable, depth '
+                '1000).')
+    plot = report.plot_path('gravity_query_latency.png')
+    if plot is not None and ms is not None:
+        plot_latencies(ms, plot)
+        print(f'plot written to {plot}', file=sys.stderr)
+    report.save()
 
 
 if __name__ == '__main__':
