@@ -16,10 +16,13 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/arm-dyn-id demo
 
-# Benchmarks print numbers for docs/benchmarks.md; not part of CI.
+# Benchmarks (full size, long: see bench/README.md) print JSON lines and write their
+# tables to docs/results/ and plots to docs/; not part of CI (.ci/run is make test).
+# bench/benchlib.py is their shared module, not a benchmark.
 bench: $(STAMP)
 	@set -e; found=0; for f in bench/*.py; do \
-	  [ -f "$$f" ] || continue; found=1; echo "== $$f"; $(VPY) "$$f"; done; \
+	  [ -f "$$f" ] || continue; [ "$$f" = bench/benchlib.py ] && continue; \
+	  found=1; echo "== $$f"; $(VPY) "$$f"; done; \
 	  [ $$found = 1 ] || echo "no benchmarks in bench/"
 
 lint: $(STAMP)
