@@ -143,9 +143,13 @@ class Report:
         self.notes.append(text)
 
     def plot_path(self, filename):
-        """Where a plot belongs (``docs/<filename>``), or None with ``--no-save``."""
+        """Where a plot belongs: ``docs/<filename>`` beside benchmarks.md, or the
+        ``--results`` folder when one is given; None with ``--no-save``."""
         if not self.save_enabled:
             return None
+        if self.folder.resolve() != RESULTS.resolve():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            return self.folder / filename
         return REPO / 'docs' / filename
 
     def save(self):

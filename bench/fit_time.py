@@ -27,7 +27,7 @@ One JSON line per result; the tables go to docs/results/fit_time.md / .json and 
 plot of fit time against record length to docs/fit_time_scaling.png (``--plot PNG``
 writes it elsewhere, ``--no-save`` writes neither).
 
-    .venv/bin/python bench/fit_time.py [--minutes 10 60] [--workers 2] [--plot PNG]
+    .venv/bin/python bench/fit_time.py [--minutes 1 5 10 30 60] [--workers 2] [--plot PNG]
 """
 
 import argparse
@@ -223,7 +223,7 @@ def plot_scaling(summaries, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--minutes', type=float, nargs='+', default=[10.0, 60.0])
+    parser.add_argument('--minutes', type=float, nargs='+', default=[1.0, 5.0, 10.0, 30.0, 60.0])
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--chunk', type=int, default=16384)
     parser.add_argument('--probe', type=int, default=50_000,

@@ -119,8 +119,8 @@ def main():
                            'within_2_s': int(np.sum(t <= 2.0))})
     report.note('first_reply_s counts from Popen of the new identifier process to the first '
                 'reply equal to the saved model\'s prediction; discovered_s is when the '
-                'client first saw the service topics; node_ready_s is the time stamp of the node\'s '
-                'own log line that it serves the model.')
+                'client first saw the service topics; node_ready_s is the time stamp of the '
+                'node\'s own log line that it serves the model.')
     report.save()
 
 

@@ -4,7 +4,7 @@ Starts ``recorder_node`` (recording on) in its own process, publishes
 ``joint_states`` from this process at ``--rate`` Hz for ``--seconds`` and counts
 the ``joint_torques`` that come back converted, the samples in the bag, and the
 recorder's CPU share (from ``/proc/<pid>/stat``, % of one core). Default rates
-1000 and 2000 Hz.
+250, 500, 1000, 2000 and 3000 Hz.
 
 Seeded, trivially: nothing is random; every run publishes the same deterministic
 messages (positions and efforts ramping with the sample index, stamps on the
@@ -14,8 +14,7 @@ Prints one JSON line per rate; the table goes to docs/results/recorder_rate.md /
 .json and the plot of delivered and recorded fraction and recorder CPU against the
 publish rate to docs/recorder_throughput.png (``--no-save`` writes neither)::
 
-    python bench/recorder_rate.py --seconds 60 --rate 1000 --rate 2000
-    python bench/recorder_rate.py --seconds 60 --rate 500 --rate 1000 --rate 2000 --rate 4000
+    python bench/recorder_rate.py [--seconds 60] [--rate 1000 --rate 2000]
 """
 
 import argparse
@@ -157,14 +156,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seconds', type=float, default=60.0)
     parser.add_argument('--rate', type=float, action='append',
-                        help='publish rate (Hz); repeat for several runs (default 1000, 2000)')
+                        help='publish rate (Hz); repeat for several runs (default 250, 500, 1000, '
+                             '2000, 3000)')
     benchlib.add_arguments(parser)
     args = parser.parse_args()
     report = benchlib.Report('recorder_rate', args,
                              title='Recorder throughput: 6-joint JointState across processes')
     rows = []
     with tempfile.TemporaryDirectory(prefix='recorder_bench_') as tmp:
-        for rate in args.rate or [1000.0, 2000.0]:
+        for rate in args.rate or [250.0, 500.0, 1000.0, 2000.0, 3000.0]:
             rows.append(report.add('throughput', run(rate, args.seconds, Path(tmp))))
     report.note('delivered_fraction: joint_torques received back by the publishing process / '
                 'published; recorded_fraction: samples in the bag (load_recording) / published; '
