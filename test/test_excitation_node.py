@@ -46,20 +46,29 @@ def _one_joint_plan(tmp_path, config_path):
 
 
 class FakeArm:
-    """Follows Float64MultiArray commands perfectly and publishes joint_states at 200 Hz."""
+    """Follows Float64MultiArray commands and JointTrajectory messages perfectly and
+    publishes joint_states at 200 Hz. ``freeze()``: it keeps publishing but stops
+    following (a controller that no longer tracks)."""
 
     def __init__(self, ros, q0):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from trajectory_msgs.msg import JointTrajectory
         self.q = np.array(q0, dtype=float)
         self.commands = []          # (monotonic time, q)
+        self.trajectories = []      # (monotonic time, JointTrajectory)
         self.markers = []
         self.publishing = True
+        self.following = True
+        self._lock = threading.Lock()
+        self._trajectory = None     # (node-clock times (s), positions) being followed
         self.ros = ros
         self.pub = ros.node.create_publisher(JointState, 'joint_states', 10)
         ros.node.create_subscription(Float64MultiArray, 'arm_controller/commands',
                                      self._on_command, 100)
+        ros.node.create_subscription(JointTrajectory, 'arm_controller/joint_trajectory',
+                                     self._on_trajectory, 10)
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
         ros.node.create_subscription(String, 'excitation_segments',
@@ -68,15 +77,53 @@ class FakeArm:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
+    def _now(self):
+        return self.ros.node.get_clock().now().nanoseconds * 1e-9
+
     def _on_command(self, msg):
-        self.q = np.array(msg.data)
-        self.commands.append((time.monotonic(), self.q.copy()))
+        q = np.array(msg.data)
+        self.commands.append((time.monotonic(), q.copy()))
+        with self._lock:
+            if self.following:
+                self._trajectory = None
+                self.q = q
+
+    def _on_trajectory(self, msg):
+        self.trajectories.append((time.monotonic(), msg))
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        start = stamp if stamp > 0 else self._now()
+        times = start + np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
+                                  for p in msg.points])
+        positions = np.array([p.positions for p in msg.points])
+        with self._lock:
+            if self.following:
+                self._trajectory = (times, positions)
+
+    def freeze(self):
+        """Stop following (joint_states go on); returns the position it stays at."""
+        with self._lock:
+            self.following = False
+            return self.q.copy()
+
+    def follow(self):
+        """Follow again, from where it stands, the next message it gets."""
+        with self._lock:
+            self.following = True
+            self._trajectory = None
 
     def _run(self):
         from sensor_msgs.msg import JointState
         while not self._stop:
+            with self._lock:
+                if self.following and self._trajectory is not None:
+                    times, positions = self._trajectory
+                    now = self._now()
+                    if now >= times[0]:     # before its first point: stay where it is
+                        self.q = np.array([np.interp(now, times, positions[:, j])
+                                           for j in range(positions.shape[1])])
+                q = self.q.tolist()
             if self.publishing:
-                msg = JointState(name=JOINTS, position=self.q.tolist())
+                msg = JointState(name=JOINTS, position=q)
                 msg.header.stamp = self.ros.node.get_clock().now().to_msg()
                 self.pub.publish(msg)
             time.sleep(0.005)
@@ -152,6 +199,73 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
             ros.wait_for(lambda: 'stopped' in arm.phases()[mark:], 5, what='watchdog')
             stopped = [m for m in arm.markers[mark:] if m['phase'] == 'stopped'][0]
             assert 'joint_states' in stopped['reason']
+        finally:
+            arm.close()
+    assert stop(proc) == 0, node_output(proc)
+
+
+@pytest.mark.parametrize('output', ['commands', 'trajectory'])
+def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output):
+    """The arm keeps publishing joint_states but stops following mid-sweep: the node
+    holds the measured position, reports why (marker, log, diagnostics) and sends
+    nothing more until ~/start."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    proc, plan = _start(ros_env, tmp_path, {'output': output})
+    lower = np.array(HUMANOID_LIMITS['position_limits_lower'])
+    upper = np.array(HUMANOID_LIMITS['position_limits_upper'])
+    with RosHarness(ros_env.domain_id) as ros:
+        diagnostics = []
+        ros.node.create_subscription(
+            DiagnosticArray, 'diagnostics',
+            lambda m: diagnostics.extend(s for s in m.status if 'excitation' in s.name), 10)
+        arm = FakeArm(ros, plan.start_position + 0.05)
+        sent = arm.commands if output == 'commands' else arm.trajectories
+        try:
+            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
+            time.sleep(0.3)
+            res = ros.trigger('/excitation_node/start', timeout=20)
+            assert res.success, res.message + node_output(proc)
+            ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
+            q_frozen = arm.freeze()
+            n_sent, t_freeze = len(sent), time.monotonic()
+            ros.wait_for(lambda: 'stopped' in arm.phases(), 10, what='stopped marker')
+            stopped = [m for m in arm.markers if m['phase'] == 'stopped'][0]
+            assert 'tracking error of joint_6' in stopped['reason'], stopped
+            assert 'tracking_error_threshold' in stopped['reason'], stopped
+            ros.wait_for(lambda: len(sent) > n_sent, 5, what='hold after the stopped marker')
+            hold_time = [t for t, _ in sent[n_sent:]][-1]
+            print(f'\n{output}: hold {1e3 * (hold_time - t_freeze):.0f} ms after the arm froze')
+
+            # the hold is the last thing sent: at the measured (frozen) position, in limits
+            n_hold = len(sent)
+            time.sleep(0.5)
+            assert len(sent) == n_hold, f'{len(sent) - n_hold} messages after the hold'
+            if output == 'commands':
+                hold = sent[-1][1]
+            else:
+                msg = sent[-1][1]
+                assert len(msg.points) == 1 and not any(msg.points[0].velocities), msg
+                hold = np.array(msg.points[0].positions)
+                assert len(sent) == n_sent + 1, 'more than one hold trajectory'
+            assert np.allclose(hold, q_frozen, atol=1e-9), (hold, q_frozen)
+            assert np.all(hold >= lower) and np.all(hold <= upper), hold
+            phases = arm.phases()
+            assert phases.count('stopped') == 1 and 'done' not in phases, phases
+
+            # reported: an error in the log and on diagnostics
+            ros.wait_for(lambda: any(s.level == DiagnosticStatus.ERROR and
+                                     'tracking error' in s.message for s in diagnostics), 5,
+                         what='diagnostics error')
+            log = [line for line in node_output(proc).splitlines() if 'tracking error' in line]
+            assert log and '[ERROR]' in log[0] and 'holding' in log[0], node_output(proc)
+
+            # only ~/start runs the plan again
+            arm.follow()
+            n_markers, n_sent = len(arm.markers), len(sent)
+            res = ros.trigger('/excitation_node/start', timeout=20)
+            assert res.success, res.message + node_output(proc)
+            ros.wait_for(lambda: 'approach' in arm.phases()[n_markers:] and len(sent) > n_sent,
+                         10, what='a new run after ~/start')
         finally:
             arm.close()
     assert stop(proc) == 0, node_output(proc)
