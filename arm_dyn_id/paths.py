@@ -38,8 +38,9 @@ def resolve_data_file(name, kind, base_dir=None):
     Parameters
     ----------
     name : str or path-like
-        Absolute path, path relative to ``base_dir`` (or the working folder), or
-        the name of a file shipped in the package's ``kind`` folder.
+        Absolute path, path relative to ``base_dir`` (or the working folder), the
+        name of a file shipped in the package's ``kind`` folder, or a path inside the
+        package (``urdf/humanoid_arm.urdf``).
     kind : str
         ``'urdf'``, ``'config'`` or ``'launch'``.
     base_dir : path-like, optional
@@ -57,7 +58,8 @@ def resolve_data_file(name, kind, base_dir=None):
     candidates = []
     if base_dir is not None:
         candidates += [Path(base_dir) / path, Path(base_dir).parent / kind / path]
-    candidates += [Path.cwd() / path, share_dir() / kind / path, share_dir() / kind / path.name]
+    # a path with folders is never replaced by a shipped file that merely has its name
+    candidates += [Path.cwd() / path, share_dir() / kind / path, share_dir() / path]
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()

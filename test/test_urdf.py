@@ -228,3 +228,19 @@ def test_committed_urdfs_equal_generator_output():
     spec.loader.exec_module(gen)
     for name, make in gen.GENERATORS.items():
         assert (URDF_DIR / name).read_text() == make(), f'{name}: rerun generate_urdfs.py'
+
+
+def test_urdf_paths_resolve_to_the_file_named_and_never_to_a_namesake(tmp_path, monkeypatch):
+    from arm_dyn_id.paths import resolve_data_file, share_dir
+    monkeypatch.chdir(tmp_path)
+    shipped = (share_dir() / 'urdf' / 'humanoid_arm.urdf').resolve()
+    assert resolve_data_file('humanoid_arm.urdf', 'urdf') == shipped      # bare name
+    assert resolve_data_file('urdf/humanoid_arm.urdf', 'urdf') == shipped  # inside the package
+    # a path with folders that does not exist stays that path (the caller names it),
+    # even though a shipped file has the same name
+    missing = resolve_data_file('my_arm/humanoid_arm.urdf', 'urdf')
+    assert missing == Path('my_arm/humanoid_arm.urdf') and not missing.exists()
+    own = tmp_path / 'my_arm' / 'humanoid_arm.urdf'
+    own.parent.mkdir()
+    own.write_text('<robot name="mine"/>')
+    assert resolve_data_file('my_arm/humanoid_arm.urdf', 'urdf') == own.resolve()
