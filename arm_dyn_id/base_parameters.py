@@ -15,7 +15,6 @@ eq. 8 for gravity; seed 001 §1.2 for the full model).
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from .model import RobotModel
 
@@ -135,6 +134,7 @@ def base_from_regressor(regressor, parameter_names, kind, friction=False,
     -------
     BaseParameters
     """
+    import scipy.linalg   # here: serving a saved model needs no QR (0.3 s of import)
     Y = np.asarray(regressor, dtype=float)
     _, R, perm = scipy.linalg.qr(Y, mode='economic', pivoting=True)
     diag = np.abs(np.diag(R))

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.optimize
 
 from .errors import URDFError
 from .model import RobotModel
@@ -310,6 +309,7 @@ def _explain(model, A, rhs_eq, G, h, labels, links, boxes, lower_m, upper_m, sca
     c = np.concatenate([np.zeros(n_x), np.ones(n_s)])
     A_ub = np.hstack([G, -np.diag(row_scale)])
     A_eq = np.hstack([A, np.zeros((A.shape[0], n_s))])
+    import scipy.optimize   # here: the gravity server starts without it (0.45 s)
     res = scipy.optimize.linprog(c, A_ub=A_ub, b_ub=h, A_eq=A_eq, b_eq=rhs_eq,
                                  bounds=[(None, None)] * n_x + [(0, None)] * n_s,
                                  method='highs')
@@ -370,6 +370,7 @@ def identified_parameters(model, nominal_urdf, min_mass_ratio=0.01, min_mass=1e-
     InconsistentParametersError
         If no such set exists; the message names the blocking links and constraints.
     """
+    import scipy.optimize   # here: the gravity server starts without it (0.45 s)
     (path, robot, links, nominal, fixed, boxes, scale_m, lower_m,
      upper_m) = _setup(model, nominal_urdf, min_mass_ratio, min_mass, max_mass_ratio, margin)
     base = model.base
