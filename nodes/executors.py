@@ -39,7 +39,15 @@ def spin_split(node, commands, threads=2, period=0.2):
     """
     commands_executor = MultiThreadedExecutor(num_threads=threads, context=node.context)
     commands_executor.add_node(commands)
-    thread = threading.Thread(target=commands_executor.spin, daemon=True,
+
+    def spin_commands():
+        try:
+            commands_executor.spin()
+        except (ExternalShutdownException, RuntimeError, ValueError):
+            # the context shut down under a wait (SIGINT): the main thread reports
+            if node.context.ok():
+                raise
+    thread = threading.Thread(target=spin_commands, daemon=True,
                               name=f'{node.get_name()}-commands')
     thread.start()
     executor = EventsExecutor(context=node.context)
