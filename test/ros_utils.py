@@ -161,6 +161,7 @@ def ros_environment(root=None):
         'ROS_HOME': str(root / 'ros_home'),
         'ROS_LOG_DIR': str(root / 'ros_home' / 'log'),
         'PYTHONUNBUFFERED': '1',
+        'PYTHONFAULTHANDLER': '1',      # a crash of a node prints its Python stack
         'PYTHONPATH': os.pathsep.join(
             [str(REPO)] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p]),
         'RCUTILS_COLORIZED_OUTPUT': '0',
