@@ -422,9 +422,12 @@ class FourierProblem:
         q0 = np.clip(q0, self.lo - p.min(axis=0), self.hi - p.max(axis=0))
         return a, b, q0
 
-    def trajectory(self, x):
+    def trajectory(self, x, samples=None):
+        """q, q̇, q̈ over one period at the search's samples (or ``samples`` of them)."""
         a, b, q0 = self.coefficients(x)
-        return fourier_series(self.t, self.omega, a, b, q0)
+        t = self.t if samples is None else \
+            np.linspace(0.0, TWO_PI / self.omega, int(samples), endpoint=False)
+        return fourier_series(t, self.omega, a, b, q0)
 
     def condition_number(self, x):
         q, dq, ddq = self.trajectory(x)
@@ -444,17 +447,66 @@ class FourierProblem:
             w_peak = max(w_peak, float(np.linalg.norm(vel.angular)))
         return v_peak, w_peak
 
-    def violation(self, x):
-        """Sum of constraint violations that repair cannot remove (m/s, rad/s, m)."""
-        q, dq, _ = self.trajectory(x)
+    def violation(self, x, pad=None, samples=None):
+        """Sum of constraint violations that repair cannot remove (m/s, rad/s, m).
+
+        The search asks for ``clearance_pad`` more than the minimum clearance at its
+        few samples; ``pad=0`` with many ``samples`` checks the constraint itself.
+        """
+        q, dq, _ = self.trajectory(x, samples)
+        pad = self.pad if pad is None else float(pad)
         total = 0.0
         if np.isfinite(self.ee_v) or np.isfinite(self.ee_w):
             v, w = self.ee_speeds(q, dq)
             total += max(0.0, v - self.ee_v) + max(0.0, w - self.ee_w)
         if self.checker is not None:
-            need = self.checker.min_clearance + self.pad
+            need = self.checker.min_clearance + pad
             total += max(0.0, need - float(self.checker.clearance(q).min()))
         return total
+
+    def feasible(self, x):
+        """The constraints themselves (no search pad) hold at 400 samples per period."""
+        return self.violation(x, pad=0.0, samples=400) == 0.0
+
+    def shrink_to_feasible(self, x, centre=None, steps=12):
+        """The same harmonics with amplitudes scaled down until :meth:`feasible`.
+
+        Parameters
+        ----------
+        x : ndarray, (dim,)
+            Unit-box point.
+        centre : ndarray, (n,), optional
+            Unit offsets to put in place of x's (default x's own).
+        steps : int
+            Bisection steps on the common amplitude scale in (0, 1].
+
+        Returns
+        -------
+        x : ndarray, (dim,)
+            The scaled point (0.5 in a coefficient coordinate is a zero coefficient).
+        scale : float
+            The largest scale found feasible (0 when even the static pose is not: then
+            the point returned is that static pose, still infeasible).
+        """
+        x = np.asarray(x, dtype=float).reshape(self.n, 2 * self.L + 1).copy()
+        if centre is not None:
+            x[:, -1] = centre
+        swing = x[:, :-1] - 0.5
+
+        def scaled(s):
+            y = x.copy()
+            y[:, :-1] = 0.5 + s * swing
+            return y.ravel()
+        if self.feasible(scaled(1.0)):
+            return scaled(1.0), 1.0
+        lo, hi = 0.0, 1.0
+        for _ in range(int(steps)):
+            mid = 0.5 * (lo + hi)
+            if self.feasible(scaled(mid)):
+                lo = mid
+            else:
+                hi = mid
+        return scaled(lo), lo
 
     def __call__(self, x):
         raw = np.log10(min(max(self.condition_number(x), 1.0), 1e12))
@@ -501,15 +553,21 @@ def design_fourier(robot, config, optimiser='hybrid', budget=1500, rng=None, har
                              acceleration_fraction=acceleration_fraction)
     result = run_optimiser(optimiser, problem, problem.dim, budget, rng, progress,
                            population=population)
-    a, b, q0 = problem.coefficients(result.x)
+    x, shrink = result.x, 1.0
+    if not problem.feasible(x):
+        # the search ended outside the feasible set (random coefficients almost always
+        # reach the floor or the end-effector limits): keep its harmonics, smaller
+        x, shrink = problem.shrink_to_feasible(x)
+    a, b, q0 = problem.coefficients(x)
     plan = fourier_plan(config, a, b, q0, problem.omega, periods, name='fourier')
-    q, dq, _ = problem.trajectory(result.x)
+    q, dq, _ = problem.trajectory(x)
     v, w = problem.ee_speeds(q, dq)
     plan.info.update({
-        'condition_number': problem.condition_number(result.x),
+        'condition_number': problem.condition_number(x),
         'ee_linear_speed_peak': v, 'ee_angular_speed_peak': w,
         'optimiser': {'name': optimiser, 'budget': int(budget), 'evaluations': int(result.nfev),
                       'seconds': round(result.seconds, 3), 'objective': float(result.fun),
-                      'feasible': bool(problem.violation(result.x) == 0.0)},
+                      'feasible': bool(problem.feasible(x)),
+                      'amplitude_scale': float(shrink)},
     })
     return plan

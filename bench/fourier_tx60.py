@@ -65,29 +65,6 @@ def measured_torque(robot, friction, q, dq, ddq, sigma, rng):
     return clean, clean + rng.normal(size=q.shape) * sigma
 
 
-def shrink_to_feasible(problem, x, centre_u, steps=12):
-    """Random unit-box point -> the same harmonics about ``centre_u`` (unit offsets),
-    scaled by the largest common factor in (0, 1] that keeps the plan feasible."""
-    x = np.asarray(x, dtype=float).reshape(problem.n, -1).copy()
-    x[:, -1] = centre_u
-    swing = x[:, :-1] - 0.5           # 0.5 is a zero coefficient
-
-    def scaled(s):
-        y = x.copy()
-        y[:, :-1] = 0.5 + s * swing
-        return y.ravel()
-    if problem.violation(scaled(1.0)) == 0.0:
-        return scaled(1.0), 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        if problem.violation(scaled(mid)) == 0.0:
-            lo = mid
-        else:
-            hi = mid
-    return scaled(lo), lo
-
-
 def accuracy(robot, friction, base, beta_true, plan, held_out, sigma, seed):
     """Identify from ``plan`` and judge on ``held_out`` (q, dq, ddq, clean τ)."""
     t = np.arange(int(round(plan.duration * RATE))) / RATE
@@ -141,7 +118,8 @@ def main():
             opt = plan.info['optimiser']
             plans.append((f'optimised ({optimiser}, seed {seed})', 'optimised', plan,
                           {'design_s': round(time.perf_counter() - t0, 1),
-                           'evaluations': opt['evaluations'], 'feasible': opt['feasible']}))
+                           'evaluations': opt['evaluations'], 'feasible': opt['feasible'],
+                           'amplitude_scale': round(opt['amplitude_scale'], 3)}))
             print(f'designed {plans[-1][0]}: cond {plan.info["condition_number"]:.1f}',
                   file=sys.stderr, flush=True)
     # unoptimised: random coefficients about the first optimised plan's mean pose (a pose
@@ -151,7 +129,7 @@ def main():
     centre_u = np.clip((centre - problem.lo) / (problem.hi - problem.lo), 0.0, 1.0)
     rng = np.random.default_rng(7)
     for k in range(args.draws):
-        x, scale = shrink_to_feasible(problem, rng.random(problem.dim), centre_u)
+        x, scale = problem.shrink_to_feasible(rng.random(problem.dim), centre_u)
         a, b, q0 = problem.coefficients(x)
         plan = fourier_plan(config, a, b, q0, problem.omega, args.periods, name='random')
         plan.info['condition_number'] = problem.condition_number(x)
@@ -159,8 +137,8 @@ def main():
                       {'amplitude_scale': round(scale, 3)}))
 
     # the held-out trajectory: one more random draw about the same pose, used by no plan
-    x, _ = shrink_to_feasible(problem, np.random.default_rng(1000).random(problem.dim),
-                              centre_u)
+    x, _ = problem.shrink_to_feasible(np.random.default_rng(1000).random(problem.dim),
+                                      centre_u)
     a, b, q0 = problem.coefficients(x)
     val_plan = fourier_plan(config, a, b, q0, problem.omega, 1, name='held_out')
     tv = np.arange(int(round(val_plan.duration * 50.0))) / 50.0

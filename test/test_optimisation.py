@@ -57,3 +57,25 @@ def test_design_fourier_is_within_limits(setup):
     peaks = check_limits(plan, cfg)
     assert peaks['velocity_ratio'] <= 0.5 + 1e-9
     assert np.isfinite(plan.info['condition_number'])
+
+
+def test_design_fourier_ends_feasible_on_the_floor_mounted_tx60():
+    """Random Fourier coefficients put the TX-60 into its floor almost always; a short
+    search ends infeasible, and design_fourier shrinks its harmonics until it is not."""
+    from arm_dyn_id.collision import ClearanceChecker
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.model import RobotModel
+    from arm_dyn_id.optimisation import FourierProblem
+    cfg = load_arm_config('staubli_tx60.yaml', node_name='excitation_node')
+    robot = RobotModel.from_config(cfg)
+    checker = ClearanceChecker.from_config(cfg)
+    problem = FourierProblem(robot, cfg, checker, harmonics=3)
+    rng = np.random.default_rng(0)
+    assert not any(problem.violation(rng.random(problem.dim)) == 0.0 for _ in range(20))
+    plan = design_fourier(robot, cfg, 'hybrid', budget=200, rng=np.random.default_rng(0),
+                          harmonics=3, periods=1, checker=checker)
+    opt = plan.info['optimiser']
+    assert opt['feasible'] and 0.0 < opt['amplitude_scale'] < 1.0
+    t = np.arange(0.0, plan.duration, 0.05)
+    assert checker.clearance(plan.sample(t)[0]).min() >= checker.min_clearance - 1e-3
+    check_limits(plan, cfg)
