@@ -464,11 +464,14 @@ class FourierProblem:
             total += max(0.0, need - float(self.checker.clearance(q).min()))
         return total
 
-    def feasible(self, x):
-        """The constraints themselves (no search pad) hold at 400 samples per period."""
-        return self.violation(x, pad=0.0, samples=400) == 0.0
+    def feasible(self, x, fine=True):
+        """The constraints hold: themselves at 400 samples per period (``fine``), or
+        with the search's pad at its samples."""
+        if fine:
+            return self.violation(x, pad=0.0, samples=400) == 0.0
+        return self.violation(x) == 0.0
 
-    def shrink_to_feasible(self, x, centre=None, steps=12):
+    def shrink_to_feasible(self, x, centre=None, steps=12, fine=True):
         """The same harmonics with amplitudes scaled down until :meth:`feasible`.
 
         Parameters
@@ -497,18 +500,28 @@ class FourierProblem:
             y = x.copy()
             y[:, :-1] = 0.5 + s * swing
             return y.ravel()
-        if self.feasible(scaled(1.0)):
+        if self.feasible(scaled(1.0), fine):
             return scaled(1.0), 1.0
         lo, hi = 0.0, 1.0
         for _ in range(int(steps)):
             mid = 0.5 * (lo + hi)
-            if self.feasible(scaled(mid)):
+            if self.feasible(scaled(mid), fine):
                 lo = mid
             else:
                 hi = mid
         return scaled(lo), lo
 
+    def repaired(self, x):
+        """x with its amplitudes shrunk (6 bisection steps, the search's check) when it
+        is infeasible: the point the objective scores."""
+        if self.violation(x) == 0.0:
+            return np.asarray(x, dtype=float)
+        return self.shrink_to_feasible(x, steps=6, fine=False)[0]
+
     def __call__(self, x):
+        # score the repaired point: nearly every random candidate reaches the floor or an
+        # end-effector limit, and a penalty alone left 3 of 4 searches infeasible
+        x = self.repaired(x)
         raw = np.log10(min(max(self.condition_number(x), 1.0), 1e12))
         bad = self.violation(x)
         return raw + INFEASIBLE + 100.0 * bad if bad > 0 else raw
@@ -553,7 +566,7 @@ def design_fourier(robot, config, optimiser='hybrid', budget=1500, rng=None, har
                              acceleration_fraction=acceleration_fraction)
     result = run_optimiser(optimiser, problem, problem.dim, budget, rng, progress,
                            population=population)
-    x, shrink = result.x, 1.0
+    x, shrink = problem.repaired(result.x), 1.0
     if not problem.feasible(x):
         # the search ended outside the feasible set (random coefficients almost always
         # reach the floor or the end-effector limits): keep its harmonics, smaller
@@ -568,6 +581,8 @@ def design_fourier(robot, config, optimiser='hybrid', budget=1500, rng=None, har
         'optimiser': {'name': optimiser, 'budget': int(budget), 'evaluations': int(result.nfev),
                       'seconds': round(result.seconds, 3), 'objective': float(result.fun),
                       'feasible': bool(problem.feasible(x)),
+                      # the search's own point was infeasible and was shrunk to this plan
+                      'repaired': bool(problem.violation(result.x) > 0.0),
                       'amplitude_scale': float(shrink)},
     })
     return plan

@@ -75,7 +75,7 @@ def test_design_fourier_ends_feasible_on_the_floor_mounted_tx60():
     plan = design_fourier(robot, cfg, 'hybrid', budget=200, rng=np.random.default_rng(0),
                           harmonics=3, periods=1, checker=checker)
     opt = plan.info['optimiser']
-    assert opt['feasible'] and 0.0 < opt['amplitude_scale'] < 1.0
+    assert opt['feasible'] and (opt['repaired'] or opt['amplitude_scale'] < 1.0)
     t = np.arange(0.0, plan.duration, 0.05)
     assert checker.clearance(plan.sample(t)[0]).min() >= checker.min_clearance - 1e-3
     check_limits(plan, cfg)
