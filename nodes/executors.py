@@ -31,6 +31,33 @@ def service_name(node, name):
     return f'{node.get_fully_qualified_name()}/{name}'
 
 
+def try_publish(node, publisher, msg):
+    """Publish on a 1 kHz path; a publish that DDS refuses is counted, not raised.
+
+    Fast DDS refuses a reliable write when a subscriber has not acknowledged the
+    history for longer than its blocking time (``cannot publish data``): a slow
+    listener must not stop the recorder or the gravity stream. The count per topic is
+    in ``node.publish_failures`` (shown in diagnostics), with a throttled warning.
+    Returns whether the message went out.
+    """
+    try:
+        publisher.publish(msg)
+        return True
+    except RuntimeError as exc:     # rclpy's RCLError
+        if not node.context.ok():
+            return False            # shutting down
+        failures = node.__dict__.setdefault('publish_failures', {})
+        try:
+            topic = publisher.topic_name
+        except RuntimeError:        # the publisher itself is gone
+            topic = '(destroyed publisher)'
+        failures[topic] = failures.get(topic, 0) + 1
+        node.get_logger().warning(
+            f'could not publish on {topic} ({failures[topic]} so far): {exc}; a subscriber '
+            'is not keeping up with the reliable stream', throttle_duration_sec=5.0)
+        return False
+
+
 def spin_split(node, commands, threads=2, period=0.2):
     """Spin ``node`` on an EventsExecutor and ``commands`` in a background thread.
 

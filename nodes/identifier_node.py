@@ -43,7 +43,7 @@ from arm_dyn_id.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.gravity_model import GravityModel
 from arm_dyn_id.identification import identify_gravity
 from arm_dyn_id.model import RobotModel
-from arm_dyn_id.nodes.executors import create_command_node, run_split_node
+from arm_dyn_id.nodes.executors import create_command_node, run_split_node, try_publish
 from arm_dyn_id.pairing import pair_sweeps, sweeps_from_markers
 from arm_dyn_id.serving import FastGravity, JointOrder, payload_from
 
@@ -533,8 +533,8 @@ class IdentifierNode(Node):
         out.name = served.joints
         out.position = q.tolist()
         out.effort = served.fast.torques(q).tolist()
-        self.gravity_pub.publish(out)
-        self.counts['stream'] += 1
+        if try_publish(self, self.gravity_pub, out):
+            self.counts['stream'] += 1
 
     def _skip(self, kind, detail):
         self.counts['stream_skipped'] += 1
@@ -571,7 +571,7 @@ class IdentifierNode(Node):
             out.name = [f'error: {error[1]}']
             self.counts['query_errors'] += 1
             self._error(f'query: {error[0]}')
-        self.result_pub.publish(out)
+        try_publish(self, self.result_pub, out)
 
     # -- services -----------------------------------------------------------
     def _create_command_node(self):
@@ -646,6 +646,7 @@ class IdentifierNode(Node):
             'stream_served': self.counts['stream'],
             'stream_skipped': self.counts['stream_skipped'],
             'samples_rejected': self.counts['samples_rejected'],
+            'publish_failures': json.dumps(getattr(self, 'publish_failures', {})),
             'errors': json.dumps(self.errors),
             'reload_error': self.reload_error,
         }

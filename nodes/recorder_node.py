@@ -26,7 +26,8 @@ from std_srvs.srv import Trigger
 import yaml
 
 from arm_dyn_id.config import ArmConfig, file_sha256, load_arm_config
-from arm_dyn_id.nodes.executors import create_command_node, run_split_node, service_name
+from arm_dyn_id.nodes.executors import (
+    create_command_node, run_split_node, service_name, try_publish)
 from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.quality import StreamQuality
@@ -318,7 +319,7 @@ class RecorderNode(Node):
         if velocity is not None:
             out.velocity = velocity.tolist()
         out.effort = (self.gains * (current - self.offsets)).tolist()
-        self.torque_pub.publish(out)
+        try_publish(self, self.torque_pub, out)     # recorded whether or not it went out
         if recorder is not None:
             recorder.write(self._h_torques, now, out)
             if self.joiner is not None:
@@ -483,6 +484,7 @@ class RecorderNode(Node):
             ' FAILED' if writer['error'] else '')
         status.message = '; '.join([state] + problems)
         values = {'window_rate_hz': rate, **{k: v for k, v in s.items() if k != 'rejected'},
+                  'publish_failures': json.dumps(getattr(self, 'publish_failures', {})),
                   'rejected': json.dumps(s['rejected']),
                   'recording': str(rec.path) if rec is not None else '',
                   'writer_error': (writer or {}).get('error') or self._failure or ''}

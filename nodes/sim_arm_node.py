@@ -37,6 +37,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError, URDFError
+from arm_dyn_id.nodes.executors import try_publish
 from arm_dyn_id.sim import SimArm, SimParams
 from arm_dyn_id.trajectory_follow import JointTrajectoryFollower
 
@@ -227,10 +228,10 @@ class SimArmNode(Node):
                 sec, nsec = sec + 1, nsec - 1_000_000_000
             if sim_time:
                 cstamp.sec, cstamp.nanosec = sec, nsec
-                pub_clock.publish(clock_msg)
+                try_publish(self, pub_clock, clock_msg)
             if k % decimation == 0:
                 stamp.sec, stamp.nanosec = sec, nsec
-                pub_states.publish(js)
+                try_publish(self, pub_states, js)     # a slow listener does not stop the arm
             if k % diag_every == 0:
                 now = time.monotonic()
                 rate = (k - window_steps) / max(now - window_wall, 1e-9)
