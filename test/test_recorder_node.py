@@ -280,7 +280,7 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
         assert sigign & (1 << (signal.SIGXFSZ - 1)), 'SIGXFSZ is not ignored by the node'
         # the file may grow by about 1 MB more (~2.5 s at 1 kHz), every file of the process
         limit = mcap.stat().st_size + 1_000_000
-        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
         sent = []
         deadline = time.monotonic() + 15
         while failure not in node_output(proc):
@@ -307,6 +307,10 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
         ros.wait_for(lambda: _diagnostics(diags[seen:], DiagnosticStatus.ERROR,
                                           'not recording; recording to'), 5,
                      what='diagnostics still ERROR after ~/stop_recording')
+    # space again before Ctrl-C: the limit covers every file of the process, and Fast DDS
+    # aborts the process ('terminate called') if its shared-memory files cannot grow
+    resource.prlimit(proc.pid, resource.RLIMIT_FSIZE,
+                     (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     assert stop(proc) == 0, node_output(proc)
     output = node_output(proc)
     # close() after the failure raised nothing (in the 'bag-close' thread of ~/stop_recording)
