@@ -33,6 +33,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation import START_TOLERANCE, Plan, check_limits, check_point
+from arm_dyn_id.nodes.executors import shutting_down
 
 NODE_NAME = 'excitation_node'
 MARKER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
@@ -441,7 +442,7 @@ def main(args=None):
         except RuntimeError:
             # a take interrupted by the shutdown of the context (SIGINT): seen as
             # "Unable to convert call argument '0'" with joint_states at 200 Hz
-            if node.context.ok():
+            if not shutting_down(node.context):
                 raise
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

@@ -11,6 +11,7 @@ owning node's names (``/<node>/<service>``).
 """
 
 import threading
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -29,6 +30,21 @@ def create_command_node(node):
 def service_name(node, name):
     """Absolute name of ``~/name`` of ``node`` (for services on the companion)."""
     return f'{node.get_fully_qualified_name()}/{name}'
+
+
+def shutting_down(context, wait=1.0):
+    """Whether ``context`` is shutting down, allowing it ``wait`` s to say so.
+
+    At SIGINT a take can fail ('Unable to convert call argument') while the signal
+    handler is still shutting the context down: ``context.ok()`` read at once can
+    still be True.
+    """
+    deadline = time.monotonic() + wait
+    while context.ok():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def try_publish(node, publisher, msg):
@@ -72,7 +88,7 @@ def spin_split(node, commands, threads=2, period=0.2):
             commands_executor.spin()
         except (ExternalShutdownException, RuntimeError, ValueError):
             # the context shut down under a wait (SIGINT): the main thread reports
-            if node.context.ok():
+            if not shutting_down(node.context):
                 raise
     thread = threading.Thread(target=spin_commands, daemon=True,
                               name=f'{node.get_name()}-commands')
@@ -86,7 +102,7 @@ def spin_split(node, commands, threads=2, period=0.2):
                 executor.spin_once(timeout_sec=period)
             except RuntimeError:
                 # a take interrupted by the shutdown of the context (SIGINT)
-                if node.context.ok():
+                if not shutting_down(node.context):
                     raise
                 break
     finally:

@@ -37,7 +37,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError, URDFError
-from arm_dyn_id.nodes.executors import try_publish
+from arm_dyn_id.nodes.executors import shutting_down, try_publish
 from arm_dyn_id.sim import SimArm, SimParams
 from arm_dyn_id.trajectory_follow import JointTrajectoryFollower
 
@@ -427,6 +427,10 @@ def main(args=None):
         code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # a take interrupted by the shutdown of the context (SIGINT)
+        if not shutting_down(rclpy.utilities.get_default_context()):
+            raise
     finally:
         if node is not None:
             node.shutdown()

@@ -26,3 +26,22 @@ def test_refused_publish_is_counted_not_raised(ros_env):
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def test_shutting_down_waits_for_the_context_to_say_so(ros_env):
+    import threading
+
+    import rclpy
+
+    from arm_dyn_id.nodes.executors import shutting_down
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_env.domain_id)
+    try:
+        assert not shutting_down(context, wait=0.05)       # running: a real error
+        # the signal handler shuts the context down a moment after a take failed
+        timer = threading.Timer(0.1, lambda: rclpy.try_shutdown(context=context))
+        timer.start()
+        assert shutting_down(context, wait=5.0)
+        timer.join()
+    finally:
+        rclpy.try_shutdown(context=context)
