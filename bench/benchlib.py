@@ -21,6 +21,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -183,3 +184,20 @@ class Report:
         print(f'tables written to {os.path.relpath(path)} and {self.name}.json',
               file=sys.stderr)
         return path
+
+
+class Spinner:
+    """Spin an rclpy ``executor`` in slices in a daemon thread until :meth:`stop`."""
+
+    def __init__(self, executor, context, period=0.1):
+        self._running = True
+
+        def spin():
+            while self._running and context.ok():
+                executor.spin_once(timeout_sec=period)
+        self._thread = threading.Thread(target=spin, daemon=True, name='bench-spin')
+        self._thread.start()
+
+    def stop(self, timeout=2.0):
+        self._running = False
+        self._thread.join(timeout)

@@ -26,7 +26,6 @@ import argparse
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -153,13 +152,7 @@ def main(argv=None):
         client = GravityClient(node)
         executor = EventsExecutor(context=context)
         executor.add_node(node)
-        spinning = True
-
-        def spin():
-            while spinning and context.ok():
-                executor.spin_once(timeout_sec=0.1)
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
+        spinner = benchlib.Spinner(executor, context)
         try:
             if not client.wait_for_server(30.0):
                 raise SystemExit('identifier_node did not come up:\n' + node_output(proc))
@@ -224,8 +217,7 @@ def main(argv=None):
                                   'sent_late_over_5ms': late, 'received': len(received),
                                   'delivered_fraction': round(len(received) / n, 5)})
         finally:
-            spinning = False
-            thread.join(2.0)
+            spinner.stop()
             node.destroy_node()
             rclpy.try_shutdown(context=context)
             stop(proc)

@@ -16,7 +16,6 @@ Python interpreter, rclpy, pinocchio and the URDF.
 import argparse
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -70,13 +69,7 @@ def main():
         client = GravityClient(node)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        spinning = [True]
-
-        def spin():
-            while spinning[0] and context.ok():
-                executor.spin_once(timeout_sec=0.05)
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
+        spinner = benchlib.Spinner(executor, context, period=0.05)
         times = []
         try:
             for k in range(args.restarts):
@@ -108,8 +101,7 @@ def main():
                 if code != 0:
                     raise SystemExit(f'exit code {code}:\n' + node_output(proc))
         finally:
-            spinning[0] = False
-            thread.join(2.0)
+            spinner.stop()
             node.destroy_node()
             rclpy.try_shutdown(context=context)
     t = np.array(times)

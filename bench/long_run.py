@@ -21,7 +21,6 @@ import argparse
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -123,13 +122,7 @@ def main():
         pub = node.create_publisher(JointState, 'joint_states', qos)
         executor = EventsExecutor(context=context)
         executor.add_node(node)
-        spinning = [True]
-
-        def spin():
-            while spinning[0] and context.ok():
-                executor.spin_once(timeout_sec=0.1)
-        thread = threading.Thread(target=spin, daemon=True, name='spin')
-        thread.start()
+        spinner = benchlib.Spinner(executor, context)
         windows = []
         try:
             deadline = time.monotonic() + 60.0
@@ -202,8 +195,7 @@ def main():
             rss_end = {k: rss_mib(p.pid) for k, p in procs.items()}
             received = dict(counts)
         finally:
-            spinning[0] = False
-            thread.join(2.0)
+            spinner.stop()
             node.destroy_node()
             rclpy.try_shutdown(context=context)
             codes = {k: stop(p, timeout=120) for k, p in procs.items()}
