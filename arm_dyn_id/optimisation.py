@@ -491,6 +491,12 @@ class FourierProblem:
             The largest scale found feasible (0 when even the static pose is not: then
             the point returned is that static pose, still infeasible).
         """
+        y, scale, _ = self._shrink(x, centre, steps, fine, check_full=True)
+        return y, scale
+
+    def _shrink(self, x, centre, steps, fine, check_full):
+        """Bisection of :meth:`shrink_to_feasible`; also returns the violation of the
+        point returned (computed once: the objective needs it too)."""
         x = np.asarray(x, dtype=float).reshape(self.n, 2 * self.L + 1).copy()
         if centre is not None:
             x[:, -1] = centre
@@ -500,30 +506,39 @@ class FourierProblem:
             y = x.copy()
             y[:, :-1] = 0.5 + s * swing
             return y.ravel()
-        if self.feasible(scaled(1.0), fine):
-            return scaled(1.0), 1.0
+
+        def violation(y):
+            return self.violation(y, pad=0.0, samples=400) if fine else self.violation(y)
+        if check_full and violation(scaled(1.0)) == 0.0:
+            return scaled(1.0), 1.0, 0.0
         lo, hi = 0.0, 1.0
         for _ in range(int(steps)):
             mid = 0.5 * (lo + hi)
-            if self.feasible(scaled(mid), fine):
+            if violation(scaled(mid)) == 0.0:
                 lo = mid
             else:
                 hi = mid
-        return scaled(lo), lo
+        # a scale that passed was checked above; the static pose (0) was not
+        return scaled(lo), lo, (0.0 if lo > 0.0 else violation(scaled(0.0)))
 
     def repaired(self, x):
         """x with its amplitudes shrunk (6 bisection steps, the search's check) when it
         is infeasible: the point the objective scores."""
-        if self.violation(x) == 0.0:
-            return np.asarray(x, dtype=float)
-        return self.shrink_to_feasible(x, steps=6, fine=False)[0]
+        return self._repaired(x)[0]
+
+    def _repaired(self, x):
+        x = np.asarray(x, dtype=float)
+        bad = self.violation(x)
+        if bad == 0.0:
+            return x, 0.0
+        y, _, bad = self._shrink(x, None, 6, False, check_full=False)   # x itself failed
+        return y, bad
 
     def __call__(self, x):
         # score the repaired point: nearly every random candidate reaches the floor or an
         # end-effector limit, and a penalty alone left 3 of 4 searches infeasible
-        x = self.repaired(x)
+        x, bad = self._repaired(x)
         raw = np.log10(min(max(self.condition_number(x), 1.0), 1e12))
-        bad = self.violation(x)
         return raw + INFEASIBLE + 100.0 * bad if bad > 0 else raw
 
 
