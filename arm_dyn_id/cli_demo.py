@@ -109,7 +109,7 @@ def plot_case(path, title, run, predicted, mask, joints):
 
 
 def run(args):
-    from .config import load_arm_config, read_parameter_file
+    from .config import load_arm_config
     from .errors import ConfigError
     from .excitation import reciprocating_plan, validation_plan
     from .gravity_model import GravityModel
@@ -121,8 +121,7 @@ def run(args):
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     config = load_arm_config(args.config)
-    sim_params = SimParams.from_params(read_parameter_file(config.source, 'sim_arm_node'),
-                                       config.n_joints)
+    sim_params = SimParams.from_config(config)
     if config.gravity != 9.81 and abs(config.gravity - 9.81) > 1e-9:
         raise ConfigError(f'the demo identifies at Earth gravity; {config.source} says '
                           f'gravity = {config.gravity}')

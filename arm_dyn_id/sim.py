@@ -168,6 +168,13 @@ class SimParams:
         return tuple(f.name for f in fields(cls))
 
     @classmethod
+    def from_config(cls, config, node_name='sim_arm_node'):
+        """The simulated arm's parameters from the ``node_name`` section (with ``/**``)
+        of the file an :class:`~arm_dyn_id.config.ArmConfig` was loaded from."""
+        from .config import read_parameter_file
+        return cls.from_params(read_parameter_file(config.source, node_name), config.n_joints)
+
+    @classmethod
     def from_params(cls, params, n):
         """Validate a parameter dict (e.g. ``ArmConfig.extra``) for an n-joint arm.
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 from arm_dyn_id.cli_demo import MOON, PAYLOAD_MASS, validate_on_sim  # noqa: E402
-from arm_dyn_id.config import load_arm_config, read_parameter_file  # noqa: E402
+from arm_dyn_id.config import load_arm_config  # noqa: E402
 from arm_dyn_id.excitation import reciprocating_plan, validation_plan  # noqa: E402
 from arm_dyn_id.identification import identify_gravity  # noqa: E402
 from arm_dyn_id.model import RobotModel  # noqa: E402
@@ -56,8 +56,7 @@ def main():
                              title='Demo accuracy with and without noise (seed 000 Tables 3-4, '
                                    'without ROS)')
     config = load_arm_config(args.config)
-    base_params = SimParams.from_params(read_parameter_file(config.source, 'sim_arm_node'),
-                                        config.n_joints)
+    base_params = SimParams.from_config(config)
     robot = RobotModel.from_config(config)
     plan = reciprocating_plan(robot, config, quick=args.quick)
     vplan = validation_plan(robot, config, quick=args.quick)

@@ -250,6 +250,18 @@ def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_pat
     assert 'motor_currents' in rec.config['current_source']
 
 
+def _connect(ros, torques, diags):
+    """Publisher of joint_states; joint_torques and diagnostics collected into the lists.
+    Returns once the recorder is matched both ways."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    pub = ros.node.create_publisher(JointState, 'joint_states', QOS)
+    sub = ros.node.create_subscription(JointState, 'joint_torques', torques.append, QOS)
+    ros.node.create_subscription(DiagnosticArray, 'diagnostics', diags.append, 10)
+    ros.wait_for_subscribers(pub, timeout=20)
+    ros.wait_for_publishers(sub, timeout=10)
+    return pub
+
+
 def _diagnostics(diags, level, text):
     return [d.status[0] for d in diags
             if d.status[0].level == level and text in d.status[0].message]
@@ -258,7 +270,7 @@ def _diagnostics(diags, level, text):
 def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
     """A write error while recording (issue 9): one clear error, torques still published,
     the bag unfinished but readable up to the last flush."""
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from diagnostic_msgs.msg import DiagnosticStatus
     from rosbags.rosbag2 import Reader
     from arm_dyn_id.recording import _typestore
     # The file-size limit below stands for the full disk. It covers every file of the
@@ -272,11 +284,7 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
     torques, diags = [], []
     failure = 'failed: cannot write'
     with RosHarness(ros_env.domain_id) as ros:
-        pub = ros.node.create_publisher(JointState, 'joint_states', QOS)
-        sub = ros.node.create_subscription(JointState, 'joint_torques', torques.append, QOS)
-        ros.node.create_subscription(DiagnosticArray, 'diagnostics', diags.append, 10)
-        ros.wait_for_subscribers(pub, timeout=20)
-        ros.wait_for_publishers(sub, timeout=10)
+        pub = _connect(ros, torques, diags)
         (mcap,) = wait_recording(tmp_path, proc)
         bag = mcap.parent
         # CPython ignores SIGXFSZ: past the limit a write fails with EFBIG ('File too large')
@@ -358,18 +366,14 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
 
 def test_unwritable_output_dir_at_start_is_reported(ros_env, tmp_path):
     """output_dir below a regular file (issue 9): a clear error, the node keeps converting."""
-    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from diagnostic_msgs.msg import DiagnosticStatus
     blocker = tmp_path / 'not_a_folder'
     blocker.write_text('')
     out = blocker / 'bags'
     proc = start_recorder(ros_env, tmp_path, output_dir=str(out))
     torques, diags = [], []
     with RosHarness(ros_env.domain_id) as ros:
-        pub = ros.node.create_publisher(JointState, 'joint_states', QOS)
-        sub = ros.node.create_subscription(JointState, 'joint_torques', torques.append, QOS)
-        ros.node.create_subscription(DiagnosticArray, 'diagnostics', diags.append, 10)
-        ros.wait_for_subscribers(pub, timeout=20)
-        ros.wait_for_publishers(sub, timeout=10)
+        pub = _connect(ros, torques, diags)
         sent = publish_at(pub, 1000.0, 0.5)
         ros.wait_for(lambda: len(torques) >= 0.95 * len(sent), 5, what='joint_torques')
         for msg in torques[::23]:
