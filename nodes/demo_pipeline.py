@@ -18,12 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+from diagnostic_msgs.msg import DiagnosticArray
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
@@ -97,8 +97,8 @@ class Monitor(Node):
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.markers = []
         self.model_text = None
-        self.joint_states = 0
-        self.create_subscription(JointState, 'joint_states', self._on_state, 100)
+        self.excitation_ready = False
+        self.create_subscription(DiagnosticArray, 'diagnostics', self._on_diagnostics, 50)
         self.create_subscription(String, 'excitation_segments', self._on_marker, latched)
         self.create_subscription(String, 'identifier_node/model', self._on_model,
                                  QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -115,8 +115,12 @@ class Monitor(Node):
         except ValueError:
             pass
 
-    def _on_state(self, msg):
-        self.joint_states += 1
+    def _on_diagnostics(self, msg):
+        # the excitation node's own word that ~/start would be accepted now
+        for status in msg.status:
+            if status.name.startswith('excitation_node:'):
+                values = {kv.key: kv.value for kv in status.values}
+                self.excitation_ready = values.get('ready') == 'true'
 
     def _on_model(self, msg):
         self.model_text = msg.data
@@ -132,18 +136,36 @@ class Monitor(Node):
 
 
 def _wait_until_ready(monitor, executor, procs, timeout):
-    """Wait for every node's services and for joint_states from the simulated arm."""
+    """Wait for every node's services and for the excitation node to report itself ready.
+
+    Ready is the excitation node's own diagnostics flag (plan loaded and recent
+    joint_states with every joint), not joint_states seen here: the monitor hearing
+    the arm says nothing about whether the excitation node has.
+    """
     deadline = time.monotonic() + timeout
     pending = list(monitor.ready_clients) + [monitor.start_client]
     while time.monotonic() < deadline:
         procs.check()
         pending = [c for c in pending if not c.service_is_ready()]
         executor.spin_once(timeout_sec=0.1)
-        if not pending and monitor.joint_states >= 50:
+        if not pending and monitor.excitation_ready:
             return
     missing = [c.srv_name for c in pending]
     raise PipelineError(f'nodes not ready after {timeout:.0f} s: waiting for '
-                        f'{missing or "joint_states"}')
+                        f'{missing or "excitation_node to hear joint_states (diagnostics ready)"}')
+
+
+def _start_excitation(monitor, executor, procs, timeout):
+    """Call excitation_node/start once it is ready; while it answers that it has not
+    heard the arm recently (a busy spell after it said ready), wait and ask again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _wait_until_ready(monitor, executor, procs, max(deadline - time.monotonic(), 1.0))
+        response = monitor.call(monitor.start_client, 60.0, executor)
+        if response.success or 'no recent joint_states' not in response.message \
+                or time.monotonic() > deadline:
+            return response
+        monitor.excitation_ready = False
 
 
 def _progress_line(monitor, plan_duration, t_start_sim, wall_start):
@@ -213,8 +235,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         executor.add_node(monitor)
         log('[identify] starting sim_arm_node, recorder_node, identifier_node, excitation_node '
             f'(logs in {out_dir / "logs"})')
-        _wait_until_ready(monitor, executor, procs, timeout=120.0)
-        response = monitor.call(monitor.start_client, 60.0, executor)
+        response = _start_excitation(monitor, executor, procs, timeout=120.0)
         if not response.success:
             raise PipelineError(f'excitation_node refused to start: {response.message}')
         t_start_sim = monitor.get_clock().now().nanoseconds * 1e-9

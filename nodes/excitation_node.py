@@ -222,10 +222,18 @@ class ExcitationNode(Node):
         # the tracking error compares with the plan at that instant, not at processing
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.js_node_time = stamp if stamp > 0 else self._now()
+        first = self.js_steady_time is None
         self.js_steady_time = time.monotonic()
+        if first:       # say 'ready' now rather than at the next 1 s diagnostics tick
+            self._publish_diagnostics()
 
     def _now(self):
         return self.get_clock().now().nanoseconds * 1e-9
+
+    def _has_recent_state(self):
+        """True while joint_states with every configured joint arrive (what ~/start needs)."""
+        return self.q_meas is not None and self.js_steady_time is not None and \
+            time.monotonic() - self.js_steady_time <= self._param('joint_state_timeout')
 
     # services -------------------------------------------------------------------
     def _on_start(self, request, response):
@@ -236,8 +244,7 @@ class ExcitationNode(Node):
         if self.state in ('approach', 'running'):
             response.message = 'already running; call ~/stop first'
             return response
-        if self.q_meas is None or self.js_steady_time is None or \
-                time.monotonic() - self.js_steady_time > self._param('joint_state_timeout'):
+        if not self._has_recent_state():
             response.message = ('no recent joint_states with every configured joint; is the '
                                 'arm driver running?')
             return response
@@ -423,7 +430,10 @@ class ExcitationNode(Node):
         status.values = [KeyValue(key='state', value=self.state),
                          KeyValue(key='reason', value=self.reason),
                          KeyValue(key='progress', value=f'{progress:.3f}'),
-                         KeyValue(key='plan', value=self.plan.name if self.plan else '')]
+                         KeyValue(key='plan', value=self.plan.name if self.plan else ''),
+                         # ready: ~/start would be accepted now (plan loaded, arm heard)
+                         KeyValue(key='ready', value=str(self.plan is not None
+                                                         and self._has_recent_state()).lower())]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.diag_pub.publish(msg)
