@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .errors import ConfigError
-from .paths import resolve_data_file
+from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.paths import resolve_data_file
 
 SHARED_SECTION = '/**'
 

@@ -5,8 +5,8 @@ reciprocating excitation, torque = G(q) + friction + noise stored as currents,
 segment markers) once in a temporary folder, then times
 
 - ``write``: rosbags Writer, CDR bytes built with NumPy (bagread.write_bag);
-- ``read``: arm_dyn_id.bagread.read_bag (NumPy CDR decoding);
-- ``read_reference``: arm_dyn_id.recording.load_recording on the first
+- ``read``: arm_dyn_id.data.bag_reader.read_bag (NumPy CDR decoding);
+- ``read_reference``: arm_dyn_id.data.recording.load_recording on the first
   ``--reference-messages`` messages (message objects), extrapolated;
 - ``fit``: what ``arm-dyn-id fit`` does after reading (pairing, regressor,
   estimators, held-out validation), without the report;
@@ -51,9 +51,9 @@ def main(argv=None):
 
     import numpy as np
     from test_cli_fit import reciprocating_data, write_config, write_synthetic_bag
-    from arm_dyn_id.bagread import read_bag
-    from arm_dyn_id.cli_fit import Progress, fit_bag
-    from arm_dyn_id.recording import load_recording
+    from arm_dyn_id.data.bag_reader import read_bag
+    from arm_dyn_id.cli.fit import Progress, fit_bag
+    from arm_dyn_id.data.recording import load_recording
 
     root = Path(tempfile.mkdtemp(prefix='bag_fit_')) if args.keep is None else args.keep
     root.mkdir(parents=True, exist_ok=True)
@@ -121,7 +121,7 @@ def main(argv=None):
             'method': validation['fit_summary']['fit']['method'],
             'joints': list(held_out),
             'held_out_rmse_percent': [v['rmse_percent'] for v in held_out.values()]}
-        from arm_dyn_id.report import write_report
+        from arm_dyn_id.validation.report import write_report
         t0 = time.perf_counter()
         write_report(root / 'fit')
         result['report_s'] = time.perf_counter() - t0

@@ -1,7 +1,7 @@
 """Accuracy of the demo experiment (seed 000 §3, Tables 3-4) with and without noise.
 
 The same plans as ``arm-dyn-id demo`` run on the simulated arm without ROS
-(arm_dyn_id.sim_run): identify at 9.81 m/s² from the reciprocating plan, then
+(arm_dyn_id.sim.run): identify at 9.81 m/s² from the reciprocating plan, then
 validate at 1.63 m/s² on the held-out validation plan without and with a 0.3 kg
 payload, against the simulator's rigid-body torque on the quasi-static phases.
 Noise models: the config's default (current noise, quantisation, gross errors,
@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.cli_demo import MOON, PAYLOAD_MASS, validate_on_sim  # noqa: E402
+from arm_dyn_id.cli.demo import MOON, PAYLOAD_MASS, validate_on_sim  # noqa: E402
 from arm_dyn_id.config import load_arm_config  # noqa: E402
-from arm_dyn_id.excitation import reciprocating_plan, validation_plan  # noqa: E402
-from arm_dyn_id.identification import identify_gravity  # noqa: E402
-from arm_dyn_id.model import RobotModel  # noqa: E402
-from arm_dyn_id.sim import SimArm, SimParams  # noqa: E402
-from arm_dyn_id.sim_run import run_plan  # noqa: E402
+from arm_dyn_id.excitation.plans import reciprocating_plan, validation_plan  # noqa: E402
+from arm_dyn_id.identification.gravity import identify_gravity  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.sim.arm import SimArm, SimParams  # noqa: E402
+from arm_dyn_id.sim.run import run_plan  # noqa: E402
 
 NOISE_FIELDS = ('current_noise', 'current_quantisation', 'encoder_noise',
                 'gross_error_amplitude')

@@ -38,13 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.base_parameters import gravity_base_parameters  # noqa: E402
-from arm_dyn_id.collision import ClearanceChecker, CollisionError  # noqa: E402
+from arm_dyn_id.model.base_parameters import gravity_base_parameters  # noqa: E402
+from arm_dyn_id.excitation.collision import ClearanceChecker, CollisionError  # noqa: E402
 from arm_dyn_id.config import load_arm_config  # noqa: E402
-from arm_dyn_id.excitation import (  # noqa: E402
+from arm_dyn_id.excitation.plans import (  # noqa: E402
     random_feasible_poses, reciprocating_plan, validation_plan)
-from arm_dyn_id.model import RobotModel  # noqa: E402
-from arm_dyn_id.optimisation import design_poses  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.excitation.design import design_poses  # noqa: E402
 
 OPTIMISERS = {'hybrid': 'GA+PSO hybrid', 'de': 'differential evolution'}
 

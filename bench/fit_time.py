@@ -43,11 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.base_parameters import gravity_base_parameters  # noqa: E402
-from arm_dyn_id.fast_fit import NormalEquations, \
+from arm_dyn_id.model.base_parameters import gravity_base_parameters  # noqa: E402
+from arm_dyn_id.identification.normal_equations import NormalEquations, \
     fit_gravity_chunked, fit_normal_equations  # noqa: E402
-from arm_dyn_id.model import RobotModel  # noqa: E402
-from arm_dyn_id.pairing import average_pairs, sweeps_from_markers  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers  # noqa: E402
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
 RATE = 1000.0

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.collision import ClearanceChecker  # noqa: E402
+from arm_dyn_id.excitation.collision import ClearanceChecker  # noqa: E402
 from arm_dyn_id.config import load_arm_config  # noqa: E402
-from arm_dyn_id.excitation import fourier_plan  # noqa: E402
-from arm_dyn_id.full_dynamics import base_regressor, identify_full  # noqa: E402
-from arm_dyn_id.model import RobotModel  # noqa: E402
-from arm_dyn_id.optimisation import FourierProblem, design_fourier  # noqa: E402
+from arm_dyn_id.excitation.plans import fourier_plan  # noqa: E402
+from arm_dyn_id.identification.full_dynamics import base_regressor, identify_full  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.excitation.design import FourierProblem, design_fourier  # noqa: E402
 
 HARMONICS = 5
 FREQUENCY = 0.1     # Hz, ω_f / 2π

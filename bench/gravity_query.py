@@ -39,8 +39,8 @@ sys.path.insert(0, str(REPO / 'test'))
 import benchlib  # noqa: E402
 from ros_utils import node_output, ros_environment, start_node, stop  # noqa: E402
 
-from arm_dyn_id.identification import identify_gravity  # noqa: E402
-from arm_dyn_id.model import RobotModel  # noqa: E402
+from arm_dyn_id.identification.gravity import identify_gravity  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 
 JOINTS = ['joint_1', 'joint_2', 'joint_3', 'joint_4', 'joint_5', 'joint_6']
 SPEED = np.deg2rad(3.0)

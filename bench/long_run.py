@@ -91,7 +91,7 @@ def main():
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from arm_dyn_id.recording import load_recording
+    from arm_dyn_id.data.recording import load_recording
 
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     with tempfile.TemporaryDirectory(prefix='long_run_') as tmp, \

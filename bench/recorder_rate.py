@@ -59,7 +59,7 @@ def write_config(folder):
 
 
 def run(rate, seconds, folder):
-    from arm_dyn_id.recording import load_recording
+    from arm_dyn_id.data.recording import load_recording
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.model import RobotModel  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
 

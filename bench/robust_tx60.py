@@ -47,12 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.base_parameters import inertial_base_parameters  # noqa: E402
-from arm_dyn_id.estimation import ESTIMATORS  # noqa: E402
-from arm_dyn_id.excitation import fourier_series, rest_fourier_coefficients  # noqa: E402
-from arm_dyn_id.full_dynamics import base_regressor, filter_and_differentiate  # noqa: E402
-from arm_dyn_id.model import RobotModel  # noqa: E402
-from arm_dyn_id.validation import joint_metrics  # noqa: E402
+from arm_dyn_id.model.base_parameters import inertial_base_parameters  # noqa: E402
+from arm_dyn_id.identification.estimators import ESTIMATORS  # noqa: E402
+from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients  # noqa: E402
+from arm_dyn_id.identification.full_dynamics import base_regressor, filter_and_differentiate  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.validation.metrics import joint_metrics  # noqa: E402
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'staubli_tx60.urdf'
 OMEGA = 2 * np.pi * 0.1

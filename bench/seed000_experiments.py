@@ -38,14 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib  # noqa: E402
 
-from arm_dyn_id.cli_demo import MOON, validate_on_sim  # noqa: E402
+from arm_dyn_id.cli.demo import MOON, validate_on_sim  # noqa: E402
 from arm_dyn_id.config import load_arm_config  # noqa: E402
-from arm_dyn_id.excitation import reciprocating_plan, validation_plan  # noqa: E402
-from arm_dyn_id.identification import identify_gravity  # noqa: E402
-from arm_dyn_id.model import RobotModel  # noqa: E402
-from arm_dyn_id.pairing import average_pairs, sweeps_from_markers  # noqa: E402
-from arm_dyn_id.sim import SimArm, SimParams  # noqa: E402
-from arm_dyn_id.sim_run import run_plan  # noqa: E402
+from arm_dyn_id.excitation.plans import reciprocating_plan, validation_plan  # noqa: E402
+from arm_dyn_id.identification.gravity import identify_gravity  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers  # noqa: E402
+from arm_dyn_id.sim.arm import SimArm, SimParams  # noqa: E402
+from arm_dyn_id.sim.run import run_plan  # noqa: E402
 
 PAPER_NOISE = np.array([0.46, 0.49, 0.18, 0.17, 0.19, 0.16])       # N·m, seed 000 Table 6
 PAPER_MAE = np.array([0.16, 0.27, 0.05, 0.07, 0.05, 0.04])         # N·m, seed 000 Table 6

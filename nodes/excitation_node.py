@@ -32,7 +32,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
-from arm_dyn_id.excitation import START_TOLERANCE, Plan, check_limits, check_point
+from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
 from arm_dyn_id.nodes.executors import shutting_down
 
 NODE_NAME = 'excitation_node'
@@ -55,10 +55,10 @@ def _duration(seconds):
 def design_plan(config, kind='reciprocating', quick=False, optimise=False, budget=1000,
                 seed=0, speed=None, sweep_range=None, settle_time=None):
     """The plan the node designs at start-up when no plan file is given (core calls)."""
-    from arm_dyn_id.collision import ClearanceChecker
-    from arm_dyn_id.excitation import DEFAULT_SPEED, reciprocating_plan
-    from arm_dyn_id.model import RobotModel
-    from arm_dyn_id.optimisation import design_fourier, design_poses
+    from arm_dyn_id.excitation.collision import ClearanceChecker
+    from arm_dyn_id.excitation.plans import DEFAULT_SPEED, reciprocating_plan
+    from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.excitation.design import design_fourier, design_poses
     robot = RobotModel.from_config(config)
     checker = ClearanceChecker.from_config(config)
     rng = np.random.default_rng(seed)

@@ -2,9 +2,9 @@
 
 Accumulates ``joint_torques`` (sensor_msgs/JointState, effort in N·m) and
 ``excitation_segments`` markers, fits on ``~/fit`` or when the excitation is
-``done`` (arm_dyn_id.identification.identify_gravity, in a worker thread), and
+``done`` (arm_dyn_id.identification.gravity.identify_gravity, in a worker thread), and
 publishes the model on ``~/model`` (YAML) and ``robot_description_identified``
-(URDF, arm_dyn_id.export), both transient_local, with the base parameters as
+(URDF, arm_dyn_id.model.export), both transient_local, with the base parameters as
 parameters ``base_parameters.<name>``.
 
 Serves G(q): a ``gravity_torques`` message for every ``joint_states`` message,
@@ -38,14 +38,14 @@ from std_srvs.srv import Trigger
 
 from arm_dyn_id.config import ArmConfig, load_arm_config
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
-from arm_dyn_id.estimation import ESTIMATORS
-from arm_dyn_id.export import InconsistentParametersError, identified_urdf
-from arm_dyn_id.gravity_model import GravityModel
-from arm_dyn_id.identification import identify_gravity
-from arm_dyn_id.model import RobotModel
+from arm_dyn_id.identification.estimators import ESTIMATORS
+from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
+from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.identification.gravity import identify_gravity
+from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import create_command_node, run_split_node, try_publish
-from arm_dyn_id.pairing import pair_sweeps, sweeps_from_markers
-from arm_dyn_id.serving import FastGravity, JointOrder, payload_from
+from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
+from arm_dyn_id.service.gravity import FastGravity, JointOrder, payload_from
 
 NODE_NAME = 'identifier_node'
 BASE_PREFIX = 'base_parameters.'

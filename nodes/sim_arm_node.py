@@ -38,8 +38,8 @@ from trajectory_msgs.msg import JointTrajectory
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError, URDFError
 from arm_dyn_id.nodes.executors import shutting_down, try_publish
-from arm_dyn_id.sim import SimArm, SimParams
-from arm_dyn_id.trajectory_follow import JointTrajectoryFollower
+from arm_dyn_id.sim.arm import SimArm, SimParams
+from arm_dyn_id.excitation.follow import JointTrajectoryFollower
 
 NODE_NAME = 'sim_arm_node'
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
-from arm_dyn_id.bagread import read_bag, write_bag
-from arm_dyn_id.model import RobotModel
+from arm_dyn_id.data.bag_reader import read_bag, write_bag
+from arm_dyn_id.model.robot import RobotModel
 
 REPO = Path(__file__).resolve().parent.parent
 URDF = REPO / 'urdf' / 'humanoid_arm.urdf'
@@ -166,7 +166,7 @@ def small():
 @pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
 @pytest.mark.parametrize('version', [8, 9])
 def test_reader_matches_load_recording(tmp_path, small, storage, version):
-    from arm_dyn_id.recording import load_recording
+    from arm_dyn_id.data.recording import load_recording
     data = small
     bag = write_synthetic_bag(tmp_path / 'bag', data, recorder=True, storage=storage,
                               version=version, extra_joints=2,
@@ -185,10 +185,10 @@ def test_reader_matches_load_recording(tmp_path, small, storage, version):
 
 def test_reader_mixed_layouts_and_bad_stamps(tmp_path, data):
     """Messages with other joint orders fall back to the slow path; order is kept."""
-    from arm_dyn_id.bagread import encode_joint_states
-    from arm_dyn_id.motor import CurrentToTorque
+    from arm_dyn_id.data.bag_reader import encode_joint_states
+    from arm_dyn_id.data.motor import CurrentToTorque
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from arm_dyn_id.recording import _typestore
+    from arm_dyn_id.data.recording import _typestore
     n = 50
     t = 10.0 + np.arange(n) * 1e-3
     t[20] = t[19]                    # duplicate stamp: dropped
@@ -232,7 +232,7 @@ def test_fit_plain_bag_with_markers(tmp_path, data):
     assert summary['holdout']['held_out_pairs'] >= 1
     assert 'rate_hz' in summary['quality']
     # the held-out torques are predicted like the true gravity model
-    from arm_dyn_id.gravity_model import GravityModel
+    from arm_dyn_id.model.gravity import GravityModel
     model = GravityModel.load(out / 'model.yaml')
     robot = RobotModel.from_urdf(URDF, joints=JOINTS)
     q = data['q_true'][::50]

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arm_dyn_id.base_parameters import gravity_base_parameters
+from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.errors import RankDeficientError
-from arm_dyn_id.estimation import fit_irls, fit_pso, fit_threshold, fit_wls
-from arm_dyn_id.gravity_model import GravityModel
-from arm_dyn_id.identification import identify_gravity
-from arm_dyn_id.model import Payload, RobotModel
+from arm_dyn_id.identification.estimators import fit_irls, fit_pso, fit_threshold, fit_wls
+from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.identification.gravity import identify_gravity
+from arm_dyn_id.model.robot import Payload, RobotModel
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
 SPEED = np.deg2rad(3.0)
@@ -186,7 +186,7 @@ def test_model_serves_moon_gravity_and_known_payload(robot, tmp_path):
 @pytest.mark.parametrize('method', ['wls', 'joint_by_joint'])
 def test_moments_path_gives_the_sample_path_estimates(robot, method, monkeypatch):
     """Long records are fitted from chunked per-joint moments: same numbers."""
-    import arm_dyn_id.identification as identification
+    import arm_dyn_id.identification.gravity as identification
     rng = np.random.default_rng(17)
     t, q, tau, markers = sweep_data(robot, rng, noise=NOISE, coulomb=0.05)
     samples = identify_gravity(robot, t, q, tau, markers, noise=NOISE, methods=(method,))

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from arm_dyn_id.config import ArmConfig
 from arm_dyn_id.errors import ConfigError
-from arm_dyn_id.excitation import (Plan, PlanLimitError, check_limits, fourier_plan,
+from arm_dyn_id.excitation.plans import (Plan, PlanLimitError, check_limits, fourier_plan,
                                    fourier_series, reciprocating_plan,
                                    rest_fourier_coefficients)
 from arm_dyn_id.paths import share_dir
@@ -31,7 +31,7 @@ def config():
 
 @pytest.fixture(scope='module')
 def robot(config):
-    from arm_dyn_id.model import RobotModel
+    from arm_dyn_id.model.robot import RobotModel
     return RobotModel.from_config(config)
 
 
@@ -176,7 +176,7 @@ def test_with_approach_is_slow_and_refuses_outside_limits(config):
 def test_narrow_joint_is_held_at_the_middle_of_its_limits():
     """A joint narrower than twice the position margin holds the middle of its limits
     in static poses (no bare numpy error, no pose outside the limits)."""
-    from arm_dyn_id.excitation import make_sweeps, pose_bounds, random_feasible_poses
+    from arm_dyn_id.excitation.plans import make_sweeps, pose_bounds, random_feasible_poses
     cfg = make_config(lower=[0.2] + LOWER[1:], upper=[0.26] + UPPER[1:])
     lo, hi = pose_bounds(cfg)
     assert lo[0] == hi[0] == pytest.approx(0.23)

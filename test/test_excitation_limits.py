@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings, strategies 
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError
-from arm_dyn_id.excitation import (Plan, check_limits, fourier_plan, fourier_series,
+from arm_dyn_id.excitation.plans import (Plan, check_limits, fourier_plan, fourier_series,
                                    reciprocating_plan, rest_fourier_coefficients,
                                    validation_plan)
 from ros_utils import RosHarness, node_output, ros_environment, start_node, stop
@@ -336,7 +336,7 @@ class Bench:
 
 @pytest.fixture(scope='module')
 def bench(tmp_path_factory):
-    from arm_dyn_id.collision import ClearanceChecker
+    from arm_dyn_id.excitation.collision import ClearanceChecker
     root = tmp_path_factory.mktemp('limits')
     cfg = load_arm_config(write_config(root / 'arm.yaml', ARM_LOWER, ARM_UPPER, [2.0] * 6,
                                        [5.0] * 6))

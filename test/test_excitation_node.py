@@ -35,7 +35,7 @@ def _config(tmp_path):
 def _one_joint_plan(tmp_path, config_path):
     """A short reciprocating pass of joint 6 only (0.2 rad at 0.2 rad/s)."""
     from arm_dyn_id.config import load_arm_config
-    from arm_dyn_id.excitation import reciprocating_plan
+    from arm_dyn_id.excitation.plans import reciprocating_plan
     cfg = load_arm_config(config_path)
     pose = np.array([0.3, 0.3, 0.0, 0.5, 0.0, 0.0])
     plan = reciprocating_plan(None, cfg, poses=[(5, pose)], speed=0.2, sweep_range=0.3,
@@ -276,7 +276,7 @@ def test_start_refused_without_joint_states_and_bad_plan(ros_env, tmp_path):
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
     text = plan_path.read_text().replace('speed: 0.2', 'speed: 0.2')
     # a plan file whose sweep runs past joint 6's upper limit
-    from arm_dyn_id.excitation import Plan
+    from arm_dyn_id.excitation.plans import Plan
     bad = Plan.from_yaml(text)
     from dataclasses import replace
     pieces = tuple(replace(p, q0=p.q0 + np.array([0, 0, 0, 0, 0, 1.3])) for p in bad.pieces)

@@ -8,12 +8,12 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from arm_dyn_id.base_parameters import gravity_base_parameters
-from arm_dyn_id.estimation import fit_wls
-from arm_dyn_id.export import (InconsistentParametersError, identified_parameters,
+from arm_dyn_id.model.base_parameters import gravity_base_parameters
+from arm_dyn_id.identification.estimators import fit_wls
+from arm_dyn_id.model.export import (InconsistentParametersError, identified_parameters,
                                identified_urdf, link_boxes)
-from arm_dyn_id.gravity_model import GravityModel
-from arm_dyn_id.model import RobotModel
+from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.model.robot import RobotModel
 
 URDF_DIR = Path(__file__).resolve().parent.parent / 'urdf'
 ARMS = ['humanoid_arm.urdf', 'staubli_tx60.urdf']

@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arm_dyn_id.base_parameters import inertial_base_parameters
+from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.errors import DataError
-from arm_dyn_id.excitation import fourier_series, rest_fourier_coefficients
-from arm_dyn_id.full_dynamics import filter_and_differentiate, identify_full, predict_full
-from arm_dyn_id.model import RobotModel
+from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
+from arm_dyn_id.identification.full_dynamics import filter_and_differentiate, identify_full, predict_full
+from arm_dyn_id.model.robot import RobotModel
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'staubli_tx60.urdf'
 OMEGA = 2 * np.pi * 0.1            # seed 001 §4.1: ω_f = 0.1 Hz, L = 6

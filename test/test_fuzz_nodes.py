@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from arm_dyn_id.base_parameters import gravity_base_parameters
-from arm_dyn_id.gravity_model import GravityModel
-from arm_dyn_id.model import RobotModel
+from arm_dyn_id.model.base_parameters import gravity_base_parameters
+from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.model.robot import RobotModel
 from ros_utils import RosHarness, node_output, ros_environment, start_node, stop
 
 pytest.importorskip('rclpy')

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from arm_dyn_id.gravity_model import GravityModel
-from arm_dyn_id.identification import identify_gravity
-from arm_dyn_id.model import Payload, RobotModel
+from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.identification.gravity import identify_gravity
+from arm_dyn_id.model.robot import Payload, RobotModel
 from ros_utils import RosHarness, node_output, start_node, stop
 
 pytest.importorskip('rclpy')

@@ -6,9 +6,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from arm_dyn_id.base_parameters import gravity_base_parameters, inertial_base_parameters
+from arm_dyn_id.model.base_parameters import gravity_base_parameters, inertial_base_parameters
 from arm_dyn_id.errors import JointNameError, URDFError
-from arm_dyn_id.model import Payload, RobotModel
+from arm_dyn_id.model.robot import Payload, RobotModel
 
 URDF_DIR = Path(__file__).resolve().parent.parent / 'urdf'
 ARMS = ['humanoid_arm.urdf', 'staubli_tx60.urdf']

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError
-from arm_dyn_id.motor import CurrentToTorque
+from arm_dyn_id.data.motor import CurrentToTorque
 
 JOINTS = ('joint_1', 'joint_2', 'joint_3')
 
@@ -91,7 +91,7 @@ class TestStampJoiner:
     """Currents from a separate topic paired with positions by stamp (issue 5)."""
 
     def test_pairs_in_either_arrival_order(self):
-        from arm_dyn_id.motor import StampJoiner
+        from arm_dyn_id.data.motor import StampJoiner
         j = StampJoiner(tolerance=0.0004)
         assert j.add_position(0.000, 'p0') == []              # current not here yet
         assert j.add_current(0.000, 'c0') == [('p0', 'c0')]
@@ -100,7 +100,7 @@ class TestStampJoiner:
         assert (j.paired, j.unpaired) == (2, 0)
 
     def test_nearest_current_is_taken_and_lost_samples_are_counted(self):
-        from arm_dyn_id.motor import StampJoiner
+        from arm_dyn_id.data.motor import StampJoiner
         j = StampJoiner(tolerance=0.0006)
         j.add_current(0.0000, 'c0')
         j.add_current(0.0010, 'c1')
@@ -112,7 +112,7 @@ class TestStampJoiner:
         assert j.add_position(0.0071, 'p7') == [('p7', 'c7')]
 
     def test_waiting_positions_are_bounded(self):
-        from arm_dyn_id.motor import StampJoiner
+        from arm_dyn_id.data.motor import StampJoiner
         j = StampJoiner(tolerance=0.0005, capacity=10)
         for k in range(25):
             j.add_position(k * 0.001, k)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from arm_dyn_id.excitation import check_limits, reciprocating_plan
-from arm_dyn_id.optimisation import (condition_number, design_fourier, design_poses,
+from arm_dyn_id.excitation.plans import check_limits, reciprocating_plan
+from arm_dyn_id.excitation.design import (condition_number, design_fourier, design_poses,
                                      differential_evolution, hybrid_ga_pso)
 
 from test_excitation import make_config
@@ -34,7 +34,7 @@ def test_condition_number_matches_svd():
 
 @pytest.fixture(scope='module')
 def setup():
-    from arm_dyn_id.model import RobotModel
+    from arm_dyn_id.model.robot import RobotModel
     cfg = make_config()
     return RobotModel.from_config(cfg), cfg
 
@@ -62,10 +62,10 @@ def test_design_fourier_is_within_limits(setup):
 def test_design_fourier_ends_feasible_on_the_floor_mounted_tx60():
     """Random Fourier coefficients put the TX-60 into its floor almost always; a short
     search ends infeasible, and design_fourier shrinks its harmonics until it is not."""
-    from arm_dyn_id.collision import ClearanceChecker
+    from arm_dyn_id.excitation.collision import ClearanceChecker
     from arm_dyn_id.config import load_arm_config
-    from arm_dyn_id.model import RobotModel
-    from arm_dyn_id.optimisation import FourierProblem
+    from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.excitation.design import FourierProblem
     cfg = load_arm_config('staubli_tx60.yaml', node_name='excitation_node')
     robot = RobotModel.from_config(cfg)
     checker = ClearanceChecker.from_config(cfg)

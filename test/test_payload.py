@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arm_dyn_id.base_parameters import gravity_base_parameters
+from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.errors import DataError, JointNameError
-from arm_dyn_id.gravity_model import GravityModel
-from arm_dyn_id.model import Payload, RobotModel
-from arm_dyn_id.payload import identify_payload, payload_regressor
+from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.model.robot import Payload, RobotModel
+from arm_dyn_id.identification.payload import identify_payload, payload_regressor
 from test_estimation import NOISE, sweep_data
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from arm_dyn_id.quality import StreamQuality, stream_quality
+from arm_dyn_id.data.quality import StreamQuality, stream_quality
 
 
 def test_clean_stream():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from arm_dyn_id.recording import find_unfinished, load_recording, scan_mcap
+from arm_dyn_id.data.recording import find_unfinished, load_recording, scan_mcap
 from ros_utils import RosHarness, kill, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
@@ -272,7 +272,7 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
     the bag unfinished but readable up to the last flush."""
     from diagnostic_msgs.msg import DiagnosticStatus
     from rosbags.rosbag2 import Reader
-    from arm_dyn_id.recording import _typestore
+    from arm_dyn_id.data.recording import _typestore
     # The file-size limit below stands for the full disk. It covers every file of the
     # process, Fast DDS's shared-memory segments too: this recorder talks over UDP only,
     # so that the limit hits the bag and nothing else.

@@ -15,7 +15,7 @@ import yaml
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from arm_dyn_id.errors import DataError, JointNameError, RecordingError
-from arm_dyn_id.recording import (
+from arm_dyn_id.data.recording import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, BagRecorder, _typestore, find_unfinished,
     is_unfinished, load_recording, recover_bag, recover_unfinished, scan_mcap, serialize_string)
 
@@ -152,7 +152,7 @@ WRITER_SCRIPT = textwrap.dedent('''
     import numpy as np, yaml
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {test!r})
-    from arm_dyn_id.recording import BagRecorder, JOINT_STATE
+    from arm_dyn_id.data.recording import BagRecorder, JOINT_STATE
     from test_recording import joint_state, CONFIG, JOINTS
     rec = BagRecorder({out!r}, flush_period=0.5)
     h = rec.add_topic('/joint_states', JOINT_STATE)
@@ -206,7 +206,7 @@ FULL_DISK_SCRIPT = textwrap.dedent('''
     import yaml
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {test!r})
-    from arm_dyn_id.recording import BagRecorder, JOINT_STATE
+    from arm_dyn_id.data.recording import BagRecorder, JOINT_STATE
     from test_recording import joint_state, CONFIG, JOINTS
     reports = []
     rec = BagRecorder({out!r}, flush_period=0.1, on_error=lambda r: reports.append(r.error))

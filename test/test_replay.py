@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 def bag_messages(bag):
     """(log time s, topic, deserialised message) of the replayed topics, in log order."""
     from rosbags.rosbag2 import Reader
-    from arm_dyn_id.recording import _typestore
+    from arm_dyn_id.data.recording import _typestore
     store = _typestore()
     out = []
     with Reader(bag) as reader:

@@ -1,10 +1,10 @@
-"""Automatic sweep detection (arm_dyn_id.segmentation) against known segment boundaries."""
+"""Automatic sweep detection (arm_dyn_id.data.segmentation) against known segment boundaries."""
 
 import numpy as np
 import pytest
 
-from arm_dyn_id.pairing import average_pairs, sweeps_from_markers
-from arm_dyn_id.segmentation import detect_markers, detect_sweeps, markers_from_sweeps
+from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers
+from arm_dyn_id.data.segmentation import detect_markers, detect_sweeps, markers_from_sweeps
 from arm_dyn_id.errors import DataError
 from test_cli_fit import JOINTS, reciprocating_data
 
@@ -52,7 +52,7 @@ def test_markers_feed_pairing(data):
 
 
 def _gravity_at(data, q):
-    from arm_dyn_id.model import RobotModel
+    from arm_dyn_id.model.robot import RobotModel
     from test_cli_fit import URDF
     robot = RobotModel.from_urdf(URDF, joints=JOINTS)
     return robot.gravity_regressor(q) @ robot.parameters('gravity')

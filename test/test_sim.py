@@ -7,9 +7,9 @@ import pytest
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError
-from arm_dyn_id.model import Payload, RobotModel
-from arm_dyn_id.sim import SimArm, SimParams
-from arm_dyn_id.trajectory_follow import JointTrajectoryFollower
+from arm_dyn_id.model.robot import Payload, RobotModel
+from arm_dyn_id.sim.arm import SimArm, SimParams
+from arm_dyn_id.excitation.follow import JointTrajectoryFollower
 
 POSE = np.array([0.5, 0.8, 0.3, 1.0, 0.2, 0.3])
 

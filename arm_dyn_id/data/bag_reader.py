@@ -1,0 +1,519 @@
+"""Fast reading of rosbag2 bags (MCAP or sqlite3) into a :class:`~arm_dyn_id.data.recording.Recording`.
+
+:func:`arm_dyn_id.data.recording.load_recording` deserialises every ``JointState``
+into a message object (~20-30k messages/s), so a 1-hour 1 kHz bag takes minutes.
+:func:`read_bag` produces the same :class:`Recording` but decodes the CDR bytes
+of ``sensor_msgs/JointState`` with NumPy: messages of one byte length whose
+non-numeric bytes (frame id, joint names, array lengths) equal those of the first
+such message share one layout, so the stamps and the position, velocity and
+effort arrays are read as strided float64 columns of a 2-D byte array. Messages
+that differ (other names, other lengths, big-endian CDR) go through rosbags'
+deserialiser one by one, so the result never depends on the fast path.
+
+It also checks what an offline fit needs and says what is missing and what to
+pass instead (the messages name the ``arm-dyn-id`` options): a joint-state topic,
+the configured joints, current values in ``effort``, a readable file.
+"""
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data.recording import (CONFIG_TOPIC, JOINT_STATE, STRING, Recording,
+                        _typestore, is_unfinished, read_bag_header, read_markers, recover_bag)
+
+#: messages decoded per batch (bounds the memory of raw bytes held at once)
+BATCH = 65536
+
+
+# ---------------------------------------------------------------------------
+# CDR layout of sensor_msgs/JointState (little endian, XCDR1 as rosbag2 stores it)
+
+def _align(pos, n):
+    # CDR alignment counts from the end of the 4-byte encapsulation header
+    return pos + (-(pos - 4)) % n
+
+
+def _layout(raw):
+    """Offsets of one little-endian JointState CDR message.
+
+    Returns
+    -------
+    dict or None
+        ``names`` (tuple), ``arrays`` [(count, byte offset of the data)] for
+        position, velocity, effort, ``length``; None when the message is not
+        little-endian CDR or is malformed.
+    """
+    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
+        return None
+    try:
+        pos = 12
+        (n_frame,) = struct.unpack_from('<I', raw, pos)
+        pos += 4 + n_frame
+        pos = _align(pos, 4)
+        (k,) = struct.unpack_from('<I', raw, pos)
+        pos += 4
+        names = []
+        for _ in range(k):
+            pos = _align(pos, 4)
+            (n,) = struct.unpack_from('<I', raw, pos)
+            names.append(bytes(raw[pos + 4:pos + 3 + n]).decode())
+            pos += 4 + n
+        arrays = []
+        for _ in range(3):
+            pos = _align(pos, 4)
+            (count,) = struct.unpack_from('<I', raw, pos)
+            pos += 4
+            if count:
+                pos = _align(pos, 8)
+            arrays.append((count, pos))
+            pos += 8 * count
+    except (struct.error, UnicodeDecodeError):
+        return None
+    if pos > len(raw):
+        return None
+    return {'names': tuple(names), 'arrays': arrays, 'length': len(raw)}
+
+
+def _constant_mask(layout):
+    """Byte columns that must equal the template's: all but the stamp and the floats."""
+    mask = np.ones(layout['length'], dtype=bool)
+    mask[4:12] = False
+    for count, off in layout['arrays']:
+        mask[off:off + 8 * count] = False
+    return mask
+
+
+def _floats(block, off, count):
+    return np.ascontiguousarray(block[:, off:off + 8 * count]).view('<f8')
+
+
+def _decode_batch(raws, store):
+    """Decode a list of JointState CDR byte strings.
+
+    Returns
+    -------
+    list of (rows, names, stamp, position, velocity, effort)
+        ``rows`` indexes into ``raws``; arrays are (len(rows), k) with k the
+        number of names (velocity/effort may have 0 or another width).
+    """
+    out = []
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    slow = []
+    for length in np.unique(lengths):
+        rows = np.flatnonzero(lengths == length)
+        layout = _layout(raws[rows[0]])
+        if layout is None:
+            slow.extend(rows.tolist())
+            continue
+        block = np.frombuffer(b''.join([raws[i] for i in rows]), dtype=np.uint8)
+        block = block.reshape(len(rows), int(length))
+        mask = _constant_mask(layout)
+        template = block[0, mask]
+        same = (block[:, mask] == template).all(axis=1)
+        if not same.all():
+            slow.extend(rows[~same].tolist())
+            rows, block = rows[same], block[same]
+        sec = np.ascontiguousarray(block[:, 4:8]).view('<i4')[:, 0]
+        nsec = np.ascontiguousarray(block[:, 8:12]).view('<u4')[:, 0]
+        stamp = sec.astype(np.float64) + nsec.astype(np.float64) * 1e-9
+        arrays = [_floats(block, off, count) for count, off in layout['arrays']]
+        out.append((rows, layout['names'], stamp, *arrays))
+    for i in sorted(slow):
+        msg = store.deserialize_cdr(raws[i], JOINT_STATE)
+        stamp = np.array([msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9])
+        out.append((np.array([i]), tuple(msg.name), stamp,
+                    np.asarray(msg.position, dtype=float)[None, :],
+                    np.asarray(msg.velocity, dtype=float)[None, :],
+                    np.asarray(msg.effort, dtype=float)[None, :]))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# quality counters, vectorised (same rules as arm_dyn_id.data.quality.StreamQuality)
+
+def stream_quality_fast(stamps, values=None, expected_rate=1000.0, gap_threshold=0.002):
+    """:func:`arm_dyn_id.data.quality.stream_quality` for millions of samples, vectorised.
+
+    The reference stamp of StreamQuality only moves forward, so it is the running
+    maximum of the previous stamps; every counter follows from the steps to it.
+
+    Returns
+    -------
+    dict
+        As :meth:`arm_dyn_id.data.quality.StreamQuality.summary`, plus ``usable`` (an
+        (N,) bool array, not JSON: pop it before saving).
+    """
+    t = np.asarray(stamps, dtype=float)
+    n = t.shape[0]
+    finite = np.ones(n, dtype=bool) if values is None else \
+        np.isfinite(np.asarray(values, dtype=float).reshape(n, -1)).all(axis=1)
+    period = 1.0 / expected_rate
+    usable = finite.copy()
+    gaps = drops = dup = ooo = 0
+    max_gap = 0.0
+    if n > 1:
+        ref = np.maximum.accumulate(t)[:-1]
+        dt = t[1:] - ref
+        fwd = dt > 0
+        gaps = int(np.count_nonzero(dt > gap_threshold))
+        max_gap = float(dt[fwd].max()) if fwd.any() else 0.0
+        big = dt[dt > 1.5 * period]
+        drops = int(np.sum(np.round(big * expected_rate).astype(np.int64) - 1))
+        dup = int(np.count_nonzero(dt == 0))
+        ooo = int(np.count_nonzero(dt < 0))
+        usable[1:] &= fwd
+    accepted = int(usable.sum())
+    nonfinite = int((~finite).sum())
+    duration = float(t.max() - t[0]) if n else 0.0
+    expected = accepted + nonfinite + drops
+    return {
+        'messages': int(n), 'accepted': accepted, 'duration_s': duration,
+        'rate_hz': (n - 1 - dup - ooo) / duration if duration > 0 else 0.0,
+        'expected_rate_hz': float(expected_rate), 'gap_threshold_s': float(gap_threshold),
+        'gaps': gaps, 'max_gap_s': max_gap, 'drops': drops,
+        'delivered_fraction': (accepted + nonfinite) / expected if expected else 1.0,
+        'duplicates': dup, 'out_of_order': ooo, 'nonfinite': nonfinite, 'rejected': {},
+        'first_stamp': float(t[0]) if n else None, 'last_stamp': float(t.max()) if n else None,
+        'usable': usable,
+    }
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+
+def _open_reader(path):
+    from rosbags.rosbag2 import Reader
+    reader = Reader(path)
+    try:
+        reader.open()
+    except Exception as exc:
+        hint = ('the file is truncated or damaged; a bag of the arm_dyn_id recorder is '
+                'repaired with --recover' if any(Path(path).glob('*.mcap*'))
+                else 'check that it is a rosbag2 folder with metadata.yaml')
+        raise DataError(f'bag {path} could not be read ({type(exc).__name__}: {exc}): '
+                        f'{hint}') from exc
+    return reader
+
+
+def bag_info(path):
+    """Topics, types and message counts of a bag (no message is read).
+
+    Returns
+    -------
+    dict
+        ``topics`` {name: {type, count}}, ``storage``, ``version``, ``duration_s``.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise DataError(f'bag {path} does not exist')
+    reader = _open_reader(path)
+    try:
+        topics = {c.topic: {'type': c.msgtype, 'count': int(c.msgcount)}
+                  for c in reader.connections}
+        meta = yaml.safe_load((path / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+        return {'topics': topics, 'version': int(meta['version']),
+                'storage': meta['storage_identifier'], 'duration_s': reader.duration * 1e-9}
+    finally:
+        reader.close()
+
+
+def read_bag(path, config=None, states_topic=None, recover=False, progress=None):
+    """Read the joint data of a bag into a :class:`~arm_dyn_id.data.recording.Recording`.
+
+    Same result as :func:`arm_dyn_id.data.recording.load_recording`, decoded with
+    NumPy (see the module notes), with a progress callback and errors that name
+    the missing piece and the option to pass. Samples whose stamp does not move
+    forward (duplicates, out of order) are dropped as the live quality counters
+    drop them; they are counted in ``quality['loaded']``.
+
+    Parameters
+    ----------
+    path : path-like
+        Bag folder (metadata version 8 or 9, MCAP or sqlite3).
+    config : ArmConfig or CurrentToTorque or dict, optional
+        Current -> torque conversion and joint order; default: the
+        configuration stored by the recorder on ``/arm_dyn_id/config``.
+    states_topic : str, optional
+        ``sensor_msgs/JointState`` topic with the current in ``effort``;
+        default: the stored config's, else the only topic ending in ``joint_states``.
+    recover : bool
+        Repair an unfinished recorder bag in place first.
+    progress : callable, optional
+        ``progress(done, total)`` in messages of the states topic, called per batch.
+
+    Returns
+    -------
+    Recording
+
+    Raises
+    ------
+    DataError
+        No such bag, unreadable or unfinished file, no joint-state topic, no
+        configuration, no current values, no usable sample.
+    JointNameError
+        A configured joint is absent from every message of the topic.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise DataError(f'bag {path} does not exist')
+    if path.is_dir() and not (path / 'metadata.yaml').exists():
+        if is_unfinished(path):
+            if not recover:
+                raise DataError(f'bag {path} has no metadata.yaml: its recorder stopped '
+                                'without closing it; pass --recover to rebuild its index '
+                                '(keeps every complete record)')
+            recover_bag(path)
+        else:
+            raise DataError(f'{path} is not a rosbag2 bag (no metadata.yaml); pass the '
+                            'bag folder that ros2 bag record or the recorder wrote')
+    store = _typestore()
+    reader = _open_reader(path)
+    try:
+        by_topic = {c.topic: c for c in reader.connections}
+        stored_config, recorded, conv = read_bag_header(reader, by_topic, config, path)
+        states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
+        topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
+        if topic is None:
+            candidates = [t for t in states if t.endswith('joint_states')]
+            if len(candidates) != 1:
+                if not states:
+                    raise DataError(
+                        f'bag {path} has no sensor_msgs/JointState topic (topics: '
+                        f'{sorted(by_topic)}): record joint_states with the motor current '
+                        'in effort')
+                raise DataError(f'bag {path}: cannot tell the joint-state topic among '
+                                f'{states}; pass --states-topic NAME')
+            topic = candidates[0]
+        if topic not in by_topic:
+            raise DataError(f'bag {path} has no topic {topic} (JointState topics: {states}; '
+                            f'all topics: {sorted(by_topic)}): pass --states-topic NAME')
+        if by_topic[topic].msgtype != JOINT_STATE:
+            raise DataError(f'bag {path}: topic {topic} is a {by_topic[topic].msgtype}, not '
+                            f'a sensor_msgs/JointState (JointState topics: {states})')
+        conn = by_topic[topic]
+        total = int(conn.msgcount)
+        n = conv.n_joints
+        chunks = []
+        rejected = {}
+        seen_names = set()
+        done = 0
+        batch = []
+
+        def flush():
+            for rows, names, stamp, pos, vel, eff in _decode_batch(batch, store):
+                k = len(names)
+                seen_names.add(names)
+                if eff.shape[1] == 0:
+                    rejected['missing effort'] = rejected.get('missing effort', 0) + len(rows)
+                    continue
+                if eff.shape[1] != k or pos.shape[1] != k:
+                    rejected['length mismatch'] = rejected.get('length mismatch', 0) + len(rows)
+                    continue
+                try:
+                    idx = conv.index_for(names)
+                except JointNameError:
+                    rejected['missing joint'] = rejected.get('missing joint', 0) + len(rows)
+                    continue
+                vel = vel[:, idx] if vel.shape[1] == k else np.full((len(rows), n), np.nan)
+                chunks.append((rows + done, stamp, pos[:, idx], vel, eff[:, idx]))
+
+        for _, _, raw in reader.messages([conn]):
+            batch.append(raw)
+            if len(batch) >= BATCH:
+                flush()
+                done += len(batch)
+                batch = []
+                if progress is not None:
+                    progress(done, total)
+        if batch:
+            flush()
+            done += len(batch)
+        if progress is not None:
+            progress(done, max(total, done))
+        markers = read_markers(reader, by_topic)
+    finally:
+        reader.close()
+    if not chunks:
+        if done == 0:
+            raise DataError(f'bag {path}: topic {topic} holds no messages')
+        if rejected.get('missing joint'):
+            have = sorted({j for names in seen_names for j in names})
+            missing = [j for j in conv.joints if j not in have]
+            raise JointNameError(
+                f'joints {missing} are configured but missing from {topic} in bag {path} '
+                f'(it has {have}): pass --config for this arm, or the topic that carries '
+                'them with --states-topic')
+        if rejected.get('missing effort'):
+            raise DataError(f'bag {path}: {topic} carries no effort values (the motor '
+                            'current): record with the current in joint_states.effort '
+                            '(ros2_control map_interface_to_joint_state), or pass '
+                            '--states-topic for the topic that has it')
+        raise DataError(f'bag {path}: no usable samples on {topic} (rejected: {rejected})')
+    rows = np.concatenate([c[0] for c in chunks])
+    order = np.argsort(rows, kind='stable')
+    t = np.concatenate([c[1] for c in chunks])[order]
+    q = np.concatenate([c[2] for c in chunks])[order]
+    dq = np.concatenate([c[3] for c in chunks])[order]
+    cur = np.concatenate([c[4] for c in chunks])[order]
+    expected_rate = ((recorded or {}).get('quality') or {}).get('expected_rate_hz')
+    if not expected_rate:
+        # plain bags: the nominal rate is the median step's (gaps then count at 2 periods)
+        steps = np.diff(t)
+        steps = steps[steps > 0]
+        expected_rate = 1.0 / float(np.median(steps)) if steps.size else 1000.0
+    loaded = stream_quality_fast(t, np.hstack([q, cur]), expected_rate=expected_rate,
+                                 gap_threshold=2.0 / expected_rate)
+    usable = loaded.pop('usable')
+    loaded['rejected'] = dict(rejected)
+    loaded['messages'] += sum(rejected.values())
+    t, q, dq, cur = t[usable], q[usable], dq[usable], cur[usable]
+    tau = conv.convert_many(cur)
+    for a in (t, q, dq, cur, tau):
+        a.setflags(write=False)
+    quality = {'recorded': recorded, 'loaded': loaded,
+               'excluded_nonfinite': loaded['nonfinite'],
+               'excluded_not_increasing': loaded['duplicates'] + loaded['out_of_order'],
+               'rejected': rejected}
+    return Recording(t=t, q=q, dq=dq, current=cur, tau=tau, joints=conv.joints,
+                     markers=markers, config=stored_config, quality=quality, source=path,
+                     states_topic=topic, torque_config=conv.to_dict())
+
+
+# ---------------------------------------------------------------------------
+# writing (synthetic bags for tests and benchmarks, plain ros2 bag record layout)
+
+def encode_joint_states(stamps, names, position, velocity=None, effort=None, frame_id=''):
+    """CDR bytes of many ``sensor_msgs/JointState`` messages of one layout at once.
+
+    Parameters
+    ----------
+    stamps : ndarray, (N,)
+        ``header.stamp`` (s).
+    names : sequence of str, (k,)
+    position, velocity, effort : ndarray, (N, k) or None
+        None gives an empty array in every message.
+
+    Returns
+    -------
+    ndarray of uint8, (N, L)
+        Row i holds the CDR bytes of message i (byte-identical to rosbags' serialiser).
+    """
+    store = _typestore()
+    stamps = np.asarray(stamps, dtype=float)
+    N, k = stamps.shape[0], len(names)
+    arrays = [None if a is None else np.asarray(a, dtype=float).reshape(N, k)
+              for a in (position, velocity, effort)]
+    types = store.types
+    msg = types[JOINT_STATE](
+        header=types['std_msgs/msg/Header'](
+            stamp=types['builtin_interfaces/msg/Time'](sec=0, nanosec=0), frame_id=frame_id),
+        name=list(names), **{f: np.zeros(k if a is not None else 0) for f, a in
+                             zip(('position', 'velocity', 'effort'), arrays)})
+    raw = bytes(store.serialize_cdr(msg, JOINT_STATE))
+    layout = _layout(raw)
+    block = np.empty((N, len(raw)), dtype=np.uint8)
+    block[:] = np.frombuffer(raw, dtype=np.uint8)
+    sec = np.floor(stamps)
+    nsec = np.round((stamps - sec) * 1e9)
+    carry = nsec >= 1e9
+    sec[carry] += 1
+    nsec[carry] -= 1e9
+    block[:, 4:8] = sec.astype('<i4').view(np.uint8).reshape(N, 4)
+    block[:, 8:12] = nsec.astype('<u4').view(np.uint8).reshape(N, 4)
+    for a, (count, off) in zip(arrays, layout['arrays']):
+        if a is not None and count:
+            block[:, off:off + 8 * count] = np.ascontiguousarray(a, dtype='<f8').view(
+                np.uint8).reshape(N, 8 * count)
+    return block
+
+
+def write_bag(path, stamps, names, position, effort, velocity=None, topic='/joint_states',
+              torques=None, markers=None, config_text=None, strings=None, version=9,
+              storage='mcap', progress=None, torque_names=None):
+    """Write a rosbag2 bag of joint states (and optionally what the recorder adds).
+
+    Parameters
+    ----------
+    path : path-like
+        New bag folder.
+    stamps : ndarray, (N,)
+        Header stamps (s); also the log times.
+    names : sequence of str, (k,)
+    position, effort : ndarray, (N, k)
+        rad and motor current (A) (``effort`` may be None: no current field).
+    velocity : ndarray, (N, k), optional
+    topic : str
+        Joint-state topic.
+    torques : ndarray, (N, m), optional
+        Also write ``/joint_torques`` (effort = torque, N·m) as the recorder does.
+    torque_names : sequence of str, (m,), optional
+        Joints of ``torques`` (default ``names``); positions are taken from
+        ``position`` by name.
+    markers : list of dict, optional
+        Written as JSON on ``/excitation_segments`` at their ``t``.
+    config_text : str, optional
+        YAML on ``/arm_dyn_id/config`` (first message), as the recorder stores it.
+    strings : dict, optional
+        More ``std_msgs/String`` topics: {topic: [(t, text), ...]}.
+    version : {8, 9}
+        rosbag2 metadata version (8: Jazzy, 9: Kilted).
+    storage : {'mcap', 'sqlite3'}
+    progress : callable, optional
+        ``progress(done, total)``.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from arm_dyn_id.data.recording import serialize_string
+    store = _typestore()
+    stamps = np.asarray(stamps, dtype=float)
+    N = stamps.shape[0]
+    plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
+    texts = []   # (time ns, topic, text)
+    if config_text is not None:
+        texts.append((int(round(stamps[0] * 1e9)) - 1, CONFIG_TOPIC, config_text))
+    for m in markers or ():
+        texts.append((int(round(m['t'] * 1e9)), '/excitation_segments', json.dumps(m)))
+    for name, items in (strings or {}).items():
+        texts.extend((int(round(t * 1e9)), name, text) for t, text in items)
+    texts.sort(key=lambda x: x[0])
+    log = np.round(stamps * 1e9).astype(np.int64)
+    tnames = list(names if torque_names is None else torque_names)
+    tidx = None if torques is None else [list(names).index(j) for j in tnames]
+    with Writer(Path(path), version=version, storage_plugin=plugin) as writer:
+        conns = {topic: writer.add_connection(topic, JOINT_STATE, typestore=store)}
+        if torques is not None:
+            conns['/joint_torques'] = writer.add_connection('/joint_torques', JOINT_STATE,
+                                                            typestore=store)
+        for _, name, _ in texts:
+            if name not in conns:
+                conns[name] = writer.add_connection(name, STRING, typestore=store)
+        k = 0
+        for a in range(0, N, BATCH):
+            b = min(N, a + BATCH)
+            states = encode_joint_states(stamps[a:b], names, position[a:b],
+                                         None if velocity is None else velocity[a:b],
+                                         None if effort is None else effort[a:b])
+            tq = None if torques is None else encode_joint_states(
+                stamps[a:b], tnames, position[a:b][:, tidx], None, torques[a:b])
+            for i in range(b - a):
+                ts = int(log[a + i])
+                while k < len(texts) and texts[k][0] <= ts:
+                    writer.write(conns[texts[k][1]], texts[k][0], serialize_string(texts[k][2]))
+                    k += 1
+                writer.write(conns[topic], ts, states[i].tobytes())
+                if tq is not None:
+                    writer.write(conns['/joint_torques'], ts, tq[i].tobytes())
+            if progress is not None:
+                progress(b, N)
+        for ts, name, text in texts[k:]:
+            writer.write(conns[name], ts, serialize_string(text))
+    return Path(path)

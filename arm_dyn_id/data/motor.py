@@ -1,0 +1,295 @@
+"""Motor current to joint torque (seed 000 eq. 19).
+
+Per joint ``i``::
+
+    tau_i = sign_i * k_e,i * ratio_i * efficiency_i * (I_i - offset_i)
+
+with ``k_e`` the torque constant at the joint side (N·m/A, gear ratio included
+unless ``ratio`` is given separately), ``sign`` +1 or -1 and ``offset`` in A.
+Measured messages may list joints in any order and carry extra joints; they are
+matched by name, and the mapping is computed once per distinct name list.
+"""
+
+import numpy as np
+
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError
+
+_CACHE_LIMIT = 32
+
+
+def _per_joint(values, n, name, default):
+    if values is None:
+        values = default
+    arr = np.atleast_1d(np.asarray(values, dtype=float))
+    if arr.size == 1 and n > 1:
+        arr = np.full(n, float(arr[0]))
+    if arr.shape != (n,):
+        raise ConfigError(f'{name} has {arr.size} values, expected one per joint ({n})')
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f'{name} = {arr.tolist()} contains NaN or inf')
+    arr = arr.copy()
+    arr.setflags(write=False)
+    return arr
+
+
+class CurrentToTorque:
+    """Convert motor currents (A) into joint torques (N·m), seed 000 eq. 19.
+
+    Parameters
+    ----------
+    joints : sequence of str, (n,)
+        Output order of every torque array.
+    torque_constants : array_like, (n,)
+        k_e at the joint side (N·m/A), > 0.
+    current_signs : array_like, (n,), optional
+        +1 or -1 (default +1).
+    current_offsets : array_like, (n,), optional
+        Current offsets (A) subtracted before scaling (default 0).
+    gear_ratios, efficiencies : array_like, (n,), optional
+        Separate factors multiplied into the gain (default 1).
+
+    Raises
+    ------
+    ConfigError
+        If a per-joint array has the wrong length, a sign is not ±1 or a
+        constant is not positive.
+    """
+
+    def __init__(self, joints, torque_constants, current_signs=None, current_offsets=None,
+                 gear_ratios=None, efficiencies=None):
+        joints = tuple(str(j) for j in joints)
+        if not joints:
+            raise ConfigError('joints must name at least one joint')
+        if len(set(joints)) != len(joints):
+            raise ConfigError(f'joints = {list(joints)} repeats a name')
+        n = len(joints)
+        k_e = _per_joint(torque_constants, n, 'torque_constants', None)
+        signs = _per_joint(current_signs, n, 'current_signs', 1.0)
+        offsets = _per_joint(current_offsets, n, 'current_offsets', 0.0)
+        ratios = _per_joint(gear_ratios, n, 'gear_ratios', 1.0)
+        effs = _per_joint(efficiencies, n, 'efficiencies', 1.0)
+        for name, arr in (('torque_constants', k_e), ('gear_ratios', ratios),
+                          ('efficiencies', effs)):
+            if np.any(arr <= 0):
+                i = int(np.argmax(arr <= 0))
+                raise ConfigError(f'{name}[{i}] ({joints[i]}) = {arr[i]} must be > 0')
+        if np.any(np.abs(signs) != 1):
+            i = int(np.argmax(np.abs(signs) != 1))
+            raise ConfigError(f'current_signs[{i}] ({joints[i]}) = {signs[i]} must be +1 or -1')
+        self.joints = joints
+        self.torque_constants = k_e
+        self.current_signs = signs
+        self.current_offsets = offsets
+        self.gear_ratios = ratios
+        self.efficiencies = effs
+        gains = signs * k_e * ratios * effs
+        gains.setflags(write=False)
+        self.gains = gains
+        self._index_cache = {}
+
+    @classmethod
+    def from_config(cls, config):
+        """Build from an :class:`arm_dyn_id.config.ArmConfig`."""
+        return cls(config.joints, config.torque_constants, config.current_signs,
+                   config.current_offsets, config.gear_ratios, config.efficiencies)
+
+    @classmethod
+    def from_dict(cls, data):
+        """Build from a mapping with the keys of :meth:`to_dict` (a recording's config).
+
+        Raises
+        ------
+        ConfigError
+            If ``joints`` or ``torque_constants`` is missing.
+        """
+        for key in ('joints', 'torque_constants'):
+            if key not in data:
+                raise ConfigError(f'conversion config lacks {key!r}: keys are {sorted(data)}')
+        return cls(data['joints'], data['torque_constants'], data.get('current_signs'),
+                   data.get('current_offsets'), data.get('gear_ratios'),
+                   data.get('efficiencies'))
+
+    def to_dict(self):
+        """Plain-Python description (lists of floats) that :meth:`from_dict` reads back."""
+        return {
+            'joints': list(self.joints),
+            'torque_constants': self.torque_constants.tolist(),
+            'current_signs': self.current_signs.tolist(),
+            'current_offsets': self.current_offsets.tolist(),
+            'gear_ratios': self.gear_ratios.tolist(),
+            'efficiencies': self.efficiencies.tolist(),
+        }
+
+    @property
+    def n_joints(self):
+        return len(self.joints)
+
+    def index_for(self, names):
+        """Indices into a message's arrays that give config order, (n,) int.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Joint names of a message, any order; extra names are ignored.
+
+        Raises
+        ------
+        JointNameError
+            Naming the first configured joint that ``names`` lacks.
+        """
+        key = names if isinstance(names, tuple) else tuple(names)
+        idx = self._index_cache.get(key)
+        if idx is not None:
+            return idx
+        position = {name: i for i, name in enumerate(key)}
+        missing = [j for j in self.joints if j not in position]
+        if missing:
+            raise JointNameError(
+                f'joint {missing[0]!r} is configured but missing from the data '
+                f'(data joints: {list(key)}; missing: {missing})')
+        if len(position) != len(key):
+            raise DataError(f'joint names {list(key)} repeat a name')
+        idx = np.fromiter((position[j] for j in self.joints), dtype=np.intp,
+                          count=len(self.joints))
+        idx.setflags(write=False)
+        if len(self._index_cache) >= _CACHE_LIMIT:
+            self._index_cache.clear()
+        self._index_cache[key] = idx
+        return idx
+
+    def reorder(self, names, values):
+        """Pick ``values`` (one per name) into config order, (n,).
+
+        Raises
+        ------
+        JointNameError
+            A configured joint is missing from ``names``.
+        DataError
+            ``values`` and ``names`` differ in length.
+        """
+        values = np.asarray(values, dtype=float)
+        if values.shape != (len(names),):
+            raise DataError(f'{values.size} values for {len(names)} joint names')
+        return values[self.index_for(names)]
+
+    def convert(self, names, currents):
+        """Torques (N·m) in config order for one message, (n,), seed 000 eq. 19.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Joint names of the message, any order, extra joints ignored.
+        currents : array_like, (len(names),)
+            Motor currents (A).
+
+        Returns
+        -------
+        ndarray, (n,)
+            NaN or inf currents give NaN or inf torques: callers decide what to
+            exclude; nothing is replaced silently.
+
+        Raises
+        ------
+        JointNameError
+            A configured joint is missing from ``names``.
+        DataError
+            ``currents`` and ``names`` differ in length.
+        """
+        return self.gains * (self.reorder(names, currents) - self.current_offsets)
+
+    def convert_many(self, currents):
+        """Vectorised conversion of currents already in config order.
+
+        Parameters
+        ----------
+        currents : array_like, (N, n)
+            Motor currents (A).
+
+        Returns
+        -------
+        ndarray, (N, n)
+            Joint torques (N·m).
+
+        Raises
+        ------
+        DataError
+            If the second dimension is not the number of joints.
+        """
+        currents = np.asarray(currents, dtype=float)
+        if currents.ndim != 2 or currents.shape[1] != self.n_joints:
+            raise DataError(f'currents have shape {currents.shape}, '
+                            f'expected (N, {self.n_joints}) for joints {list(self.joints)}')
+        return (currents - self.current_offsets) * self.gains
+
+
+class StampJoiner:
+    """Pair position samples with current samples from another topic by time.
+
+    Each position waits until a current sample lies within ``tolerance`` of its
+    time; the nearest one is taken. A position is given up (counted in
+    ``unpaired``) once currents newer than its time + ``tolerance`` have arrived
+    without a match, or when more than ``capacity`` positions wait. Both streams
+    are expected in roughly increasing time order (1 kHz drivers).
+
+    Parameters
+    ----------
+    tolerance : float
+        Largest time difference (s) between a position and its current.
+    capacity : int
+        Most samples kept waiting on either side.
+    """
+
+    def __init__(self, tolerance, capacity=512):
+        from collections import deque
+        if not tolerance >= 0:
+            raise ValueError(f'pairing tolerance {tolerance} must be >= 0 s')
+        self.tolerance = float(tolerance)
+        self.capacity = int(capacity)
+        self._positions = deque()      # (t, item)
+        self._currents = deque()       # (t, currents)
+        self.unpaired = 0
+        self.paired = 0
+
+    def _nearest_current(self, t):
+        best, best_dt = None, None
+        for tc, cur in self._currents:
+            dt = abs(tc - t)
+            if dt <= self.tolerance and (best_dt is None or dt < best_dt):
+                best, best_dt = cur, dt
+        return best
+
+    def _drain(self):
+        """Pair waiting positions in order; returns [(item, currents), ...]."""
+        ready = []
+        newest = self._currents[-1][0] if self._currents else None
+        while self._positions:
+            t, item = self._positions[0]
+            cur = self._nearest_current(t)
+            if cur is not None:
+                ready.append((item, cur))
+                self.paired += 1
+            elif newest is not None and newest > t + self.tolerance:
+                self.unpaired += 1          # its current will not come any more
+            else:
+                break
+            self._positions.popleft()
+        # currents older than every waiting position (minus tolerance) are spent
+        horizon = self._positions[0][0] if self._positions else (newest or 0.0)
+        while len(self._currents) > 1 and self._currents[0][0] < horizon - self.tolerance:
+            self._currents.popleft()
+        while len(self._positions) > self.capacity:
+            self._positions.popleft()
+            self.unpaired += 1
+        while len(self._currents) > self.capacity:
+            self._currents.popleft()
+        return ready
+
+    def add_position(self, t, item):
+        """A position sample at time t (s); returns the pairs now complete."""
+        self._positions.append((float(t), item))
+        return self._drain()
+
+    def add_current(self, t, currents):
+        """A current sample at time t (s); returns the pairs now complete."""
+        self._currents.append((float(t), currents))
+        return self._drain()

@@ -1,0 +1,11 @@
+"""The identification wing: recorded data in, identified model out.
+
+- :mod:`.estimators`: the estimator set (WLS, joint by joint, threshold, IRLS,
+  PSO, chunked normal equations) and the held-out model choice;
+- :mod:`.pairing`: forward/backward pairing of sweeps (seed 000 eqs. 3-5);
+- :mod:`.gravity`: low-speed gravity identification (seed 000);
+- :mod:`.full_dynamics`: full dynamics with friction (seed 001);
+- :mod:`.payload`: a payload's mass and centre of mass with the arm frozen.
+
+Imports model, data, validation and the foundation.
+"""

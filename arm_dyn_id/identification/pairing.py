@@ -1,0 +1,229 @@
+"""Forward/backward pairing of reciprocating sweeps (seed 000 eqs. 3-5).
+
+At very low speed ``τ = G(q) + τ_f(q̇)``. When one joint sweeps forward and then
+backward over the same path while the others hold still, the two passes visit
+the same q with opposite velocity; their mean cancels friction,
+
+    (τ_fwd + τ_bwd) / 2 = G(q),
+
+and half their difference is the friction torque of the moving joint.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from arm_dyn_id.errors import DataError
+
+SWEEP = 'sweep'
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One constant-speed pass of one joint: sample index range and direction."""
+
+    segment_id: int
+    joint_index: int
+    direction: int
+    start: int
+    stop: int       # exclusive
+
+
+@dataclass(frozen=True)
+class PairedData:
+    """Gravity samples from paired sweeps.
+
+    Attributes
+    ----------
+    q : ndarray, (M, n)
+        Configurations (rad) of the forward pass.
+    tau : ndarray, (M, n)
+        Friction-free torque (τ_fwd + τ_bwd)/2 (N·m): G(q) plus noise.
+    friction : ndarray, (M, n)
+        (τ_fwd - τ_bwd)/2 (N·m); meaningful for the moving joint.
+    dq : ndarray, (M, n)
+        Velocity of the forward pass (rad/s).
+    moving_joint : ndarray of int, (M,)
+    pair_id : ndarray of int, (M,)
+    """
+
+    q: np.ndarray
+    tau: np.ndarray
+    friction: np.ndarray
+    dq: np.ndarray
+    moving_joint: np.ndarray
+    pair_id: np.ndarray
+
+    @property
+    def n_samples(self):
+        return self.q.shape[0]
+
+
+def sweeps_from_markers(t, markers):
+    """Sample ranges of the sweep phases given segment markers.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+        Sample times (s), increasing.
+    markers : sequence of dict
+        Segment markers (docs/interfaces.md): ``t``, ``phase``, ``segment_id``,
+        ``joint_index``, ``direction``; a marker's phase lasts until the next.
+
+    Returns
+    -------
+    list of Sweep
+    """
+    markers = sorted(markers, key=lambda m: m['t'])
+    sweeps = []
+    for k, marker in enumerate(markers):
+        if marker.get('phase') != SWEEP:
+            continue
+        t_end = markers[k + 1]['t'] if k + 1 < len(markers) else np.inf
+        start, stop = np.searchsorted(t, [marker['t'], t_end])
+        if stop - start >= 2:
+            sweeps.append(Sweep(int(marker.get('segment_id', k)), int(marker['joint_index']),
+                                int(marker['direction']), int(start), int(stop)))
+    return sweeps
+
+
+def phase_mask(t, markers, phases):
+    """Boolean mask of the samples whose segment phase is one of ``phases``, (N,)."""
+    markers = sorted(markers, key=lambda m: m['t'])
+    mask = np.zeros(len(t), dtype=bool)
+    for k, marker in enumerate(markers):
+        if marker.get('phase') in phases:
+            t_end = markers[k + 1]['t'] if k + 1 < len(markers) else np.inf
+            mask |= (t >= marker['t']) & (t < t_end)
+    return mask
+
+
+#: Phases at the plan's low speed (<= 3 °/s), on which a gravity model is validated;
+#: transfers between poses ('approach') move faster and carry dynamics.
+QUASI_STATIC_PHASES = ('settle', 'sweep', 'reversal')
+
+
+def pair_sweeps(sweeps):
+    """Pair each forward sweep with the next backward sweep of the same joint.
+
+    Returns
+    -------
+    list of (Sweep, Sweep)
+    """
+    pairs = []
+    pending = {}
+    for sweep in sweeps:
+        key = sweep.joint_index
+        if key in pending and pending[key].direction == -sweep.direction:
+            first = pending.pop(key)
+            fwd, bwd = (first, sweep) if first.direction > 0 else (sweep, first)
+            pairs.append((fwd, bwd))
+        else:
+            pending[key] = sweep
+    return pairs
+
+
+def _interp_rows(x, xp, fp):
+    """Linear interpolation of every column of fp (K, n) at x (M,), xp increasing."""
+    idx = np.clip(np.searchsorted(xp, x), 1, len(xp) - 1)
+    x0, x1 = xp[idx - 1], xp[idx]
+    span = x1 - x0
+    w = np.divide(x - x0, span, out=np.zeros_like(x), where=span > 0)
+    w = np.clip(w, 0.0, 1.0)[:, None]
+    return fp[idx - 1] * (1.0 - w) + fp[idx] * w
+
+
+def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
+    """Average forward and backward passes at the same joint angle.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+    q : ndarray, (N, n)
+        rad.
+    tau : ndarray, (N, n)
+        Measured joint torque (N·m); NaN rows are ignored.
+    sweeps : list of Sweep
+    trim : float
+        Fraction of each pass's angular range dropped at both ends (transients).
+    dq : ndarray, (N, n), optional
+        Measured velocity; estimated from q and t if not given.
+
+    Returns
+    -------
+    PairedData
+
+    Raises
+    ------
+    DataError
+        If no forward/backward pair overlaps.
+    """
+    t = np.asarray(t, dtype=float)
+    q = np.asarray(q, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    out = {k: [] for k in ('q', 'tau', 'friction', 'dq', 'moving', 'pair')}
+    for pair_id, (fwd, bwd) in enumerate(pair_sweeps(sweeps)):
+        j = fwd.joint_index
+        f = slice(fwd.start, fwd.stop)
+        b = slice(bwd.start, bwd.stop)
+        ok_f = np.all(np.isfinite(tau[f]), axis=1) & np.all(np.isfinite(q[f]), axis=1)
+        ok_b = np.all(np.isfinite(tau[b]), axis=1) & np.all(np.isfinite(q[b]), axis=1)
+        # velocity only where it is needed: the forward pass of this pair
+        vf = (np.gradient(q[f], t[f], axis=0) if dq is None else dq[f])[ok_f]
+        qf, tf = q[f][ok_f], tau[f][ok_f]
+        qb, tb = q[b][ok_b], tau[b][ok_b]
+        if len(qf) < 2 or len(qb) < 2:
+            continue
+        lo = max(qf[:, j].min(), qb[:, j].min())
+        hi = min(qf[:, j].max(), qb[:, j].max())
+        span = hi - lo
+        if span <= 0:
+            continue
+        lo, hi = lo + trim * span, hi - trim * span
+        keep = (qf[:, j] >= lo) & (qf[:, j] <= hi)
+        if keep.sum() < 2:
+            continue
+        order = np.argsort(qb[:, j], kind='stable')
+        tb_at_f = _interp_rows(qf[keep, j], qb[order, j], tb[order])
+        out['q'].append(qf[keep])
+        out['tau'].append(0.5 * (tf[keep] + tb_at_f))
+        out['friction'].append(0.5 * (tf[keep] - tb_at_f))
+        out['dq'].append(vf[keep])
+        out['moving'].append(np.full(int(keep.sum()), j))
+        out['pair'].append(np.full(int(keep.sum()), pair_id))
+    if not out['q']:
+        raise DataError('no forward/backward sweep pair overlaps: the data needs each joint to '
+                        'sweep forward and then back over the same range (segment markers with '
+                        'phase "sweep" and direction +1/-1)')
+    return PairedData(q=np.vstack(out['q']), tau=np.vstack(out['tau']),
+                      friction=np.vstack(out['friction']), dq=np.vstack(out['dq']),
+                      moving_joint=np.concatenate(out['moving']),
+                      pair_id=np.concatenate(out['pair']))
+
+
+def coulomb_viscous_from_pairs(paired, n_joints):
+    """Per-joint Coulomb and viscous friction from the half differences.
+
+    Fits ``friction_j = f_c sign(q̇_j) + f_v q̇_j`` on the samples where joint j
+    moves (seed 001 eq. 2). Joints that never move get NaN.
+
+    Returns
+    -------
+    coulomb, viscous : ndarray, (n,)
+        N·m and N·m·s/rad.
+    """
+    coulomb = np.full(n_joints, np.nan)
+    viscous = np.full(n_joints, np.nan)
+    for j in range(n_joints):
+        sel = paired.moving_joint == j
+        if sel.sum() < 3:
+            continue
+        v = paired.dq[sel, j]
+        A = np.column_stack([np.sign(v), v])
+        if np.linalg.matrix_rank(A) < 2:
+            A = A[:, :1]
+            coulomb[j] = np.linalg.lstsq(A, paired.friction[sel, j], rcond=None)[0][0]
+            viscous[j] = 0.0
+            continue
+        coulomb[j], viscous[j] = np.linalg.lstsq(A, paired.friction[sel, j], rcond=None)[0]
+    return coulomb, viscous

@@ -1,0 +1,223 @@
+"""The identified gravity model: serve G(q) at any g, with payloads; save and load.
+
+Base parameters β are mass moments (kg, kg·m); the regressor carries g. So a
+model identified at 9.81 m/s² serves 1.63 m/s² by evaluating the regressor with
+the other gravity (seed 000 §3: the identification on Earth is reused on the
+Moon). A known payload adds ``base.beta(Δθ)`` to β, Δθ being its own mass
+parameters in the flange body's frame — gravity is linear in the link parameters.
+
+Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 1``)::
+
+    schema, version, robot_name, joints, urdf: {file, sha256},
+    gravity: {magnitude, direction},        # at which the data was taken
+    base: {names, expressions, values, std_errors, independent, dependent, K,
+           parameter_names, kind, friction},
+    friction: {coulomb, viscous},           # per joint, NaN when unknown
+    fit: {method, condition_number, n_samples, residual_rms, noise_std, seconds},
+    validation: {<case>: [per-joint metrics]},
+    provenance: {created, data, config, software}
+"""
+
+import datetime
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from arm_dyn_id import __version__
+from arm_dyn_id.model.base_parameters import BaseParameters
+from arm_dyn_id.config import file_sha256
+from arm_dyn_id.errors import ConfigError, DataError, URDFError
+from arm_dyn_id.model.robot import Payload, RobotModel
+
+SCHEMA = 'arm_dyn_id/gravity_model'
+VERSION = 1
+
+
+def _floats(values):
+    return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
+
+
+class GravityModel:
+    """Identified gravity model of one arm.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        Kinematics (the URDF); its inertial values are not used for serving.
+    base : BaseParameters
+    beta : ndarray, (r,)
+        Identified base parameters.
+    std_errors : ndarray, (r,), optional
+    friction : dict, optional
+        ``{'coulomb': (n,), 'viscous': (n,)}``.
+    metadata : dict, optional
+        Fit, validation and provenance sections of the model file.
+    """
+
+    def __init__(self, robot, base, beta, std_errors=None, friction=None, metadata=None,
+                 fit_gravity=None):
+        beta = np.asarray(beta, dtype=float)
+        if beta.shape != (base.count,):
+            raise DataError(f'{beta.size} base parameter values for {base.count} parameters')
+        self.robot = robot
+        self.base = base
+        self.beta = beta
+        self.std_errors = (np.full(base.count, np.nan) if std_errors is None
+                           else np.asarray(std_errors, dtype=float))
+        n = robot.n_joints
+        friction = friction or {}
+        self.friction = {k: np.asarray(friction.get(k, np.full(n, np.nan)), dtype=float)
+                         for k in ('coulomb', 'viscous')}
+        self.metadata = dict(metadata or {})
+        self.fit_gravity = robot.gravity_magnitude if fit_gravity is None else fit_gravity
+        self._payload_beta = np.zeros(base.count)
+
+    @property
+    def joint_names(self):
+        return self.robot.joint_names
+
+    # serving ------------------------------------------------------------------
+    def gravity_torques(self, q, gravity=None):
+        """G(q) (N·m) of the identified model.
+
+        Parameters
+        ----------
+        q : ndarray, (n,) or (N, n)
+            rad, in the order of :attr:`joint_names`.
+        gravity : float, optional
+            Gravity magnitude (m/s²); default the robot's current one.
+
+        Returns
+        -------
+        ndarray, (n,) or (N, n)
+        """
+        q = np.asarray(q, dtype=float)
+        g = None
+        if gravity is not None:
+            direction = self.robot.gravity_vector / self.robot.gravity_magnitude
+            g = float(gravity) * direction
+        Y = self.base.reduce(self.robot.gravity_regressor(q, gravity=g))
+        return Y @ (self.beta + self._payload_beta)
+
+    def set_gravity(self, magnitude):
+        """Serve another gravity magnitude from now on (m/s²)."""
+        self.robot.set_gravity(magnitude)
+        return self
+
+    def payload_beta(self, payload):
+        """Δβ of a rigid payload at a frame (linear in its mass parameters)."""
+        loaded = self.robot.with_payload(payload)
+        return self.base.beta(loaded.parameters('gravity') - self.robot.parameters('gravity'))
+
+    def set_payload(self, payload):
+        """Add a known payload analytically (None removes it)."""
+        self._payload_beta = (np.zeros(self.base.count) if payload is None
+                              else self.payload_beta(payload))
+        return self
+
+    # files ----------------------------------------------------------------------
+    def to_dict(self):
+        robot = self.robot
+        g = robot.gravity_vector
+        doc = {
+            'schema': SCHEMA, 'version': VERSION,
+            'robot_name': self.metadata.get('robot_name', Path(robot.source).stem),
+            'joints': list(robot.joint_names),
+            'urdf': {'file': str(robot.source),
+                     'sha256': file_sha256(robot.source) if Path(robot.source).is_file()
+                     else None},
+            'gravity': {'magnitude': float(self.fit_gravity),
+                        'direction': (g / np.linalg.norm(g)).tolist()},
+            'base': {
+                'kind': self.base.kind, 'friction': self.base.friction,
+                'names': list(self.base.names), 'expressions': list(self.base.expressions()),
+                'values': _floats(self.beta), 'std_errors': _floats(self.std_errors),
+                'units': 'kg for m*, kg*m for first moments',
+                'parameter_names': list(self.base.parameter_names),
+                'independent': self.base.independent.tolist(),
+                'dependent': self.base.dependent.tolist(), 'K': self.base.K.tolist(),
+            },
+            'friction': {k: _floats(v) for k, v in self.friction.items()},
+        }
+        for section in ('fit', 'validation', 'provenance'):
+            if section in self.metadata:
+                doc[section] = self.metadata[section]
+        doc.setdefault('provenance', {})
+        doc['provenance'].setdefault('created', datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec='seconds'))
+        doc['provenance'].setdefault('software', f'arm_dyn_id {__version__}')
+        return doc
+
+    def to_yaml(self):
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, width=100)
+
+    def save(self, path):
+        """Write the model file (YAML); the write is atomic (temp file + rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + '.tmp')
+        tmp.write_text(self.to_yaml())
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_dict(cls, doc, urdf=None, source='<model>'):
+        """Rebuild a model from its file contents.
+
+        Parameters
+        ----------
+        urdf : path-like, optional
+            URDF to use instead of the one named in the file (its hash is checked
+            and a mismatch is reported in ``metadata['warnings']``).
+        """
+        if not isinstance(doc, dict) or doc.get('schema') != SCHEMA:
+            raise ConfigError(f'{source} is not an arm_dyn_id gravity model file '
+                              f'(schema {doc.get("schema") if isinstance(doc, dict) else None!r})')
+        if int(doc.get('version', 0)) > VERSION:
+            raise ConfigError(f'{source} has model file version {doc["version"]}; this '
+                              f'arm_dyn_id reads up to version {VERSION}: upgrade arm_dyn_id')
+        urdf_path = Path(urdf) if urdf else Path(doc['urdf']['file'])
+        if not urdf_path.is_file() and not urdf:
+            # a model moved with its URDF beside it
+            beside = Path(source).parent / Path(doc['urdf']['file']).name
+            urdf_path = beside if beside.is_file() else urdf_path
+        if not urdf_path.is_file():
+            raise URDFError(f'URDF file {urdf_path} named by {source} does not exist; '
+                            'pass the arm\'s URDF explicitly')
+        g = doc['gravity']
+        robot = RobotModel.from_urdf(urdf_path, joints=doc['joints'], gravity=g['magnitude'],
+                                     gravity_direction=g['direction'])
+        b = doc['base']
+        base = BaseParameters.from_dict(b)
+        warnings = []
+        sha = doc['urdf'].get('sha256')
+        if sha and file_sha256(urdf_path) != sha:
+            warnings.append(f'URDF {urdf_path} differs from the one the model was fitted '
+                            'with (sha256 mismatch): kinematics may not match')
+        metadata = {k: doc[k] for k in ('fit', 'validation', 'provenance') if k in doc}
+        metadata['robot_name'] = doc.get('robot_name')
+        metadata['warnings'] = warnings
+        values = np.array([np.nan if v is None else v for v in b['values']], dtype=float)
+        errors = np.array([np.nan if v is None else v for v in b.get('std_errors',
+                                                                     [None] * len(values))])
+        fr = doc.get('friction', {})
+        friction = {k: np.array([np.nan if v is None else v for v in fr.get(k, [])] or
+                                [np.nan] * len(doc['joints']), dtype=float)
+                    for k in ('coulomb', 'viscous')}
+        return cls(robot, base, values, errors, friction, metadata, fit_gravity=g['magnitude'])
+
+    @classmethod
+    def load(cls, path, urdf=None):
+        """Read a model file written by :meth:`save`."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f'model file {path} does not exist')
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f'model file {path} is not valid YAML: {exc}') from exc
+        return cls.from_dict(doc, urdf=urdf, source=str(path))
+
+
+__all__ = ['GravityModel', 'Payload']

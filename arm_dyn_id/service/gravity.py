@@ -1,0 +1,181 @@
+"""Serving an identified gravity model fast: one configuration in microseconds.
+
+:meth:`GravityModel.gravity_torques` evaluates ``Y_b(q) β`` with the vectorised
+regressor, which costs about 1 ms for a single configuration (array set-up
+dominates). A gravity service at 1 kHz needs far less. Gravity is linear in the
+link mass parameters θ (m, m·c per body) and only their base combinations
+``β = θ_b + K θ_d`` are identified (seed 000 eq. 8), so *any* θ with
+``base.beta(θ) = β`` gives the same ``G(q)`` for every q. :class:`FastGravity`
+takes the URDF's nominal θ and moves its independent entries by
+``β - base.beta(θ_nominal)``; a pinocchio model carrying that θ then serves
+``computeGeneralizedGravity`` at a few µs per call. The θ need not be physically
+consistent (that is :mod:`arm_dyn_id.model.export`'s job); only a body mass of exactly
+zero with a non-zero first moment cannot be represented, and then the slow exact
+path is used.
+
+:class:`JointOrder` maps joint names of incoming messages onto the model's order,
+cached per name tuple.
+"""
+
+import numpy as np
+import pinocchio as pin
+
+from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.model.robot import Payload
+
+_MIN_MASS = 1e-9     # kg; below this a body cannot carry a first moment in pinocchio
+
+
+class FastGravity:
+    """G(q) of an identified model at a chosen gravity and payload, one q at a time.
+
+    Parameters
+    ----------
+    model : GravityModel
+        The identified model (not modified).
+    gravity : float, optional
+        Gravity magnitude served (m/s²); default the model's fit gravity.
+    payload : Payload, optional
+        A known payload added analytically (``GravityModel.payload_beta``).
+
+    Attributes
+    ----------
+    exact : bool
+        False when the equivalent pinocchio model could not be built and the
+        (slow, exact) regressor path serves instead.
+    max_error : float
+        Largest difference (N·m) between the two paths on random check poses.
+    """
+
+    def __init__(self, model, gravity=None, payload=None, check_samples=20, seed=0):
+        self.model = model
+        self.gravity = float(model.fit_gravity if gravity is None else gravity)
+        if not np.isfinite(self.gravity) or self.gravity < 0:
+            raise ValueError(f'gravity {self.gravity} m/s² must be a finite magnitude >= 0')
+        self.payload = payload
+        beta = np.array(model.beta, dtype=float)
+        if not np.all(np.isfinite(beta)):
+            raise DataError('the model has NaN base parameters; it cannot be served')
+        if payload is not None and payload.mass > 0:
+            beta = beta + model.payload_beta(payload)
+        self.beta = beta
+        robot = model.robot.copy()
+        direction = robot.gravity_vector / robot.gravity_magnitude
+        robot.set_gravity(self.gravity, direction)
+        self._robot = robot
+        self._direction = direction
+        self.exact = self._load_equivalent(robot, model.base, beta)
+        self.max_error = 0.0
+        if self.exact:
+            rng = np.random.default_rng(seed)
+            q = rng.uniform(-np.pi, np.pi, size=(check_samples, robot.n_joints))
+            fast = np.array([self._fast(qi) for qi in q])
+            slow = self._slow(q)
+            self.max_error = float(np.max(np.abs(fast - slow)))
+            scale = max(1.0, float(np.max(np.abs(slow))))
+            if self.max_error > 1e-9 * scale:
+                self.exact = False
+        self.torques = self._fast if self.exact else self._slow
+
+    @staticmethod
+    def _load_equivalent(robot, base, beta):
+        theta = robot.parameters('gravity')
+        theta[base.independent] += beta - base.beta(theta)
+        pm = robot.model
+        for body in range(robot.n_bodies):
+            m, mx, my, mz = theta[4 * body:4 * body + 4]
+            if abs(m) < _MIN_MASS:
+                if max(abs(mx), abs(my), abs(mz)) > 0:
+                    return False
+                m = 0.0
+            dyn = np.array(pm.inertias[body + 1].toDynamicParameters(), dtype=float)
+            dyn[:4] = (m, mx, my, mz)
+            pm.inertias[body + 1] = pin.Inertia.FromDynamicParameters(dyn)
+        robot.data = pm.createData()
+        return True
+
+    def _fast(self, q):
+        return self._robot.gravity_torques(q)
+
+    def _slow(self, q):
+        q = np.asarray(q, dtype=float)
+        Y = self.model.base.reduce(
+            self.model.robot.gravity_regressor(q, gravity=self.gravity * self._direction))
+        return Y @ self.beta
+
+    @property
+    def joint_names(self):
+        return self.model.joint_names
+
+
+def payload_from(mass, com, frame):
+    """A :class:`~arm_dyn_id.model.robot.Payload` from parameter values, or None for mass 0.
+
+    Raises
+    ------
+    ValueError
+        If the mass is negative or the centre of mass is not 3 finite numbers.
+    """
+    mass = float(mass)
+    com = tuple(float(c) for c in com)
+    if not np.isfinite(mass) or mass < 0:
+        raise ValueError(f'payload_mass = {mass} kg must be >= 0')
+    if len(com) != 3 or not np.all(np.isfinite(com)):
+        raise ValueError(f'payload_com = {list(com)} must be 3 finite numbers (m)')
+    if mass == 0:
+        return None
+    return Payload(mass=mass, com=com, frame=str(frame))
+
+
+class JointOrder:
+    """Index arrays from message joint names to the model's joint order, cached.
+
+    Parameters
+    ----------
+    joints : sequence of str
+        The model's joint order.
+    """
+
+    def __init__(self, joints, max_cached=64):
+        self.joints = tuple(joints)
+        self._lookup = {}
+        self._max = max_cached
+
+    def index(self, names, strict=False):
+        """Indices into ``names`` of the model's joints, (n,).
+
+        Parameters
+        ----------
+        names : sequence of str
+        strict : bool
+            Refuse names the model does not have (queries); otherwise extra joints
+            are ignored (streams).
+
+        Raises
+        ------
+        JointNameError
+            A model joint is missing, a name repeats, or (strict) a name is unknown.
+        """
+        key = tuple(names)
+        idx = self._lookup.get(key)
+        if idx is not None:
+            return idx
+        where = {}
+        for i, name in enumerate(key):
+            if name in where:
+                raise JointNameError(f'joint {name!r} appears twice in {list(key)}')
+            where[name] = i
+        if strict:
+            unknown = [n for n in key if n not in self.joints]
+            if unknown:
+                raise JointNameError(f'unknown joint {unknown[0]!r}; the model has '
+                                     f'{list(self.joints)}')
+        missing = [j for j in self.joints if j not in where]
+        if missing:
+            raise JointNameError(f'joint {missing[0]!r} is missing (got {list(key)}); '
+                                 f'give all of {list(self.joints)}')
+        idx = np.array([where[j] for j in self.joints], dtype=int)
+        if len(self._lookup) >= self._max:
+            self._lookup.clear()
+        self._lookup[key] = idx
+        return idx

@@ -1,0 +1,367 @@
+"""A readable report of one fit: one self-contained HTML file plus its PNG plots.
+
+:func:`write_report` reads what ``arm-dyn-id fit`` wrote into a folder
+(``model.yaml``, ``validation.json``, ``fit_data.npz``) and writes
+
+- ``torque_time.png``: measured torque against the model's prediction per joint
+  over time (G(q) plus the identified friction), held-out sweeps shaded;
+- ``residuals.png``: histograms of the held-out residuals per joint (forward/backward
+  averaged, so friction cancels, seed 000 eq. 5);
+- ``pairs.png``: averaged measured torque against predicted torque per joint;
+- ``trajectory.png``: joint angles over time (degrees, for people) with the sweeps;
+- ``report.html``: the tables (per-joint metrics, base parameters with standard
+  errors and their expressions, condition numbers, data quality) and the plots
+  embedded as base64, so the one file can be mailed or archived.
+
+matplotlib runs with the Agg backend; nothing here needs a display or ROS.
+"""
+
+import base64
+import datetime
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from arm_dyn_id.errors import DataError
+
+CSS = """
+body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.8em;
+     border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }
+th, td { padding: 0.2em 0.7em; border-bottom: 1px solid #e4e4e4; text-align: right; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+code { font-size: 0.9em; } img { max-width: 100%; } .note { color: #666; font-size: 0.9em; }
+.bad { color: #b00; }
+"""
+
+METRIC_COLUMNS = (('max_torque', 'max |τ| (N·m)', '{:.4f}'), ('rmse', 'RMSE (N·m)', '{:.5f}'),
+                  ('rmse_percent', 'RMSE %', '{:.2f}'), ('mae', 'MAE (N·m)', '{:.5f}'),
+                  ('rho', 'ρ', '{:.4f}'), ('noise_std', 'noise σ (N·m)', '{:.5f}'),
+                  ('n_samples', 'samples', '{:d}'))
+
+
+def _fmt(fmt, value):
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return '–'
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return html.escape(str(value))
+
+
+def _table(header, rows, left=1):
+    """HTML table; the first ``left`` columns are left-aligned text."""
+    cls = ['l' if i < left else '' for i in range(len(header))]
+    out = ['<table><tr>' + ''.join(f'<th class="{c}">{html.escape(h)}</th>'
+                                   for c, h in zip(cls, header)) + '</tr>']
+    for row in rows:
+        out.append('<tr>' + ''.join(f'<td class="{c}">{v}</td>' for c, v in zip(cls, row))
+                   + '</tr>')
+    out.append('</table>')
+    return '\n'.join(out)
+
+
+def _metrics_html(case):
+    rows = [[html.escape(j)] + [_fmt(f, m.get(k)) for k, _, f in METRIC_COLUMNS]
+            for j, m in case.items()]
+    pct = [m.get('rmse_percent') for m in case.values() if m.get('rmse_percent') is not None]
+    if pct:
+        rows.append(['<b>mean</b>', '', '', f'<b>{np.mean(pct):.2f}</b>', '', '', '', ''])
+    return _table(['joint'] + [h for _, h, _ in METRIC_COLUMNS], rows)
+
+
+# ---------------------------------------------------------------------------
+# plots
+
+def _shade(ax, sweeps, t0, joint=None):
+    for a, b, j, _, held in sweeps:
+        if joint is not None and int(j) != joint:
+            continue
+        ax.axvspan(a - t0, b - t0, color='tab:orange' if held else 'tab:green',
+                   alpha=0.15 if held else 0.07, lw=0)
+
+
+def _figure_rows(n):
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(n, 1, figsize=(11, 1.7 * n + 0.8), sharex=True, squeeze=False)
+    return fig, axes[:, 0]
+
+
+def plot_torque_time(data, path):
+    import matplotlib.pyplot as plt
+    joints = [str(j) for j in data['joints']]
+    t = data['t']
+    t0 = t[0]
+    fig, axes = _figure_rows(len(joints))
+    for j, ax in enumerate(axes):
+        _shade(ax, data['sweeps'], t0)
+        ax.plot(t - t0, data['tau'][:, j], color='0.55', lw=0.6, label='measured')
+        ax.plot(t - t0, data['predicted_friction'][:, j], color='tab:blue', lw=0.9,
+                label='model: G(q) + friction')
+        ax.plot(t - t0, data['predicted'][:, j], color='tab:red', lw=0.7, ls='--',
+                label='model: G(q)')
+        ax.set_ylabel(f'{joints[j]}\nN·m', fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc='upper right', fontsize=7, ncol=3)
+    axes[0].set_title('Joint torque: measured and predicted (orange bands: held-out sweeps, '
+                      'green: fitted sweeps)', fontsize=10)
+    axes[-1].set_xlabel('time (s)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_trajectory(data, path):
+    import matplotlib.pyplot as plt
+    joints = [str(j) for j in data['joints']]
+    t = data['t']
+    t0 = t[0]
+    fig, axes = _figure_rows(len(joints))
+    for j, ax in enumerate(axes):
+        _shade(ax, data['sweeps'], t0, joint=j)
+        ax.plot(t - t0, np.rad2deg(data['q'][:, j]), color='tab:blue', lw=0.8)
+        ax.set_ylabel(f'{joints[j]}\ndeg', fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].set_title('Joint angles (bands: sweeps of that joint; orange = held out)',
+                      fontsize=10)
+    axes[-1].set_xlabel('time (s)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _case(data):
+    return 'held_out' if 'held_out_tau' in data else 'training'
+
+
+def _grid(n):
+    import matplotlib.pyplot as plt
+    cols = 3 if n > 4 else n
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()[:n]
+
+
+def plot_residuals(data, path):
+    import matplotlib.pyplot as plt
+    case = _case(data)
+    joints = [str(j) for j in data['joints']]
+    res = data[f'{case}_predicted'] - data[f'{case}_tau']
+    fig, axes = _grid(len(joints))
+    for j, ax in enumerate(axes):
+        r = res[:, j] * 1e3
+        ax.hist(r[np.isfinite(r)], bins=50, color='tab:blue', alpha=0.8)
+        ax.axvline(0, color='k', lw=0.6)
+        ax.set_title(f'{joints[j]}: mean {np.nanmean(r):.2f}, σ {np.nanstd(r):.2f} mN·m',
+                     fontsize=9)
+        ax.set_xlabel('predicted − measured (mN·m)', fontsize=8)
+        ax.tick_params(labelsize=8)
+    fig.suptitle(f'Residuals on the {case.replace("_", "-")} pairs (forward/backward '
+                 'averaged)', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_pairs(data, path):
+    import matplotlib.pyplot as plt
+    case = _case(data)
+    joints = [str(j) for j in data['joints']]
+    meas, pred = data[f'{case}_tau'], data[f'{case}_predicted']
+    step = max(1, meas.shape[0] // 4000)
+    fig, axes = _grid(len(joints))
+    for j, ax in enumerate(axes):
+        ax.plot(meas[::step, j], pred[::step, j], '.', ms=2, color='tab:blue', alpha=0.5)
+        lo = float(np.nanmin([meas[:, j].min(), pred[:, j].min()]))
+        hi = float(np.nanmax([meas[:, j].max(), pred[:, j].max()]))
+        ax.plot([lo, hi], [lo, hi], color='k', lw=0.6)
+        ax.set_title(joints[j], fontsize=9)
+        ax.set_xlabel('measured (N·m)', fontsize=8)
+        ax.set_ylabel('predicted (N·m)', fontsize=8)
+        ax.tick_params(labelsize=8)
+    fig.suptitle(f'Averaged torque on the {case.replace("_", "-")} pairs: predicted '
+                 'against measured', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------
+# html
+
+def _params_html(model):
+    b = model['base']
+    names, exprs = b['names'], b.get('expressions') or b['names']
+    values, errs = b['values'], b.get('std_errors') or [None] * len(names)
+    rows = []
+    for name, expr, v, e in zip(names, exprs, values, errs):
+        rel = None if v in (None, 0) or e is None else 100 * abs(e / v)
+        cls = ' class="bad"' if rel is not None and rel > 10 else ''
+        rows.append([html.escape(name), f'<code>{html.escape(expr)}</code>',
+                     _fmt('{:.6g}', v), _fmt('{:.3g}', e),
+                     f'<span{cls}>{_fmt("{:.2f}", rel)}</span>'])
+    return _table(['β', 'expression (kg, kg·m)', 'value', 'std. error', 'rel. error %'], rows,
+                  left=2)
+
+
+def _quality_html(summary):
+    q = summary.get('quality') or {}
+    keys = (('messages', 'messages', '{:d}'), ('accepted', 'usable samples', '{:d}'),
+            ('duration_s', 'duration (s)', '{:.1f}'), ('rate_hz', 'rate (Hz)', '{:.2f}'),
+            ('expected_rate_hz', 'expected rate (Hz)', '{:.1f}'), ('gaps', 'gaps', '{:d}'),
+            ('max_gap_s', 'longest step (s)', '{:.4f}'), ('drops', 'dropped samples', '{:d}'),
+            ('delivered_fraction', 'delivered fraction', '{:.5f}'),
+            ('duplicates', 'duplicate stamps', '{:d}'),
+            ('out_of_order', 'out-of-order stamps', '{:d}'),
+            ('nonfinite', 'NaN / inf samples', '{:d}'))
+    rows = [[label, _fmt(f, q.get(k))] for k, label, f in keys]
+    rejected = q.get('rejected') or {}
+    rows.append(['rejected messages', html.escape(', '.join(f'{k}: {v}' for k, v in
+                                                            rejected.items()) or '0')])
+    rec = summary.get('recorded_quality')
+    note = '' if not rec else ('<p class="note">The recorder\'s own summary is stored in the '
+                               'bag as well (recovered: '
+                               f'{html.escape(str(rec.get("recovered")))}).</p>')
+    return _table(['', 'value'], rows) + note
+
+
+def _img(path):
+    data = base64.b64encode(Path(path).read_bytes()).decode()
+    return f'<img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
+
+
+def render_html(model, validation, images, title=None):
+    """The report page as a string (images: {name: png path}, embedded)."""
+    summary = validation.get('fit_summary') or {}
+    fit = model.get('fit') or {}
+    title = title or f'Gravity model of {model.get("robot_name") or "the arm"}'
+    e = html.escape
+    parts = [f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+             f'<title>{e(title)}</title><style>{CSS}</style></head><body>',
+             f'<h1>{e(title)}</h1>']
+    facts = [
+        ('bag', summary.get('bag')), ('joint-state topic', summary.get('states_topic')),
+        ('URDF', (model.get('urdf') or {}).get('file')),
+        ('gravity (m/s²)', (model.get('gravity') or {}).get('magnitude')),
+        ('samples', summary.get('n_samples')),
+        ('duration (s)', None if summary.get('duration_s') is None
+         else f'{summary["duration_s"]:.1f}'),
+        ('segments', None if 'segments' not in summary else
+         f'{summary["segments"]["pairs"]} forward/backward pairs from '
+         f'{summary["segments"]["source"]}'),
+        ('hold-out', None if 'holdout' not in summary else
+         f'{summary["holdout"]["held_out_pairs"]} pairs held out (fraction '
+         f'{summary["holdout"]["fraction"]}, seed {summary["holdout"]["seed"]}); '
+         f'{summary["holdout"]["note"]}'),
+        ('method', fit.get('method')),
+        ('created', (model.get('provenance') or {}).get('created')),
+    ]
+    parts.append(_table(['', ''], [[e(k), e(str(v))] for k, v in facts if v is not None]))
+    parts.append('<h2>Validation per joint</h2>')
+    parts.append('<p class="note">Torques are forward/backward averaged (friction cancels, '
+                 'seed 000 eq. 5). RMSE % is relative to the largest |τ| of the joint (seed 000 '
+                 'eq. 18); ρ is the correlation of measured and predicted torque; noise σ is '
+                 'estimated from sample-to-sample differences of the raw torque.</p>')
+    cases = [c for c in validation if c != 'fit_summary']
+    for case in cases:
+        label = {'held_out': 'Held-out pairs (not used by the fit)',
+                 'training': 'Training pairs (in-sample)'}.get(case, case)
+        parts.append(f'<h3>{e(label)}</h3>')
+        parts.append(_metrics_html(validation[case]))
+    for name, caption in (('torque_time', 'Torque over time'),
+                          ('residuals', 'Residuals'), ('pairs', 'Predicted against measured')):
+        if name in images:
+            parts.append(f'<h2>{e(caption)}</h2>{_img(images[name])}')
+    parts.append('<h2>Base parameters</h2>')
+    parts.append('<p class="note">Each base parameter is the combination of link parameters '
+                 '(m: mass, mx/my/mz: first moments m·c in the joint frame) that the torques '
+                 'can identify; standard errors from the weighted covariance. Relative errors '
+                 'above 10 % are red.</p>')
+    parts.append(_params_html(model))
+    fr = model.get('friction') or {}
+    if fr:
+        joints = model.get('joints') or []
+        rows = [[e(j), _fmt('{:.4g}', c), _fmt('{:.4g}', v)]
+                for j, c, v in zip(joints, fr.get('coulomb', []), fr.get('viscous', []))]
+        parts.append('<h3>Friction (half difference of the passes)</h3>')
+        parts.append(_table(['joint', 'Coulomb (N·m)', 'viscous (N·m·s/rad)'], rows))
+    parts.append('<h2>Conditioning and estimators</h2>')
+    rows = [['condition number of the scaled base regressor',
+             _fmt('{:.4g}', fit.get('condition_number'))],
+            ['samples fitted (averaged)', _fmt('{:d}', fit.get('n_samples'))],
+            ['fit time (s)', _fmt('{:.3f}', fit.get('seconds'))]]
+    parts.append(_table(['', ''], rows))
+    cands = fit.get('candidates') or {}
+    if cands:
+        joints = model.get('joints') or []
+        rows = []
+        for method, c in cands.items():
+            if isinstance(c, str):
+                rows.append([e(method), f'<span class="bad">{e(c)}</span>'] +
+                            [''] * (len(joints) - 1))
+            else:
+                rows.append([e(method) + (' (chosen)' if method == fit.get('method') else '')]
+                            + [_fmt('{:.5f}', r) for r in c.get('residual_rms', [])])
+        parts.append('<p>Residual RMS per joint (N·m) of each estimator on the fitted pairs:'
+                     '</p>')
+        parts.append(_table(['method'] + [e(j) for j in joints], rows))
+    parts.append('<h2>Data quality</h2>')
+    parts.append(_quality_html(summary))
+    if 'trajectory' in images:
+        parts.append(f'<h2>Trajectory</h2>{_img(images["trajectory"])}')
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+    parts.append(f'<p class="note">Written {e(stamp)} by arm_dyn_id '
+                 f'({e(str((model.get("provenance") or {}).get("software", "")))}).</p>')
+    parts.append('</body></html>\n')
+    return '\n'.join(parts)
+
+
+def write_report(folder, title=None):
+    """Render ``folder/report.html`` and its PNGs from a fit's output folder.
+
+    Parameters
+    ----------
+    folder : path-like
+        Holds ``model.yaml`` and ``validation.json`` (and ``fit_data.npz`` for plots).
+
+    Returns
+    -------
+    pathlib.Path
+        The HTML file.
+
+    Raises
+    ------
+    DataError
+        If the folder lacks ``model.yaml`` or ``validation.json``.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    folder = Path(folder)
+    for name in ('model.yaml', 'validation.json'):
+        if not (folder / name).is_file():
+            raise DataError(f'{folder} has no {name}: run arm-dyn-id fit BAG --out {folder} '
+                            'first')
+    model = yaml.safe_load((folder / 'model.yaml').read_text())
+    validation = json.loads((folder / 'validation.json').read_text())
+    images = {}
+    data_file = folder / 'fit_data.npz'
+    if data_file.is_file():
+        with np.load(data_file) as npz:
+            data = dict(npz)
+        for name, fn in (('torque_time', plot_torque_time), ('residuals', plot_residuals),
+                         ('pairs', plot_pairs), ('trajectory', plot_trajectory)):
+            path = folder / f'{name}.png'
+            fn(data, path)
+            images[name] = path
+    out = folder / 'report.html'
+    out.write_text(render_html(model, validation, images, title))
+    return out
