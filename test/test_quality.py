@@ -62,3 +62,22 @@ def test_batch_helper_agrees():
 def test_bad_arguments():
     with pytest.raises(ValueError, match='expected_rate'):
         StreamQuality(0.0)
+
+
+def test_batch_helper_equals_the_live_counter():
+    """The vectorised counters and usable mask are those of StreamQuality, sample by sample."""
+    rng = np.random.default_rng(3)
+    steps = rng.choice([1e-3, 1e-3, 1e-3, 2e-3, 2.5e-3, 4e-3, 0.0, -3e-3], size=2000)
+    t = 50.0 + np.cumsum(steps)
+    v = rng.normal(size=(t.size, 3))
+    v[rng.integers(0, t.size, 40), rng.integers(0, 3, 40)] = np.nan
+    live = StreamQuality(500.0, gap_threshold=0.003)
+    accepted = np.array([live.update(s, row) for s, row in zip(t.tolist(), v)])
+    summary, usable = stream_quality(t, v, expected_rate=500.0, gap_threshold=0.003,
+                                     return_usable=True)
+    np.testing.assert_array_equal(usable, accepted)
+    expected = live.summary()
+    assert summary.keys() == expected.keys()
+    for key, value in expected.items():
+        assert summary[key] == pytest.approx(value, rel=1e-12), key
+    assert stream_quality([])['messages'] == 0

@@ -23,6 +23,7 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data.quality import stream_quality
 from arm_dyn_id.data.recording import (CONFIG_TOPIC, JOINT_STATE, STRING, Recording,
                         _typestore, is_unfinished, read_bag_header, read_markers, recover_bag)
 
@@ -131,56 +132,6 @@ def _decode_batch(raws, store):
                     np.asarray(msg.velocity, dtype=float)[None, :],
                     np.asarray(msg.effort, dtype=float)[None, :]))
     return out
-
-
-# ---------------------------------------------------------------------------
-# quality counters, vectorised (same rules as arm_dyn_id.data.quality.StreamQuality)
-
-def stream_quality_fast(stamps, values=None, expected_rate=1000.0, gap_threshold=0.002):
-    """:func:`arm_dyn_id.data.quality.stream_quality` for millions of samples, vectorised.
-
-    The reference stamp of StreamQuality only moves forward, so it is the running
-    maximum of the previous stamps; every counter follows from the steps to it.
-
-    Returns
-    -------
-    dict
-        As :meth:`arm_dyn_id.data.quality.StreamQuality.summary`, plus ``usable`` (an
-        (N,) bool array, not JSON: pop it before saving).
-    """
-    t = np.asarray(stamps, dtype=float)
-    n = t.shape[0]
-    finite = np.ones(n, dtype=bool) if values is None else \
-        np.isfinite(np.asarray(values, dtype=float).reshape(n, -1)).all(axis=1)
-    period = 1.0 / expected_rate
-    usable = finite.copy()
-    gaps = drops = dup = ooo = 0
-    max_gap = 0.0
-    if n > 1:
-        ref = np.maximum.accumulate(t)[:-1]
-        dt = t[1:] - ref
-        fwd = dt > 0
-        gaps = int(np.count_nonzero(dt > gap_threshold))
-        max_gap = float(dt[fwd].max()) if fwd.any() else 0.0
-        big = dt[dt > 1.5 * period]
-        drops = int(np.sum(np.round(big * expected_rate).astype(np.int64) - 1))
-        dup = int(np.count_nonzero(dt == 0))
-        ooo = int(np.count_nonzero(dt < 0))
-        usable[1:] &= fwd
-    accepted = int(usable.sum())
-    nonfinite = int((~finite).sum())
-    duration = float(t.max() - t[0]) if n else 0.0
-    expected = accepted + nonfinite + drops
-    return {
-        'messages': int(n), 'accepted': accepted, 'duration_s': duration,
-        'rate_hz': (n - 1 - dup - ooo) / duration if duration > 0 else 0.0,
-        'expected_rate_hz': float(expected_rate), 'gap_threshold_s': float(gap_threshold),
-        'gaps': gaps, 'max_gap_s': max_gap, 'drops': drops,
-        'delivered_fraction': (accepted + nonfinite) / expected if expected else 1.0,
-        'duplicates': dup, 'out_of_order': ooo, 'nonfinite': nonfinite, 'rejected': {},
-        'first_stamp': float(t[0]) if n else None, 'last_stamp': float(t.max()) if n else None,
-        'usable': usable,
-    }
 
 
 # ---------------------------------------------------------------------------
@@ -367,9 +318,8 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
         steps = np.diff(t)
         steps = steps[steps > 0]
         expected_rate = 1.0 / float(np.median(steps)) if steps.size else 1000.0
-    loaded = stream_quality_fast(t, np.hstack([q, cur]), expected_rate=expected_rate,
-                                 gap_threshold=2.0 / expected_rate)
-    usable = loaded.pop('usable')
+    loaded, usable = stream_quality(t, np.hstack([q, cur]), expected_rate=expected_rate,
+                                    gap_threshold=2.0 / expected_rate, return_usable=True)
     loaded['rejected'] = dict(rejected)
     loaded['messages'] += sum(rejected.values())
     t, q, dq, cur = t[usable], q[usable], dq[usable], cur[usable]

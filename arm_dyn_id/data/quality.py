@@ -3,10 +3,10 @@
 :class:`StreamQuality` looks at one stamp per sample, in arrival order, in O(1)
 time and memory, and counts what makes data unfit for identification: gaps,
 dropped samples inferred from the stamp spacing, duplicates, stamps going
-backwards, non-finite values and rejected messages.
+backwards, non-finite values and rejected messages. :func:`stream_quality`
+counts a whole recorded stream by the same rules, vectorised, and says which
+samples are usable.
 """
-
-import math
 
 import numpy as np
 
@@ -143,8 +143,14 @@ class StreamQuality:
         }
 
 
-def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.002):
-    """Counters of a whole recorded stream (same rules as :class:`StreamQuality`).
+def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.002,
+                   return_usable=False):
+    """Counters of a whole recorded stream, vectorised (same rules as :class:`StreamQuality`).
+
+    :class:`StreamQuality` moves its reference stamp only forward, so the
+    reference of sample i is the running maximum of the stamps before it; every
+    counter follows from the steps to it, with no Python loop over samples
+    (a 1-hour 1 kHz bag has 3.6M of them).
 
     Parameters
     ----------
@@ -152,16 +158,63 @@ def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.00
         Sample times (s) in arrival order.
     values : array_like, (N, n), optional
         Sample values checked for NaN and inf.
+    expected_rate, gap_threshold : float
+        As for :class:`StreamQuality` (Hz, s).
+    return_usable : bool
+        Also return which samples :meth:`StreamQuality.update` would accept.
 
     Returns
     -------
-    dict
-        As :meth:`StreamQuality.summary`.
+    summary : dict
+        As :meth:`StreamQuality.summary` (``rejected`` is empty: every sample
+        here has a stamp).
+    usable : ndarray of bool, (N,)
+        Only with ``return_usable``: finite, neither a duplicate nor out of order.
     """
-    q = StreamQuality(expected_rate, gap_threshold)
-    stamps = np.asarray(stamps, dtype=float)
-    finite = np.ones(stamps.shape[0], dtype=bool) if values is None else \
-        np.isfinite(np.asarray(values, dtype=float).reshape(stamps.shape[0], -1)).all(axis=1)
-    for t, ok in zip(stamps.tolist(), finite.tolist()):
-        q.update(t, None if ok else (math.nan,))
-    return q.summary()
+    counter = StreamQuality(expected_rate, gap_threshold)   # validates the arguments
+    rate, period = counter.expected_rate, counter._period
+    t = np.asarray(stamps, dtype=float).reshape(-1)
+    n = t.shape[0]
+    if values is None or n == 0:
+        finite = np.ones(n, dtype=bool)
+    else:
+        finite = np.isfinite(np.asarray(values, dtype=float).reshape(n, -1)).all(axis=1)
+    usable = finite.copy()
+    gaps = drops = duplicates = out_of_order = 0
+    max_gap = 0.0
+    if n > 1:
+        dt = t[1:] - np.maximum.accumulate(t)[:-1]
+        forward = dt > 0
+        gaps = int(np.count_nonzero(dt > counter.gap_threshold))
+        max_gap = float(dt[forward].max()) if forward.any() else 0.0
+        # same rounding as round() in StreamQuality.update: half to even
+        late = dt[dt > 1.5 * period]
+        drops = int(np.sum(np.round(late * rate).astype(np.int64) - 1))
+        duplicates = int(np.count_nonzero(dt == 0))
+        out_of_order = int(np.count_nonzero(dt < 0))
+        usable[1:] &= forward
+    accepted = int(np.count_nonzero(usable))
+    nonfinite = n - int(np.count_nonzero(finite))
+    first = float(t[0]) if n else None
+    last = float(t.max()) if n else None
+    duration = last - first if n else 0.0
+    expected = accepted + nonfinite + drops
+    summary = {
+        'messages': n,
+        'accepted': accepted,
+        'duration_s': duration,
+        'rate_hz': (n - 1 - duplicates - out_of_order) / duration if duration > 0 else 0.0,
+        'expected_rate_hz': rate,
+        'gap_threshold_s': counter.gap_threshold,
+        'gaps': gaps,
+        'max_gap_s': max_gap,
+        'drops': drops,
+        'delivered_fraction': (accepted + nonfinite) / expected if expected else 1.0,
+        'duplicates': duplicates,
+        'out_of_order': out_of_order,
+        'nonfinite': nonfinite,
+        'rejected': {},
+        'first_stamp': first,
+        'last_stamp': last,
+    }
+    return (summary, usable) if return_usable else summary
