@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arm_dyn_id.model.base_parameters import gravity_base_parameters, inertial_base_parameters
 from arm_dyn_id.errors import ConfigError
-from arm_dyn_id.excitation.plans import (DEFAULT_POSITION_MARGIN, DEFAULT_SWEEP_RANGE, QUICK_SWEEP_RANGE,
-                         TWO_PI, Sweep, fourier_plan, fourier_series, pose_bounds,
-                         rest_fourier_coefficients, sweep_limits)
+from arm_dyn_id.excitation.plans import (DEFAULT_POSITION_MARGIN, DEFAULT_SWEEP_RANGE,
+                                         QUICK_SWEEP_RANGE, TWO_PI, Sweep, fourier_plan,
+                                         fourier_series, pose_bounds,
+                                         rest_fourier_coefficients, sweep_limits)
+from arm_dyn_id.model.base_parameters import (condition_number, gravity_base_parameters,
+                                              inertial_base_parameters)
 
 INFEASIBLE = 10.0
 OPTIMISERS = ('hybrid', 'de')
@@ -55,18 +57,6 @@ class OptimisationResult:
     seconds: float
     method: str
     history: list = field(default_factory=list)
-
-
-def condition_number(Y):
-    """2-norm condition number of a stacked regressor (M, p) from the eigenvalues of
-    YᵀY (p × p): far cheaper than an SVD of the tall matrix, exact enough below 1e7."""
-    Y = np.asarray(Y, dtype=float).reshape(-1, np.shape(Y)[-1])
-    lam = np.linalg.eigvalsh(Y.T @ Y)
-    # an eigenvalue within rounding of zero (p·eps of the largest) is a rank defect:
-    # beyond cond ≈ 1/sqrt(p·eps) ≈ 3e7 this estimate means nothing anyway
-    if lam[-1] <= 0 or lam[0] <= lam[-1] * lam.size * np.finfo(float).eps:
-        return np.inf
-    return float(np.sqrt(lam[-1] / lam[0]))
 
 
 class _Counted:
@@ -278,7 +268,8 @@ class PoseProblem:
         return out
 
     def poses(self, x):
-        """``(joint_index, pose)`` pairs for :func:`~arm_dyn_id.excitation.plans.reciprocating_plan`."""
+        """``(joint_index, pose)`` pairs for
+        :func:`~arm_dyn_id.excitation.plans.reciprocating_plan`."""
         return [(s.joint_index, s.pose) for s in self.sweeps(x)]
 
     def criteria(self, x):

@@ -798,8 +798,7 @@ def gravity_criteria(robot, plan_or_q, base=None):
         gravity base regressor (divided by g, so in m and 1) of max - min over the
         samples; ``condition_number``: of the stacked base regressor.
     """
-    from arm_dyn_id.model.base_parameters import gravity_base_parameters
-    from arm_dyn_id.excitation.design import condition_number
+    from arm_dyn_id.model.base_parameters import condition_number, gravity_base_parameters
     if base is None:
         base = gravity_base_parameters(robot)
     if isinstance(plan_or_q, Plan):
