@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from arm_dyn_id.excitation.plans import check_limits, reciprocating_plan
-from arm_dyn_id.excitation.design import (design_fourier, design_poses,
-                                          differential_evolution, hybrid_ga_pso)
+from arm_dyn_id.excitation.design import design_fourier, design_poses
 from arm_dyn_id.model.base_parameters import condition_number
+from arm_dyn_id.optimisers import differential_evolution, hybrid_ga_pso
 
 from test_excitation import make_config
 

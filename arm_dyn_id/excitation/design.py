@@ -1,23 +1,16 @@
 """Optimal excitation: static poses (seed 000 eqs. 12-17) and Fourier coefficients
 (seed 001 eqs. 8-10).
 
-Two optimisers with the same interface and the same budget of objective evaluations,
-both driven by a seeded ``numpy.random.Generator`` passed in:
-
-- :func:`hybrid_ga_pso`: the genetic + particle-swarm hybrid of seed 000 (a genetic
-  phase with adaptive crossover/mutation probabilities, eqs. 14-15, improves the
-  initial swarm; a particle swarm, eqs. 16-17, continues from it);
-- :func:`differential_evolution`: ``scipy.optimize.differential_evolution``, stopped
-  at the same number of evaluations.
+The problems live here; the optimisers that solve them are the generic ones of
+:mod:`arm_dyn_id.optimisers` (``'hybrid'``: the genetic + particle-swarm hybrid of
+seed 000; ``'de'``: differential evolution), with the same budget of objective
+evaluations and a seeded ``numpy.random.Generator`` passed in.
 
 Problems minimise a penalised objective over the unit box: a candidate that breaks a
 constraint that cannot be repaired (collision, end-effector speed) scores
 ``10 + 100 · violation`` above its raw objective, so every feasible candidate beats
 every infeasible one.
 """
-
-import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,190 +21,9 @@ from arm_dyn_id.excitation.plans import (DEFAULT_POSITION_MARGIN, DEFAULT_SWEEP_
                                          rest_fourier_coefficients, sweep_limits)
 from arm_dyn_id.model.base_parameters import (condition_number, gravity_base_parameters,
                                               inertial_base_parameters)
+from arm_dyn_id.optimisers import run_optimiser
 
 INFEASIBLE = 10.0
-OPTIMISERS = ('hybrid', 'de')
-
-
-@dataclass
-class OptimisationResult:
-    """Outcome of one optimiser run.
-
-    Attributes
-    ----------
-    x : ndarray, (d,)
-        Best point in the unit box.
-    fun : float
-        Its penalised objective.
-    nfev : int
-        Objective evaluations used.
-    seconds : float
-        Wall time.
-    method : str
-    history : list of (nfev, best fun)
-    """
-
-    x: np.ndarray
-    fun: float
-    nfev: int
-    seconds: float
-    method: str
-    history: list = field(default_factory=list)
-
-
-class _Counted:
-    """Counts evaluations, tracks the best, reports progress, enforces the budget."""
-
-    def __init__(self, fun, budget, progress=None):
-        self.fun, self.budget, self.progress = fun, int(budget), progress
-        self.nfev, self.best, self.best_x, self.history = 0, np.inf, None, []
-        self._last = -1
-
-    @property
-    def exhausted(self):
-        return self.nfev >= self.budget
-
-    def __call__(self, x):
-        if self.exhausted:
-            return self.best if np.isfinite(self.best) else 1e30
-        x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-        value = float(self.fun(x))
-        if not np.isfinite(value):
-            value = 1e30
-        self.nfev += 1
-        if value < self.best:
-            self.best, self.best_x = value, x.copy()
-            self.history.append((self.nfev, value))
-        pct = int(100 * self.nfev / self.budget)
-        if self.progress is not None and pct != self._last:
-            self._last = pct
-            self.progress(pct, self.best)
-        return value
-
-
-def hybrid_ga_pso(fun, dim, budget, rng, population=30, ga_fraction=0.3,
-                  pc=(0.9, 0.6), pm=(0.1, 0.01), inertia=(0.9, 0.4), c1=2.0, c2=2.0,
-                  max_speed=0.2, progress=None):
-    """Genetic + particle-swarm hybrid of seed 000 (Fig. 3, eqs. 13-17), minimising.
-
-    Parameters
-    ----------
-    fun : callable
-        x (dim,) in [0, 1] -> float to minimise (the evaluation W of eq. 13).
-    dim : int
-    budget : int
-        Objective evaluations.
-    rng : numpy.random.Generator
-    population : int
-        Individuals = particles.
-    ga_fraction : float
-        Share of the budget spent in the genetic phase.
-    pc, pm : (float, float)
-        Maximum and minimum crossover / mutation probabilities (p_c1, p_c2; p_m1, p_m2).
-    inertia : (float, float)
-        ω of eq. 16, decreasing linearly from the first to the second value.
-    c1, c2 : float
-        Individual and social learning factors (eq. 16).
-    max_speed : float
-        Velocity clamp per coordinate (fraction of the box).
-    progress : callable, optional
-        ``progress(percent, best)``.
-
-    Returns
-    -------
-    OptimisationResult
-    """
-    start = time.perf_counter()
-    f = _Counted(fun, budget, progress)
-    pop = rng.uniform(size=(population, dim))
-    cost = np.array([f(x) for x in pop])
-    ga_budget = int(ga_fraction * budget)
-    # --- genetic phase: fitness Y = -cost (larger is better) -------------------
-    while f.nfev + population <= ga_budget:
-        fit = -cost
-        f_max, f_avg = fit.max(), fit.mean()
-        spread = max(f_max - f_avg, 1e-300)
-        # tournament selection
-        a, b = rng.integers(population, size=(2, population))
-        parents = np.where((cost[a] < cost[b])[:, None], pop[a], pop[b])
-        pfit = np.maximum(fit[a], fit[b])
-        children = parents.copy()
-        for i in range(0, population - 1, 2):
-            y = max(pfit[i], pfit[i + 1])
-            p_c = pc[0] - (pc[0] - pc[1]) * (y - f_avg) / spread if y > f_avg else pc[0]  # eq 14
-            if rng.uniform() < p_c:
-                lam = rng.uniform(size=dim)
-                children[i] = lam * parents[i] + (1 - lam) * parents[i + 1]
-                children[i + 1] = lam * parents[i + 1] + (1 - lam) * parents[i]
-        for i in range(population):
-            y = pfit[i]
-            # eq. 15 as printed: better individuals mutate less
-            p_m = pm[0] - (pm[0] - pm[1]) * (y - f_avg) / spread if y > f_avg else pm[0]
-            mask = rng.uniform(size=dim) < p_m
-            children[i, mask] += rng.normal(0.0, 0.1, size=mask.sum())
-        children = np.clip(children, 0.0, 1.0)
-        child_cost = np.array([f(x) for x in children])
-        # elitism: the best individual so far survives
-        worst = int(np.argmax(child_cost))
-        best = int(np.argmin(cost))
-        if child_cost[worst] > cost[best]:
-            children[worst], child_cost[worst] = pop[best], cost[best]
-        pop, cost = children, child_cost
-    # --- particle swarm phase (eqs. 16-17) ----------------------------------------
-    vel = np.zeros_like(pop)
-    p_best, p_cost = pop.copy(), cost.copy()
-    g = int(np.argmin(p_cost))
-    pso_total = max(budget - f.nfev, 1)
-    pso_start = f.nfev
-    while not f.exhausted:
-        frac = (f.nfev - pso_start) / pso_total
-        w = inertia[0] + (inertia[1] - inertia[0]) * frac
-        r1, r2 = rng.uniform(size=(2, population, dim))
-        vel = w * vel + c1 * r1 * (p_best - pop) + c2 * r2 * (p_best[g] - pop)   # eq. 16
-        vel = np.clip(vel, -max_speed, max_speed)
-        pop = pop + vel                                                           # eq. 17
-        # reflect at the box walls
-        over, under = pop > 1.0, pop < 0.0
-        pop[over], pop[under] = 2.0 - pop[over], -pop[under]
-        vel[over | under] *= -0.5
-        pop = np.clip(pop, 0.0, 1.0)
-        for i in range(population):
-            if f.exhausted:
-                break
-            c = f(pop[i])
-            if c < p_cost[i]:
-                p_best[i], p_cost[i] = pop[i].copy(), c
-        g = int(np.argmin(p_cost))
-    return OptimisationResult(f.best_x, f.best, f.nfev, time.perf_counter() - start, 'hybrid',
-                              f.history)
-
-
-def differential_evolution(fun, dim, budget, rng, population=30, progress=None):
-    """scipy's differential evolution on the unit box with the same evaluation budget.
-
-    Parameters as :func:`hybrid_ga_pso`; ``population`` is the total population
-    (scipy's ``popsize`` is per dimension).
-    """
-    import scipy.optimize
-    start = time.perf_counter()
-    f = _Counted(fun, budget, progress)
-    popsize = max(1, int(round(population / dim)))
-    seed = int(rng.integers(2 ** 31 - 1))
-    scipy.optimize.differential_evolution(
-        f, [(0.0, 1.0)] * dim, maxiter=10 ** 6, popsize=popsize, tol=0.0, atol=0.0,
-        polish=False, seed=seed, init='latinhypercube',
-        callback=lambda *args, **kwargs: f.exhausted)
-    return OptimisationResult(f.best_x, f.best, f.nfev, time.perf_counter() - start, 'de',
-                              f.history)
-
-
-def run_optimiser(name, fun, dim, budget, rng, progress=None, **kwargs):
-    """Run ``'hybrid'`` or ``'de'`` (see :data:`OPTIMISERS`)."""
-    if name == 'hybrid':
-        return hybrid_ga_pso(fun, dim, budget, rng, progress=progress, **kwargs)
-    if name == 'de':
-        return differential_evolution(fun, dim, budget, rng, progress=progress, **kwargs)
-    raise ConfigError(f'optimiser {name!r} is unknown; choose one of {OPTIMISERS}')
 
 
 # ---------------------------------------------------------------------------
