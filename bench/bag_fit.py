@@ -4,10 +4,10 @@ Generates a synthetic 1 kHz bag of the humanoid arm (6 joints, seed 000
 reciprocating excitation, torque = G(q) + friction + noise stored as currents,
 segment markers) once in a temporary folder, then times
 
-- ``write``: rosbags Writer, CDR bytes built with NumPy (bagread.write_bag);
+- ``write``: rosbags Writer, CDR bytes built with NumPy (write_synthetic_bag);
 - ``read``: arm_dyn_id.data.bag_reader.read_bag (NumPy CDR decoding);
-- ``read_reference``: arm_dyn_id.data.recording.load_recording on the first
-  ``--reference-messages`` messages (message objects), extrapolated;
+- ``read_reference``: read_bag(fast=False) (rosbags' deserialiser, message
+  objects) on the first ``--reference-messages`` messages, extrapolated;
 - ``fit``: what ``arm-dyn-id fit`` does after reading (pairing, regressor,
   estimators, held-out validation), without the report;
 - ``report``: the HTML report and its plots.
@@ -53,7 +53,6 @@ def main(argv=None):
     from test_cli_fit import reciprocating_data, write_config, write_synthetic_bag
     from arm_dyn_id.data.bag_reader import read_bag
     from arm_dyn_id.cli.fit import Progress, fit_bag
-    from arm_dyn_id.data.recording import load_recording
 
     root = Path(tempfile.mkdtemp(prefix='bag_fit_')) if args.keep is None else args.keep
     root.mkdir(parents=True, exist_ok=True)
@@ -91,15 +90,15 @@ def main(argv=None):
         ref = {k: (v[:m] if isinstance(v, np.ndarray) else v) for k, v in ref.items()}
         write_synthetic_bag(small, ref, storage=args.storage, version=9)
         t0 = time.perf_counter()
-        load_recording(small, config)
+        read_bag(small, config, fast=False)
         ref_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         read_bag(small, config)
         fast_small_s = time.perf_counter() - t0
         read_reference = {
-            'messages': m, 'load_recording_s': ref_s, 'read_bag_s': fast_small_s,
-            'load_recording_msgs_per_s': m / ref_s,
-            'load_recording_extrapolated_s': ref_s * n / m}
+            'messages': m, 'rosbags_decode_s': ref_s, 'read_bag_s': fast_small_s,
+            'rosbags_decode_msgs_per_s': m / ref_s,
+            'rosbags_decode_extrapolated_s': ref_s * n / m}
 
         fit_args = argparse.Namespace(
             bag=bag, config=cfg, urdf=None, torque_constants=None, states_topic=None,
@@ -137,13 +136,13 @@ def main(argv=None):
     report.add('read_reference', read_reference)
     report.add('fit_summary', fit_summary)
     report.note('timings: seconds of each step (generate the data, write the bag, read it with '
-                'bagread.read_bag; fit_command_s: fit_bag end to end without the report, of which '
-                'fit_command_read_s reading, fit_s the fit, validate_and_write_s the held-out '
-                'validation and the written model; report_s: the HTML report); max_rss_mb: peak '
-                'resident memory of the whole run.')
-    report.note('read_reference: recording.load_recording (message objects) against '
-                'bagread.read_bag on the first messages of a second bag, load_recording '
-                'extrapolated to the full bag.')
+                'bag_reader.read_bag; fit_command_s: fit_bag end to end without the report, of '
+                'which fit_command_read_s reading, fit_s the fit, validate_and_write_s the '
+                'held-out validation and the written model; report_s: the HTML report); '
+                'max_rss_mb: peak resident memory of the whole run.')
+    report.note('read_reference: read_bag(fast=False) (rosbags deserialiser, message '
+                'objects) against read_bag on the first messages of a second bag, the '
+                'former extrapolated to the full bag.')
     report.note('fit_summary: held_out_rmse_percent per joint against the averaged measured '
                 'torque of the held-out pairs (includes the simulated noise).')
     report.save()

@@ -91,7 +91,7 @@ def main():
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from arm_dyn_id.data.recording import load_recording
+    from arm_dyn_id.data.bag_reader import read_bag
 
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     with tempfile.TemporaryDirectory(prefix='long_run_') as tmp, \
@@ -200,7 +200,7 @@ def main():
             rclpy.try_shutdown(context=context)
             codes = {k: stop(p, timeout=120) for k, p in procs.items()}
         t0 = time.monotonic()
-        rec = load_recording(sorted(p for p in out.iterdir() if p.is_dir())[0])
+        rec = read_bag(sorted(p for p in out.iterdir() if p.is_dir())[0])
         load_s = time.monotonic() - t0
         quality = rec.quality['recorded']['quality']
         later = [w for w in windows[2:]] or windows

@@ -59,7 +59,7 @@ def write_config(folder):
 
 
 def run(rate, seconds, folder):
-    from arm_dyn_id.data.recording import load_recording
+    from arm_dyn_id.data.bag_reader import read_bag
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
@@ -109,7 +109,7 @@ def run(rate, seconds, folder):
         if code != 0:
             print(node_output(proc), file=sys.stderr)
         bag = sorted(out.iterdir())[0]
-        rec = load_recording(bag)
+        rec = read_bag(bag)
     return {'rate_hz': rate, 'seconds': seconds, 'published': n,
             'publish_wall_s': round(wall, 3),
             'delivered_fraction': round(received[0] / n, 5),
@@ -167,7 +167,7 @@ def main():
         for rate in args.rate or [250.0, 500.0, 1000.0, 2000.0, 3000.0]:
             rows.append(report.add('throughput', run(rate, args.seconds, Path(tmp))))
     report.note('delivered_fraction: joint_torques received back by the publishing process / '
-                'published; recorded_fraction: samples in the bag (load_recording) / published; '
+                'published; recorded_fraction: samples in the bag (read_bag) / published; '
                 'cpu_percent: the recorder\'s utime + stime over the run, % of one core; '
                 'drops_counted: the recorder\'s own stamp-inferred drop count. Reliable QoS, '
                 'depth 1000.')

@@ -165,18 +165,19 @@ def small():
 
 @pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
 @pytest.mark.parametrize('version', [8, 9])
-def test_reader_matches_load_recording(tmp_path, small, storage, version):
-    from arm_dyn_id.data.recording import load_recording
+def test_numpy_decoding_matches_rosbags_deserialiser(tmp_path, small, storage, version):
     data = small
     bag = write_synthetic_bag(tmp_path / 'bag', data, recorder=True, storage=storage,
                               version=version, extra_joints=2,
                               strings={'/chatter': [(data['t'][5], 'hello')]})
     fast = read_bag(bag)
-    slow = load_recording(bag)
+    slow = read_bag(bag, fast=False)
     assert fast.joints == tuple(JOINTS)
     np.testing.assert_array_equal(fast.t, slow.t)
     np.testing.assert_array_equal(fast.q, slow.q)
+    np.testing.assert_array_equal(fast.dq, slow.dq)
     np.testing.assert_array_equal(fast.tau, slow.tau)
+    assert fast.markers == slow.markers and fast.quality == slow.quality
     np.testing.assert_allclose(fast.tau, data['tau'], rtol=1e-12, atol=1e-12)
     assert len(fast.markers) == len(data['markers'])
     assert fast.quality['loaded']['drops'] == 0

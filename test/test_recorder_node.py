@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from arm_dyn_id.data.recording import find_unfinished, load_recording, scan_mcap
+from arm_dyn_id.data.bag_reader import read_bag
+from arm_dyn_id.data.recording import find_unfinished, scan_mcap
 from ros_utils import RosHarness, kill, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
@@ -143,7 +144,7 @@ def test_delivery_services_and_bad_inputs(ros_env, tmp_path):
     assert stop(proc) == 0, node_output(proc)
     bags = sorted(p for p in (tmp_path / 'bags').iterdir() if p.is_dir())
     assert len(bags) == 2 and all((b / 'metadata.yaml').is_file() for b in bags)
-    rec = load_recording(bags[0])
+    rec = read_bag(bags[0])
     assert rec.n_samples >= 0.95 * n
     idx = np.round(rec.q[:, 0] / 0.01).astype(int)
     np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
@@ -154,7 +155,7 @@ def test_delivery_services_and_bad_inputs(ros_env, tmp_path):
     assert rec.quality['excluded_nonfinite'] == 1
     assert rec.config['joints'] == JOINTS and rec.config['urdf'] == 'arm.urdf'
     assert len(rec.config['urdf_sha256']) == 64
-    second = load_recording(bags[1])
+    second = read_bag(bags[1])
     assert second.n_samples >= 0.9 * 300
 
 
@@ -183,7 +184,7 @@ def test_sigkill_mid_recording_is_recoverable(ros_env, tmp_path):
     finally:
         assert stop(proc2) == 0, node_output(proc2)
     assert (bag / 'metadata.yaml').is_file()
-    rec = load_recording(bag)
+    rec = read_bag(bag)
     published_early = sum(1 for wall, _ in sent if wall <= killed_at - 1.5)
     assert rec.n_samples >= published_early, (rec.n_samples, published_early, len(sent))
     idx = np.round(rec.q[:, 0] / 0.01).astype(int)
@@ -243,7 +244,7 @@ def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_pat
             np.testing.assert_allclose(msg.effort, expected(i), atol=1e-9)
     assert stop(proc) == 0, node_output(proc)
     bag = next(p for p in (tmp_path / 'bags').iterdir() if p.is_dir())
-    rec = load_recording(bag)            # the joined samples: an offline fit sees currents
+    rec = read_bag(bag)            # the joined samples: an offline fit sees currents
     assert rec.n_samples >= 0.95 * n
     idx = np.round(rec.q[:, 0] / 0.01).astype(int)
     np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
@@ -342,7 +343,7 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
     flushed = side['writer']['flushed']
     scan = scan_mcap(mcap)
     assert scan['size'] == limit
-    rec = load_recording(bag, recover=True)
+    rec = read_bag(bag, recover=True)
     assert not find_unfinished(tmp_path / 'bags')
     # a contiguous prefix of what was published, with the right torques
     idx = np.round(rec.q[:, 0] / 0.01).astype(int)

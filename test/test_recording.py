@@ -1,4 +1,4 @@
-"""BagRecorder, crash recovery and load_recording (no ROS needed: rosbags only)."""
+"""BagRecorder, crash recovery and read_bag on what they write (no ROS: rosbags only)."""
 
 import json
 import os
@@ -15,9 +15,10 @@ import yaml
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from arm_dyn_id.errors import DataError, JointNameError, RecordingError
+from arm_dyn_id.data.bag_reader import read_bag
 from arm_dyn_id.data.recording import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, BagRecorder, _typestore, find_unfinished,
-    is_unfinished, load_recording, recover_bag, recover_unfinished, scan_mcap, serialize_string)
+    is_unfinished, recover_bag, recover_unfinished, scan_mcap, serialize_string)
 
 REPO = Path(__file__).resolve().parent.parent
 JOINTS = ['joint_1', 'joint_2', 'joint_3']
@@ -72,7 +73,7 @@ def test_round_trip(tmp_path):
     path = record(tmp_path, 500, extra=bad)
     assert (path / 'metadata.yaml').is_file() and not is_unfinished(path)
     assert not (path / '.recorder.lock').exists()
-    rec = load_recording(path)
+    rec = read_bag(path)
     assert rec.joints == tuple(JOINTS)
     assert rec.n_samples == 500
     i = np.arange(500)
@@ -104,7 +105,7 @@ def test_missing_joint_named(tmp_path):
     path = record(tmp_path, 10)
     cfg = {'joints': JOINTS + ['joint_9'], 'torque_constants': [1, 1, 1, 1]}
     with pytest.raises(JointNameError, match='joint_9'):
-        load_recording(path, config=cfg)
+        read_bag(path, config=cfg)
 
 
 def test_plain_ros2_bag_needs_config(tmp_path):
@@ -116,8 +117,8 @@ def test_plain_ros2_bag_needs_config(tmp_path):
                 t = 100.0 + i * 1e-3
                 writer.write(conn, int(t * 1e9), joint_state(t, JOINTS, [0, 0, 0], [1, 2, 3]))
         with pytest.raises(DataError, match='config='):
-            load_recording(path)
-        rec = load_recording(path, config=CONFIG)
+            read_bag(path)
+        rec = read_bag(path, config=CONFIG)
         assert rec.n_samples == 20 and rec.config is None
         np.testing.assert_allclose(rec.tau[0], expected_tau([1, 2, 3]))
 
@@ -133,7 +134,7 @@ def test_recover_truncated_at_any_offset(tmp_path):
         (bag / f'{bag.name}.mcap').write_bytes(data[:int(len(data) * frac)])
         assert is_unfinished(bag)
         with pytest.raises(DataError, match='recover_bag'):
-            load_recording(bag)
+            read_bag(bag)
         result = recover_bag(bag)
         n = sum(result['messages'].values())
         assert previous <= n <= full
@@ -142,7 +143,7 @@ def test_recover_truncated_at_any_offset(tmp_path):
             assert reader.message_count >= n
         assert (bag / f'{bag.name}.mcap.truncated').is_file()
         if result['messages'].get('/joint_states', 0):
-            rec = load_recording(bag)
+            rec = read_bag(bag)
             np.testing.assert_allclose(rec.tau, expected_tau(rec.current))
             assert 'recovered' in rec.quality['recorded']
 
@@ -189,7 +190,7 @@ def test_sigkill_loses_at_most_the_last_flush(tmp_path):
     results = recover_unfinished(out)
     assert results[0]['path'] == str(bag)
     assert find_unfinished(out) == []
-    rec = load_recording(bag)
+    rec = read_bag(bag)
     expected = (killed_at - 1.5 - start) * 1000
     assert rec.n_samples >= expected
     np.testing.assert_allclose(rec.current[:, 0], np.arange(rec.n_samples))
@@ -260,7 +261,7 @@ def test_write_failure_keeps_the_flushed_part_and_close_never_raises(tmp_path):
     assert (bag / '.recorder.lock').is_file() and not (bag / 'metadata.yaml').exists()
     assert find_unfinished(out) == [bag]
     (bag / 'recording_summary.json').rmdir()
-    rec = load_recording(bag, recover=True)
+    rec = read_bag(bag, recover=True)
     flushed_states = result['stats']['flushed'] - 1    # minus the config message
     assert flushed_states > 1000
     assert flushed_states <= rec.n_samples < result['sent']

@@ -1,13 +1,18 @@
-"""Fast reading of rosbag2 bags (MCAP or sqlite3) into a :class:`~arm_dyn_id.data.recording.Recording`.
+"""The one reader of rosbag2 bags (MCAP or sqlite3): joint data into a :class:`Recording`.
 
-:func:`arm_dyn_id.data.recording.load_recording` deserialises every ``JointState``
-into a message object (~20-30k messages/s), so a 1-hour 1 kHz bag takes minutes.
-:func:`read_bag` produces the same :class:`Recording` but decodes the CDR bytes
-of ``sensor_msgs/JointState`` with NumPy: messages of one byte length whose
-non-numeric bytes (frame id, joint names, array lengths) equal those of the first
-such message share one layout, so the stamps and the position, velocity and
-effort arrays are read as strided float64 columns of a 2-D byte array. Messages
-that differ (other names, other lengths, big-endian CDR) go through rosbags'
+:func:`read_bag` reads recorder bags and plain ``ros2 bag record`` bags: the
+samples of one ``sensor_msgs/JointState`` topic with the motor current in
+``effort``, converted to torques, the segment markers, the configuration the
+recorder stored and its summary; an unfinished recorder bag is recovered
+first on request.
+
+Deserialising every ``JointState`` into a message object runs at ~20-30k
+messages/s, so a 1-hour 1 kHz bag would take minutes. The reader decodes the
+CDR bytes with NumPy instead: messages of one byte length whose non-numeric
+bytes (frame id, joint names, array lengths) equal those of the first such
+message share one layout, so the stamps and the position, velocity and effort
+arrays are read as strided float64 columns of a 2-D byte array. Messages that
+differ (other names, other lengths, big-endian CDR) go through rosbags'
 deserialiser one by one, so the result never depends on the fast path.
 
 It also checks what an offline fit needs and says what is missing and what to
@@ -17,15 +22,17 @@ the configured joints, current values in ``effort``, a readable file.
 
 import json
 import struct
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data.motor import CurrentToTorque
 from arm_dyn_id.data.quality import stream_quality
-from arm_dyn_id.data.recording import (CONFIG_TOPIC, JOINT_STATE, STRING, Recording,
-                        _typestore, is_unfinished, read_bag_header, read_markers, recover_bag)
+from arm_dyn_id.data.recording import (
+    CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, _typestore, is_unfinished, recover_bag)
 
 #: messages decoded per batch (bounds the memory of raw bytes held at once)
 BATCH = 65536
@@ -93,7 +100,7 @@ def _floats(block, off, count):
     return np.ascontiguousarray(block[:, off:off + 8 * count]).view('<f8')
 
 
-def _decode_batch(raws, store):
+def _decode_batch(raws, store, fast=True):
     """Decode a list of JointState CDR byte strings.
 
     Returns
@@ -101,11 +108,12 @@ def _decode_batch(raws, store):
     list of (rows, names, stamp, position, velocity, effort)
         ``rows`` indexes into ``raws``; arrays are (len(rows), k) with k the
         number of names (velocity/effort may have 0 or another width).
+        ``fast=False`` sends every message through rosbags' deserialiser.
     """
     out = []
     lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
-    slow = []
-    for length in np.unique(lengths):
+    slow = [] if fast else list(range(len(raws)))
+    for length in np.unique(lengths) if fast else ():
         rows = np.flatnonzero(lengths == length)
         layout = _layout(raws[rows[0]])
         if layout is None:
@@ -132,6 +140,62 @@ def _decode_batch(raws, store):
                     np.asarray(msg.velocity, dtype=float)[None, :],
                     np.asarray(msg.effort, dtype=float)[None, :]))
     return out
+
+
+# ---------------------------------------------------------------------------
+# the result
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Joint data of one bag as arrays, in the joint order of ``joints``.
+
+    Attributes
+    ----------
+    t : ndarray, (N,)
+        ``header.stamp`` of each usable sample (s since the epoch), increasing.
+    q : ndarray, (N, n)
+        Joint positions (rad).
+    dq : ndarray, (N, n)
+        Joint velocities (rad/s); NaN where the messages carried none.
+    current : ndarray, (N, n)
+        Motor currents (A).
+    tau : ndarray, (N, n)
+        Joint torques k_e·I (N·m, seed 000 eq. 19) from the recording's own
+        configuration, or from the ``config`` given to :func:`read_bag`.
+    joints : tuple of str
+    markers : list of dict
+        Segment markers (``excitation_segments`` JSON) in log order, each with
+        ``log_time`` (s) added.
+    config : dict or None
+        The configuration stored in the bag (``/arm_dyn_id/config``).
+    quality : dict
+        ``recorded``: the recorder's summary (None for plain bags or crashes
+        before close); ``loaded``: counters recomputed from the stamps;
+        ``excluded_nonfinite``, ``excluded_not_increasing`` and ``rejected``
+        (reason -> count) while loading.
+    source : pathlib.Path
+    states_topic : str
+    torque_config : dict
+        The current -> torque conversion used (:meth:`CurrentToTorque.to_dict`).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    dq: np.ndarray
+    current: np.ndarray
+    tau: np.ndarray
+    joints: tuple
+    markers: list
+    config: dict
+    quality: dict
+    source: Path
+    states_topic: str
+    torque_config: dict = field(default_factory=dict)
+
+    @property
+    def n_samples(self):
+        return self.t.shape[0]
 
 
 # ---------------------------------------------------------------------------
@@ -174,29 +238,174 @@ def bag_info(path):
         reader.close()
 
 
-def read_bag(path, config=None, states_topic=None, recover=False, progress=None):
-    """Read the joint data of a bag into a :class:`~arm_dyn_id.data.recording.Recording`.
+def read_stored_config(path):
+    """The configuration the recorder stored in a bag, reading that one message.
 
-    Same result as :func:`arm_dyn_id.data.recording.load_recording`, decoded with
-    NumPy (see the module notes), with a progress callback and errors that name
-    the missing piece and the option to pass. Samples whose stamp does not move
-    forward (duplicates, out of order) are dropped as the live quality counters
-    drop them; they are counted in ``quality['loaded']``.
+    Parameters
+    ----------
+    path : path-like
+        Bag folder.
+
+    Returns
+    -------
+    dict or None
+        The YAML of ``/arm_dyn_id/config``; None when the bag has none or is
+        unfinished (no ``metadata.yaml``).
+    """
+    path = Path(path).expanduser()
+    if not (path / 'metadata.yaml').exists():
+        return None
+    reader = _open_reader(path)
+    try:
+        conns = [c for c in reader.connections if c.topic == CONFIG_TOPIC]
+        for _, _, raw in reader.messages(conns):
+            return yaml.safe_load(_typestore().deserialize_cdr(raw, STRING).data)
+    finally:
+        reader.close()
+    return None
+
+
+def _conversion(config):
+    if config is None:
+        return None
+    if isinstance(config, CurrentToTorque):
+        return config
+    if isinstance(config, dict):
+        return CurrentToTorque.from_dict(config)
+    return CurrentToTorque.from_config(config)
+
+
+def read_markers(reader, by_topic):
+    """Segment markers of every ``*excitation_segments`` topic of an open bag.
+
+    Parameters
+    ----------
+    reader : rosbags.rosbag2.Reader
+    by_topic : dict
+        Topic name -> connection.
+
+    Returns
+    -------
+    list of dict
+        The JSON markers with ``log_time`` (s) added; text that is not a JSON
+        object is kept as ``{'raw': text, 'error': ...}``.
+    """
+    store = _typestore()
+    markers = []
+    for topic, conn in by_topic.items():
+        if conn.msgtype != STRING or not topic.endswith('excitation_segments'):
+            continue
+        for _, log_time, raw in reader.messages([conn]):
+            text = store.deserialize_cdr(raw, STRING).data
+            try:
+                marker = json.loads(text)
+                if not isinstance(marker, dict):
+                    raise ValueError('not a JSON object')
+            except ValueError as exc:
+                marker = {'raw': text, 'error': str(exc)}
+            marker['log_time'] = log_time * 1e-9
+            markers.append(marker)
+    return markers
+
+
+def read_bag_header(reader, by_topic, config, path):
+    """The stored configuration, the recorder's summary and the current conversion.
+
+    Parameters
+    ----------
+    reader : rosbags.rosbag2.Reader
+    by_topic : dict
+        Topic name -> connection.
+    config : ArmConfig or CurrentToTorque or dict or None
+        Conversion that overrides the stored one.
+    path : path-like
+        The bag (for messages).
+
+    Returns
+    -------
+    stored_config : dict or None
+    recorded : dict or None
+        The recorder's summary.
+    conversion : CurrentToTorque
+
+    Raises
+    ------
+    DataError
+        Neither a stored configuration nor ``config``.
+    """
+    store = _typestore()
+    stored_config = recorded = None
+    if CONFIG_TOPIC in by_topic:
+        for _, _, raw in reader.messages([by_topic[CONFIG_TOPIC]]):
+            stored_config = yaml.safe_load(store.deserialize_cdr(raw, STRING).data)
+            break
+    if SUMMARY_TOPIC in by_topic:
+        for _, _, raw in reader.messages([by_topic[SUMMARY_TOPIC]]):
+            recorded = json.loads(store.deserialize_cdr(raw, STRING).data)
+    conv = _conversion(config)
+    if conv is None and stored_config is not None:
+        conv = CurrentToTorque.from_dict(stored_config)
+    if conv is None:
+        raise DataError(f'bag {path} has no stored configuration ({CONFIG_TOPIC}): pass the '
+                        'arm config (--config, or config= in Python) with its joints and '
+                        'torque_constants (or --torque-constants k1,k2,...) to convert '
+                        'currents to torques')
+    return stored_config, recorded, conv
+
+
+def _states_topic(path, by_topic, states_topic, stored_config):
+    """The JointState topic to read: given, stored, or the only ``*joint_states``."""
+    states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
+    topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
+    if topic is None:
+        candidates = [t for t in states if t.endswith('joint_states')]
+        if len(candidates) != 1:
+            if not states:
+                raise DataError(
+                    f'bag {path} has no sensor_msgs/JointState topic (topics: '
+                    f'{sorted(by_topic)}): record joint_states with the motor current '
+                    'in effort')
+            raise DataError(f'bag {path}: cannot tell the joint-state topic among '
+                            f'{states}; pass --states-topic NAME (states_topic= in Python)')
+        topic = candidates[0]
+    if topic not in by_topic:
+        raise DataError(f'bag {path} has no topic {topic} (JointState topics: {states}; '
+                        f'all topics: {sorted(by_topic)}): pass --states-topic NAME')
+    if by_topic[topic].msgtype != JOINT_STATE:
+        raise DataError(f'bag {path}: topic {topic} is a {by_topic[topic].msgtype}, not '
+                        f'a sensor_msgs/JointState (JointState topics: {states})')
+    return topic
+
+
+def read_bag(path, config=None, states_topic=None, recover=False, progress=None, fast=True):
+    """Read the joint data of a bag into a :class:`Recording`.
+
+    Reads recorder bags and plain ``ros2 bag record`` bags alike (the motor
+    current in ``joint_states.effort``), decoding the JointState CDR bytes with
+    NumPy (see the module notes). Samples whose stamp does not move forward
+    (duplicates, out of order) or that hold NaN or inf are dropped, as the live
+    quality counters drop them, and counted in ``quality``. Errors name the
+    missing piece and the option to pass.
 
     Parameters
     ----------
     path : path-like
         Bag folder (metadata version 8 or 9, MCAP or sqlite3).
     config : ArmConfig or CurrentToTorque or dict, optional
-        Current -> torque conversion and joint order; default: the
-        configuration stored by the recorder on ``/arm_dyn_id/config``.
+        Current -> torque conversion and joint order instead of the
+        configuration stored by the recorder on ``/arm_dyn_id/config``;
+        required for bags without one.
     states_topic : str, optional
         ``sensor_msgs/JointState`` topic with the current in ``effort``;
         default: the stored config's, else the only topic ending in ``joint_states``.
     recover : bool
-        Repair an unfinished recorder bag in place first.
+        Repair an unfinished recorder bag in place first
+        (:func:`arm_dyn_id.data.recording.recover_bag`).
     progress : callable, optional
         ``progress(done, total)`` in messages of the states topic, called per batch.
+    fast : bool
+        False decodes every message with rosbags' deserialiser (about 5x
+        slower): the reference the NumPy decoding is tested against.
 
     Returns
     -------
@@ -216,9 +425,11 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
     if path.is_dir() and not (path / 'metadata.yaml').exists():
         if is_unfinished(path):
             if not recover:
-                raise DataError(f'bag {path} has no metadata.yaml: its recorder stopped '
-                                'without closing it; pass --recover to rebuild its index '
-                                '(keeps every complete record)')
+                raise DataError(
+                    f'bag {path} has no metadata.yaml: its recorder stopped without closing '
+                    'it; pass --recover (recover=True in Python) or run '
+                    f'arm_dyn_id.data.recording.recover_bag({str(path)!r}) to rebuild its '
+                    'index (keeps every complete record)')
             recover_bag(path)
         else:
             raise DataError(f'{path} is not a rosbag2 bag (no metadata.yaml); pass the '
@@ -228,25 +439,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
     try:
         by_topic = {c.topic: c for c in reader.connections}
         stored_config, recorded, conv = read_bag_header(reader, by_topic, config, path)
-        states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
-        topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
-        if topic is None:
-            candidates = [t for t in states if t.endswith('joint_states')]
-            if len(candidates) != 1:
-                if not states:
-                    raise DataError(
-                        f'bag {path} has no sensor_msgs/JointState topic (topics: '
-                        f'{sorted(by_topic)}): record joint_states with the motor current '
-                        'in effort')
-                raise DataError(f'bag {path}: cannot tell the joint-state topic among '
-                                f'{states}; pass --states-topic NAME')
-            topic = candidates[0]
-        if topic not in by_topic:
-            raise DataError(f'bag {path} has no topic {topic} (JointState topics: {states}; '
-                            f'all topics: {sorted(by_topic)}): pass --states-topic NAME')
-        if by_topic[topic].msgtype != JOINT_STATE:
-            raise DataError(f'bag {path}: topic {topic} is a {by_topic[topic].msgtype}, not '
-                            f'a sensor_msgs/JointState (JointState topics: {states})')
+        topic = _states_topic(path, by_topic, states_topic, stored_config)
         conn = by_topic[topic]
         total = int(conn.msgcount)
         n = conv.n_joints
@@ -257,7 +450,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None)
         batch = []
 
         def flush():
-            for rows, names, stamp, pos, vel, eff in _decode_batch(batch, store):
+            for rows, names, stamp, pos, vel, eff in _decode_batch(batch, store, fast):
                 k = len(names)
                 seen_names.add(names)
                 if eff.shape[1] == 0:

@@ -1,6 +1,6 @@
-"""Recording joint data to rosbag2 MCAP files, crash recovery, and loading bags.
+"""Recording joint data to rosbag2 MCAP files, and crash recovery.
 
-Three parts, all ROS-free (``rosbags`` only):
+Two parts, all ROS-free (``rosbags`` only):
 
 * :class:`BagRecorder` writes a rosbag2 bag (MCAP storage) from a writer thread.
   Callers hand it already-serialised CDR bytes (or objects plus a serialiser)
@@ -9,9 +9,6 @@ Three parts, all ROS-free (``rosbags`` only):
   at most the last ``flush_period`` of data.
 * :func:`recover_bag` turns a bag whose writer died (no ``metadata.yaml``, no
   MCAP summary) into a normal, indexed bag holding every complete record.
-* :func:`load_recording` reads a recorder bag, or a plain ``ros2 bag record`` bag
-  (MCAP or sqlite3) with the motor current in ``joint_states.effort``, into a
-  :class:`Recording` of NumPy arrays.
 
 Bag layout written by the recorder (``<output_dir>/<prefix>_<UTC time>/``)::
 
@@ -35,13 +32,11 @@ import queue
 import struct
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from arm_dyn_id.errors import DataError, JointNameError, RecordingError
+from arm_dyn_id.errors import DataError, RecordingError
 from arm_dyn_id.data.motor import CurrentToTorque
 from arm_dyn_id.data.quality import stream_quality
 
@@ -842,247 +837,3 @@ def recover_unfinished(output_dir):
         except Exception as exc:
             results.append({'path': str(bag), 'error': f'{type(exc).__name__}: {exc}'})
     return results
-
-
-# ---------------------------------------------------------------------------
-# loading
-
-
-@dataclass(frozen=True)
-class Recording:
-    """Joint data of one bag as arrays, in the joint order of ``joints``.
-
-    Attributes
-    ----------
-    t : ndarray, (N,)
-        ``header.stamp`` of each usable sample (s since the epoch).
-    q : ndarray, (N, n)
-        Joint positions (rad).
-    dq : ndarray, (N, n)
-        Joint velocities (rad/s); NaN where the messages carried none.
-    current : ndarray, (N, n)
-        Motor currents (A).
-    tau : ndarray, (N, n)
-        Joint torques k_e·I (N·m, seed 000 eq. 19) from the recording's own
-        configuration, or from the ``config`` given to :func:`load_recording`.
-    joints : tuple of str
-    markers : list of dict
-        Segment markers (``excitation_segments`` JSON) in log order, each with
-        ``log_time`` (s) added.
-    config : dict or None
-        The configuration stored in the bag (``/arm_dyn_id/config``).
-    quality : dict
-        ``recorded``: the recorder's summary (None for plain bags or crashes
-        before close); ``loaded``: counters recomputed from the stamps;
-        ``excluded_nonfinite`` and ``rejected`` (reason -> count) while loading.
-    source : pathlib.Path
-    states_topic : str
-    """
-
-    t: np.ndarray
-    q: np.ndarray
-    dq: np.ndarray
-    current: np.ndarray
-    tau: np.ndarray
-    joints: tuple
-    markers: list
-    config: dict
-    quality: dict
-    source: Path
-    states_topic: str
-    torque_config: dict = field(default_factory=dict)
-
-    @property
-    def n_samples(self):
-        return self.t.shape[0]
-
-
-def _conversion(config):
-    if config is None:
-        return None
-    if isinstance(config, CurrentToTorque):
-        return config
-    if isinstance(config, dict):
-        return CurrentToTorque.from_dict(config)
-    return CurrentToTorque.from_config(config)
-
-
-def read_markers(reader, by_topic):
-    """Segment markers of every ``*excitation_segments`` topic of an open bag.
-
-    Parameters
-    ----------
-    reader : rosbags.rosbag2.Reader
-    by_topic : dict
-        Topic name -> connection.
-
-    Returns
-    -------
-    list of dict
-        The JSON markers with ``log_time`` (s) added; text that is not a JSON
-        object is kept as ``{'raw': text, 'error': ...}``.
-    """
-    store = _typestore()
-    markers = []
-    for topic, conn in by_topic.items():
-        if conn.msgtype != STRING or not topic.endswith('excitation_segments'):
-            continue
-        for _, log_time, raw in reader.messages([conn]):
-            text = store.deserialize_cdr(raw, STRING).data
-            try:
-                marker = json.loads(text)
-                if not isinstance(marker, dict):
-                    raise ValueError('not a JSON object')
-            except ValueError as exc:
-                marker = {'raw': text, 'error': str(exc)}
-            marker['log_time'] = log_time * 1e-9
-            markers.append(marker)
-    return markers
-
-
-def read_bag_header(reader, by_topic, config, path):
-    """The stored configuration, the recorder's summary and the current conversion.
-
-    Parameters
-    ----------
-    reader : rosbags.rosbag2.Reader
-    by_topic : dict
-        Topic name -> connection.
-    config : ArmConfig or CurrentToTorque or dict or None
-        Conversion that overrides the stored one.
-    path : path-like
-        The bag (for messages).
-
-    Returns
-    -------
-    stored_config : dict or None
-    recorded : dict or None
-        The recorder's summary.
-    conversion : CurrentToTorque
-
-    Raises
-    ------
-    DataError
-        Neither a stored configuration nor ``config``.
-    """
-    store = _typestore()
-    stored_config = recorded = None
-    if CONFIG_TOPIC in by_topic:
-        for _, _, raw in reader.messages([by_topic[CONFIG_TOPIC]]):
-            stored_config = yaml.safe_load(store.deserialize_cdr(raw, STRING).data)
-            break
-    if SUMMARY_TOPIC in by_topic:
-        for _, _, raw in reader.messages([by_topic[SUMMARY_TOPIC]]):
-            recorded = json.loads(store.deserialize_cdr(raw, STRING).data)
-    conv = _conversion(config)
-    if conv is None and stored_config is not None:
-        conv = CurrentToTorque.from_dict(stored_config)
-    if conv is None:
-        raise DataError(f'bag {path} has no stored configuration ({CONFIG_TOPIC}): pass the '
-                        'arm config (--config, or config= in Python) with its joints and '
-                        'torque_constants (or --torque-constants k1,k2,...) to convert '
-                        'currents to torques')
-    return stored_config, recorded, conv
-
-
-def load_recording(path, config=None, states_topic=None, recover=False):
-    """Load a recorder bag or a plain ``ros2 bag record`` bag into arrays.
-
-    Parameters
-    ----------
-    path : path-like
-        Bag folder (MCAP or sqlite3), or a single ``.mcap`` file.
-    config : ArmConfig or CurrentToTorque or dict, optional
-        Conversion to use instead of the one stored in the bag; required for
-        bags without ``/arm_dyn_id/config``.
-    states_topic : str, optional
-        JointState topic with the current in ``effort``; default: the one
-        named in the stored config, else the only topic ending in
-        ``joint_states``.
-    recover : bool
-        Recover an unfinished bag in place first (see :func:`recover_bag`).
-
-    Returns
-    -------
-    Recording
-
-    Raises
-    ------
-    DataError
-        Unfinished bag without ``recover``, no joint-state topic, no usable samples,
-        or no conversion config.
-    JointNameError
-        A configured joint never appears in the data.
-    """
-    from rosbags.rosbag2 import Reader
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise DataError(f'bag {path} does not exist')
-    if is_unfinished(path):
-        if not recover:
-            raise DataError(
-                f'bag {path} was not closed (the recorder stopped without finishing it): '
-                f'run arm_dyn_id.data.recording.recover_bag({str(path)!r}) or pass recover=True')
-        recover_bag(path)
-    store = _typestore()
-    with Reader(path) as reader:
-        by_topic = {c.topic: c for c in reader.connections}
-        stored_config, recorded, conv = read_bag_header(reader, by_topic, config, path)
-        topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
-        if topic is None:
-            states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
-            candidates = [t for t in states if t.endswith('joint_states')]
-            if len(candidates) != 1:
-                raise DataError(f'bag {path}: cannot tell the joint-state topic among '
-                                f'{states}; pass states_topic=')
-            topic = candidates[0]
-        if topic not in by_topic:
-            raise DataError(f'bag {path} has no topic {topic}; topics: {sorted(by_topic)}')
-        t, q, dq, cur = [], [], [], []
-        rejected = {}
-        missing_joint = None
-        n = conv.n_joints
-        nan_row = np.full(n, np.nan)
-        for _, _, raw in reader.messages([by_topic[topic]]):
-            msg = store.deserialize_cdr(raw, JOINT_STATE)
-            names = msg.name
-            k = len(names)
-            if len(msg.effort) == 0:
-                rejected['missing effort'] = rejected.get('missing effort', 0) + 1
-                continue
-            if len(msg.effort) != k or len(msg.position) != k:
-                rejected['length mismatch'] = rejected.get('length mismatch', 0) + 1
-                continue
-            try:
-                idx = conv.index_for(names)
-            except JointNameError as exc:
-                missing_joint = exc
-                rejected['missing joint'] = rejected.get('missing joint', 0) + 1
-                continue
-            t.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
-            q.append(msg.position[idx])
-            dq.append(msg.velocity[idx] if len(msg.velocity) == k else nan_row)
-            cur.append(msg.effort[idx])
-        markers = read_markers(reader, by_topic)
-    if not t:
-        if missing_joint is not None:
-            raise missing_joint
-        raise DataError(f'bag {path}: no usable samples on {topic} (rejected: {rejected})')
-    t = np.asarray(t, dtype=float)
-    q = np.asarray(q, dtype=float).reshape(-1, n)
-    dq = np.asarray(dq, dtype=float).reshape(-1, n)
-    cur = np.asarray(cur, dtype=float).reshape(-1, n)
-    loaded = stream_quality(t, np.hstack([q, cur]),
-                            expected_rate=(recorded or {}).get('quality', {}).get(
-                                'expected_rate_hz', 1000.0) or 1000.0)
-    good = np.isfinite(q).all(axis=1) & np.isfinite(cur).all(axis=1)
-    t, q, dq, cur = t[good], q[good], dq[good], cur[good]
-    for a in (t, q, dq, cur):
-        a.setflags(write=False)
-    tau = conv.convert_many(cur)
-    tau.setflags(write=False)
-    quality = {'recorded': recorded, 'loaded': loaded,
-               'excluded_nonfinite': int((~good).sum()), 'rejected': rejected}
-    return Recording(t=t, q=q, dq=dq, current=cur, tau=tau, joints=conv.joints,
-                     markers=markers, config=stored_config, quality=quality, source=path,
-                     states_topic=topic, torque_config=conv.to_dict())
