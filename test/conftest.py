@@ -1,22 +1,70 @@
-"""Generic test setup: keep ROS's per-user state out of the user's home.
+"""Generic test setup: keep ROS's per-user state out of the user's home, and keep
+tests without the ``ros`` marker off ROS.
 
 Node tests set their own ``ROS_DOMAIN_ID`` (CONVENTIONS.md 14); this only makes
 sure nothing a test starts writes logs to ``~/.ros`` or talks beyond loopback.
+
+``make test-fast`` deselects ``-m ros``, so a test that starts nodes or a DDS
+participant must say so: a test without the marker that asks for the ``ros_env``
+fixture fails at setup, and one that initialises an rclpy context (``rclpy.init``,
+``RosHarness``) fails there. Importing rclpy is allowed (it starts no participant).
 """
 
 import os
 import tempfile
 
+import pytest
+
 # the per-test ROS environment fixture of the node tests (test/ros_utils.py)
 from ros_utils import ros_env  # noqa: F401
 
 _ROS_HOME = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_home_')
+_running = {'test': None, 'ros': True}     # the test being run, and whether it is marked ros
+
+
+def _guard_rclpy_contexts():
+    """Make ``rclpy.Context.init`` refuse to run inside a test without the ros marker."""
+    try:
+        from rclpy.context import Context
+    except ImportError:     # no rclpy: nothing can start a participant in-process
+        return
+    init = Context.init
+    if getattr(init, 'arm_dyn_id_guard', False):
+        return
+
+    def guarded_init(self, *args, **kwargs):
+        if not _running['ros']:
+            raise RuntimeError(
+                f'{_running["test"]} initialises an rclpy context (a DDS participant) but '
+                'is not marked @pytest.mark.ros; mark it so that make test-fast leaves it out')
+        return init(self, *args, **kwargs)
+
+    guarded_init.arm_dyn_id_guard = True
+    Context.init = guarded_init
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _running['test'] = item.nodeid
+    _running['ros'] = item.get_closest_marker('ros') is not None
+    try:
+        yield
+    finally:
+        _running['test'], _running['ros'] = None, True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if not _running['ros'] and 'ros_env' in item.fixturenames:
+        pytest.fail(f'{item.nodeid} uses the ros_env fixture (node processes, a ROS domain) '
+                    'but is not marked @pytest.mark.ros', pytrace=False)
 
 
 def pytest_configure(config):
     os.environ['ROS_HOME'] = _ROS_HOME.name
     os.environ['ROS_LOG_DIR'] = os.path.join(_ROS_HOME.name, 'log')
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    _guard_rclpy_contexts()
 
 
 def pytest_unconfigure(config):

@@ -268,6 +268,7 @@ def test_fit_holdout_zero_and_torque_constants(tmp_path, data):
         assert val['training'][j]['rmse'] < noise
 
 
+@pytest.mark.slow   # two CLI runs (fit, validate): about 5 s
 def test_validate_other_gravity(tmp_path, data):
     """A model fitted at 9.81 m/s² predicts a bag recorded on the Moon (--gravity)."""
     robot = RobotModel.from_urdf(URDF, joints=JOINTS)

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 
+@pytest.mark.ros     # the demo starts the nodes in separate processes
 @pytest.mark.slow
 def test_quick_demo_identifies_the_arm_within_two_percent(tmp_path):
     out = tmp_path / 'demo'

@@ -141,6 +141,7 @@ def test_robust_estimators_survive_ten_percent_gross_errors(robot, estimator):
     assert robust.info['rejected'] > 0
 
 
+@pytest.mark.slow   # about 5 s of swarm search
 def test_particle_swarm_improves_on_plain_least_squares(robot):
     rng = np.random.default_rng(14)
     base, Yb, tau = gross_error_problem(robot, rng, fraction=0.1)

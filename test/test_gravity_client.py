@@ -7,6 +7,7 @@ import pytest
 from ros_utils import RosHarness
 
 pytest.importorskip('rclpy')
+pytestmark = pytest.mark.ros
 
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402

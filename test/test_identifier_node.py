@@ -16,6 +16,7 @@ from arm_dyn_id.model.robot import Payload, RobotModel
 from ros_utils import RosHarness, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rcl_interfaces.msg import Parameter as ParameterMsg  # noqa: E402
@@ -300,7 +301,10 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         h.wait_for(lambda: probe.diags and probe.diag('queries_served') not in (None, '0'),
                    5.0, what='diagnostics')
         assert int(probe.diag('queries_served')) >= 21
-        assert 'query: joint names' in json.loads(probe.diag('errors'))
+        errors = json.loads(probe.diag('errors'))
+        # the rejection names of arm_dyn_id.data.joint_states, the same in every node
+        assert {'query: unknown_joints', 'query: missing_joints', 'query: length_mismatch',
+                'query: non_finite'} <= set(errors), errors
         assert stop(proc) == 0, node_output(proc)
 
         # restart serving only that file: measure until the first good reply

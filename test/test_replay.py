@@ -23,9 +23,9 @@ pytest.importorskip('rclpy')
 REPO = Path(__file__).resolve().parent.parent
 NODE_SOURCE = REPO / 'nodes' / 'identifier_node.py'
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.skipif(
     'Placeholder until it is implemented' in NODE_SOURCE.read_text(),
-    reason='nodes/identifier_node.py is still a placeholder')
+    reason='nodes/identifier_node.py is still a placeholder')]
 
 
 def bag_messages(bag):

@@ -8,6 +8,7 @@ import pytest
 from ros_utils import node_output, start_node, stop
 
 rclpy = pytest.importorskip('rclpy')
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402

@@ -4,6 +4,7 @@
 import pytest
 
 pytest.importorskip('rclpy')
+pytestmark = pytest.mark.ros
 
 
 def test_refused_publish_is_counted_not_raised(ros_env):
