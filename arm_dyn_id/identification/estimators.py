@@ -371,8 +371,12 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
     best, with linearly decreasing inertia. The swarm searches around ``start``
     (default: the least-squares estimate) within ±(|start| + 10·stderr).
 
+    The swarm is :func:`arm_dyn_id.optimisers.particle_swarm` with ``c3 > 0``,
+    ``iterations`` moves of the whole swarm per round.
+
     Much slower than :func:`fit_irls`; provided for comparison.
     """
+    from arm_dyn_id.optimisers import particle_swarm
     t0 = time.perf_counter()
     rng = np.random.default_rng(0) if rng is None else rng
     Yb, tau, finite = _check_inputs(Yb, tau, names)
@@ -407,22 +411,10 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
         # errors wide, and may roam the whole box
         x = np.clip(beta + spread * rng.standard_normal((particles, dim)), lo, hi)
         x[0] = beta
-        v = np.zeros_like(x)
-        pbest = x.copy()
-        pcost = swarm_fitness(x)
-        g = int(np.argmin(pcost))
-        for it in range(iterations):
-            inertia = 0.9 - 0.5 * it / max(iterations - 1, 1)
-            others = rng.integers(0, particles, size=particles)
-            r1, r2, r3 = rng.random((3, particles, dim))
-            v = (inertia * v + 1.5 * r1 * (pbest - x) + 1.5 * r2 * (pbest[g] - x)
-                 + 0.5 * r3 * (pbest[others] - x))
-            x = np.clip(x + v, lo, hi)
-            cost = swarm_fitness(x)
-            better = cost < pcost
-            pbest[better], pcost[better] = x[better], cost[better]
-            g = int(np.argmin(pcost))
-        beta = pbest[g]
+        swarm = particle_swarm(swarm_fitness, x, iterations * particles, rng,
+                               cost=swarm_fitness(x), bounds=(lo, hi), inertia=(0.9, 0.4),
+                               c1=1.5, c2=1.5, c3=0.5, walls='clip', batch=True)
+        beta = swarm.x
         # re-estimate the robust scale from the better fit for the next round
         scale0 = 1.4826 * np.median(np.abs(ts - Ys @ beta).reshape(-1, len(scale0)), axis=0)
         scale0[scale0 == 0] = np.finfo(float).tiny
