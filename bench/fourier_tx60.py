@@ -7,7 +7,7 @@ Setup:
 - Staubli TX-60 (config/staubli_tx60.yaml: URDF, limits, end-effector speed limits,
   clearance), 48 base parameters with Coulomb + viscous friction;
 - eq. 7 trajectories, L = 5 harmonics, ω_f = 2π·0.1 rad/s, half the velocity and
-  acceleration limits, repaired to start and end at rest (optimisation.FourierProblem);
+  acceleration limits, repaired to start and end at rest (excitation.design.FourierProblem);
 - optimised: ``design_fourier`` with the GA+PSO hybrid and with differential
   evolution, ``--budget`` evaluations each, ``--seeds`` seeds;
 - unoptimised: ``--draws`` uniformly random points of the same search box (what one
