@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from arm_dyn_id.data.recording import json_default
+from arm_dyn_id.data.bag_writer import json_default
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'docs' / 'results'

@@ -4,7 +4,7 @@ Subscribes ``joint_states`` (sensor_msgs/JointState, motor current in ``effort``
 publishes ``joint_torques`` (same stamp, position, velocity, effort = k_e·I in N·m,
 names in config order) for every usable input, records the raw inputs, the
 torques, ``excitation_segments`` and its configuration to a rosbag2 MCAP bag
-(arm_dyn_id.data.recording.BagRecorder), and reports stream quality on ``diagnostics``.
+(arm_dyn_id.data.bag_writer.BagRecorder), and reports stream quality on ``diagnostics``.
 Services: ``~/start_recording``, ``~/stop_recording`` (std_srvs/Trigger).
 See docs/recorder.md.
 """
@@ -31,9 +31,9 @@ from arm_dyn_id.nodes.executors import (
 from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.data.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.data.quality import StreamQuality
-from arm_dyn_id.data.recording import (
-    FLOAT64_ARRAY, JOINT_STATE, STRING, BagRecorder, config_document, is_unfinished,
-    recover_unfinished)
+from arm_dyn_id.data.bag_format import FLOAT64_ARRAY, JOINT_STATE, STRING
+from arm_dyn_id.data.bag_writer import BagRecorder, config_document
+from arm_dyn_id.data.recovery import is_unfinished, recover_unfinished
 
 NODE_NAME = 'recorder_node'
 # joint_states positions joined with currents from current_topic, recorded for offline fits
@@ -138,7 +138,7 @@ class RecorderNode(Node):
                 if 'error' in result:
                     self.get_logger().error(
                         f'could not recover unfinished bag {result["path"]}: {result["error"]}; '
-                        f'run arm_dyn_id.data.recording.recover_bag on it by hand')
+                        f'run arm_dyn_id.data.recovery.recover_bag on it by hand')
                 else:
                     self.get_logger().warning(
                         f'recovered unfinished bag {result["path"]} (a previous recorder '
@@ -354,7 +354,7 @@ class RecorderNode(Node):
             self._h_currents = rec.add_topic(
                 topics['currents'],
                 JOINT_STATE if self.current_type == 'joint_state' else FLOAT64_ARRAY)
-            # load_recording reads the joined samples (stored config topics.states)
+            # read_bag reads the joined samples (stored config topics.states)
             topics['raw_states'], topics['states'] = topics['states'], JOINED_TOPIC
             self._h_joined = rec.add_topic(JOINED_TOPIC, JOINT_STATE,
                                            serializer=serialize_message)
@@ -386,7 +386,7 @@ class RecorderNode(Node):
         """The bag writer failed (writer thread or closing thread): log it once."""
         stats = rec.stats()
         where = (f'a recorder starting on output_dir {self.output_dir} recovers it '
-                 f'(recover_on_start), or run arm_dyn_id.data.recording.recover_bag('
+                 f'(recover_on_start), or run arm_dyn_id.data.recovery.recover_bag('
                  f'{str(rec.path)!r})')
         if not rec.closed:   # while recording
             age = stats['failed_after_flush_s']
@@ -432,7 +432,7 @@ class RecorderNode(Node):
             return False, (f'stopped, but the recording had failed: {error}. {rec.path} keeps '
                            f'everything up to the last flush before the failure; it is '
                            f'recovered at the next recorder start or with '
-                           f'arm_dyn_id.data.recording.recover_bag. Free disk space or fix '
+                           f'arm_dyn_id.data.recovery.recover_bag. Free disk space or fix '
                            f'output_dir, then call ~/start_recording')
         return True, f'stopped; bag {rec.path} is being closed'
 

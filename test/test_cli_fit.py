@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
-from arm_dyn_id.data.bag_reader import read_bag, write_bag
+from arm_dyn_id.data.bag_reader import read_bag
+from arm_dyn_id.data.bag_writer import write_bag
 from arm_dyn_id.model.robot import RobotModel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -186,10 +187,10 @@ def test_numpy_decoding_matches_rosbags_deserialiser(tmp_path, small, storage, v
 
 def test_reader_mixed_layouts_and_bad_stamps(tmp_path, data):
     """Messages with other joint orders fall back to the slow path; order is kept."""
-    from arm_dyn_id.data.bag_reader import encode_joint_states
+    from arm_dyn_id.data.bag_writer import encode_joint_states
     from arm_dyn_id.data.motor import CurrentToTorque
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from arm_dyn_id.data.recording import _typestore
+    from arm_dyn_id.data.bag_format import typestore
     n = 50
     t = 10.0 + np.arange(n) * 1e-3
     t[20] = t[19]                    # duplicate stamp: dropped
@@ -198,7 +199,7 @@ def test_reader_mixed_layouts_and_bad_stamps(tmp_path, data):
     b = encode_joint_states(t, JOINTS[::-1], q[:, ::-1], None, q[:, ::-1] * 2)
     with Writer(tmp_path / 'mixed', version=9, storage_plugin=StoragePlugin.MCAP) as w:
         c = w.add_connection('/joint_states', 'sensor_msgs/msg/JointState',
-                             typestore=_typestore())
+                             typestore=typestore())
         for i in range(n):
             w.write(c, int(t[i] * 1e9) + i, (a if i % 3 else b)[i].tobytes())
     rec = read_bag(tmp_path / 'mixed', CurrentToTorque(JOINTS, [1.0] * 6))

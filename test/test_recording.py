@@ -16,9 +16,11 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from arm_dyn_id.errors import DataError, JointNameError, RecordingError
 from arm_dyn_id.data.bag_reader import read_bag
-from arm_dyn_id.data.recording import (
-    CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, BagRecorder, _typestore, find_unfinished,
-    is_unfinished, recover_bag, recover_unfinished, scan_mcap, serialize_string)
+from arm_dyn_id.data.bag_format import (
+    CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, serialize_string, typestore)
+from arm_dyn_id.data.bag_writer import BagRecorder
+from arm_dyn_id.data.recovery import (
+    find_unfinished, is_unfinished, recover_bag, recover_unfinished, scan_mcap)
 
 REPO = Path(__file__).resolve().parent.parent
 JOINTS = ['joint_1', 'joint_2', 'joint_3']
@@ -27,7 +29,7 @@ CONFIG = {'joints': JOINTS, 'torque_constants': [0.5, 0.2, 0.1], 'current_signs'
 
 
 def joint_state(stamp, names, position, effort, velocity=None):
-    store = _typestore()
+    store = typestore()
     types = store.types
     sec = int(stamp)
     msg = types[JOINT_STATE](
@@ -112,7 +114,7 @@ def test_plain_ros2_bag_needs_config(tmp_path):
     for plugin in (StoragePlugin.SQLITE3, StoragePlugin.MCAP):
         path = tmp_path / plugin.name.lower()
         with Writer(path, version=8, storage_plugin=plugin) as writer:
-            conn = writer.add_connection('/joint_states', JOINT_STATE, typestore=_typestore())
+            conn = writer.add_connection('/joint_states', JOINT_STATE, typestore=typestore())
             for i in range(20):
                 t = 100.0 + i * 1e-3
                 writer.write(conn, int(t * 1e9), joint_state(t, JOINTS, [0, 0, 0], [1, 2, 3]))
@@ -153,7 +155,8 @@ WRITER_SCRIPT = textwrap.dedent('''
     import numpy as np, yaml
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {test!r})
-    from arm_dyn_id.data.recording import BagRecorder, JOINT_STATE
+    from arm_dyn_id.data.bag_format import JOINT_STATE
+    from arm_dyn_id.data.bag_writer import BagRecorder
     from test_recording import joint_state, CONFIG, JOINTS
     rec = BagRecorder({out!r}, flush_period=0.5)
     h = rec.add_topic('/joint_states', JOINT_STATE)
@@ -198,7 +201,7 @@ def test_sigkill_loses_at_most_the_last_flush(tmp_path):
 
 
 def test_serialized_string_reads_back():
-    store = _typestore()
+    store = typestore()
     assert store.deserialize_cdr(serialize_string('a: 1'), STRING).data == 'a: 1'
 
 
@@ -207,7 +210,8 @@ FULL_DISK_SCRIPT = textwrap.dedent('''
     import yaml
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {test!r})
-    from arm_dyn_id.data.recording import BagRecorder, JOINT_STATE
+    from arm_dyn_id.data.bag_format import JOINT_STATE
+    from arm_dyn_id.data.bag_writer import BagRecorder
     from test_recording import joint_state, CONFIG, JOINTS
     reports = []
     rec = BagRecorder({out!r}, flush_period=0.1, on_error=lambda r: reports.append(r.error))

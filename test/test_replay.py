@@ -31,8 +31,8 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.skipif(
 def bag_messages(bag):
     """(log time s, topic, deserialised message) of the replayed topics, in log order."""
     from rosbags.rosbag2 import Reader
-    from arm_dyn_id.data.recording import _typestore
-    store = _typestore()
+    from arm_dyn_id.data.bag_format import typestore
+    store = typestore()
     out = []
     with Reader(bag) as reader:
         conns = [c for c in reader.connections

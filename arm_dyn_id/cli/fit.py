@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from arm_dyn_id.errors import ConfigError, DataError
-from arm_dyn_id.data.recording import json_default
+from arm_dyn_id.data.bag_writer import json_default
 
 HELP = 'fit the gravity model to a rosbag2 bag (MCAP or sqlite3)'
 
@@ -139,7 +139,7 @@ def stored_config(bag):
     """The recorder's stored configuration of a bag, or None (reads one message)."""
     import yaml
     from arm_dyn_id.data.bag_reader import _open_reader
-    from arm_dyn_id.data.recording import CONFIG_TOPIC, STRING, _typestore
+    from arm_dyn_id.data.bag_format import CONFIG_TOPIC, STRING, typestore
     bag = Path(bag).expanduser()
     if not (bag / 'metadata.yaml').exists():
         return None
@@ -147,7 +147,7 @@ def stored_config(bag):
     try:
         conns = [c for c in reader.connections if c.topic == CONFIG_TOPIC]
         for _, _, raw in reader.messages(conns):
-            return yaml.safe_load(_typestore().deserialize_cdr(raw, STRING).data)
+            return yaml.safe_load(typestore().deserialize_cdr(raw, STRING).data)
     finally:
         reader.close()
     return None

@@ -21,7 +21,6 @@ the configured joints, current values in ``effort``, a readable file.
 """
 
 import json
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,63 +28,18 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data.bag_format import (
+    CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, joint_state_layout, typestore)
 from arm_dyn_id.data.motor import CurrentToTorque
 from arm_dyn_id.data.quality import stream_quality
-from arm_dyn_id.data.recording import (
-    CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, _typestore, is_unfinished, recover_bag)
+from arm_dyn_id.data.recovery import is_unfinished, recover_bag
 
 #: messages decoded per batch (bounds the memory of raw bytes held at once)
 BATCH = 65536
 
 
 # ---------------------------------------------------------------------------
-# CDR layout of sensor_msgs/JointState (little endian, XCDR1 as rosbag2 stores it)
-
-def _align(pos, n):
-    # CDR alignment counts from the end of the 4-byte encapsulation header
-    return pos + (-(pos - 4)) % n
-
-
-def _layout(raw):
-    """Offsets of one little-endian JointState CDR message.
-
-    Returns
-    -------
-    dict or None
-        ``names`` (tuple), ``arrays`` [(count, byte offset of the data)] for
-        position, velocity, effort, ``length``; None when the message is not
-        little-endian CDR or is malformed.
-    """
-    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
-        return None
-    try:
-        pos = 12
-        (n_frame,) = struct.unpack_from('<I', raw, pos)
-        pos += 4 + n_frame
-        pos = _align(pos, 4)
-        (k,) = struct.unpack_from('<I', raw, pos)
-        pos += 4
-        names = []
-        for _ in range(k):
-            pos = _align(pos, 4)
-            (n,) = struct.unpack_from('<I', raw, pos)
-            names.append(bytes(raw[pos + 4:pos + 3 + n]).decode())
-            pos += 4 + n
-        arrays = []
-        for _ in range(3):
-            pos = _align(pos, 4)
-            (count,) = struct.unpack_from('<I', raw, pos)
-            pos += 4
-            if count:
-                pos = _align(pos, 8)
-            arrays.append((count, pos))
-            pos += 8 * count
-    except (struct.error, UnicodeDecodeError):
-        return None
-    if pos > len(raw):
-        return None
-    return {'names': tuple(names), 'arrays': arrays, 'length': len(raw)}
-
+# NumPy decoding of sensor_msgs/JointState CDR
 
 def _constant_mask(layout):
     """Byte columns that must equal the template's: all but the stamp and the floats."""
@@ -115,7 +69,7 @@ def _decode_batch(raws, store, fast=True):
     slow = [] if fast else list(range(len(raws)))
     for length in np.unique(lengths) if fast else ():
         rows = np.flatnonzero(lengths == length)
-        layout = _layout(raws[rows[0]])
+        layout = joint_state_layout(raws[rows[0]])
         if layout is None:
             slow.extend(rows.tolist())
             continue
@@ -259,7 +213,7 @@ def read_stored_config(path):
     try:
         conns = [c for c in reader.connections if c.topic == CONFIG_TOPIC]
         for _, _, raw in reader.messages(conns):
-            return yaml.safe_load(_typestore().deserialize_cdr(raw, STRING).data)
+            return yaml.safe_load(typestore().deserialize_cdr(raw, STRING).data)
     finally:
         reader.close()
     return None
@@ -290,7 +244,7 @@ def read_markers(reader, by_topic):
         The JSON markers with ``log_time`` (s) added; text that is not a JSON
         object is kept as ``{'raw': text, 'error': ...}``.
     """
-    store = _typestore()
+    store = typestore()
     markers = []
     for topic, conn in by_topic.items():
         if conn.msgtype != STRING or not topic.endswith('excitation_segments'):
@@ -333,7 +287,7 @@ def read_bag_header(reader, by_topic, config, path):
     DataError
         Neither a stored configuration nor ``config``.
     """
-    store = _typestore()
+    store = typestore()
     stored_config = recorded = None
     if CONFIG_TOPIC in by_topic:
         for _, _, raw in reader.messages([by_topic[CONFIG_TOPIC]]):
@@ -400,7 +354,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         default: the stored config's, else the only topic ending in ``joint_states``.
     recover : bool
         Repair an unfinished recorder bag in place first
-        (:func:`arm_dyn_id.data.recording.recover_bag`).
+        (:func:`arm_dyn_id.data.recovery.recover_bag`).
     progress : callable, optional
         ``progress(done, total)`` in messages of the states topic, called per batch.
     fast : bool
@@ -428,13 +382,13 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                 raise DataError(
                     f'bag {path} has no metadata.yaml: its recorder stopped without closing '
                     'it; pass --recover (recover=True in Python) or run '
-                    f'arm_dyn_id.data.recording.recover_bag({str(path)!r}) to rebuild its '
+                    f'arm_dyn_id.data.recovery.recover_bag({str(path)!r}) to rebuild its '
                     'index (keeps every complete record)')
             recover_bag(path)
         else:
             raise DataError(f'{path} is not a rosbag2 bag (no metadata.yaml); pass the '
                             'bag folder that ros2 bag record or the recorder wrote')
-    store = _typestore()
+    store = typestore()
     reader = _open_reader(path)
     try:
         by_topic = {c.topic: c for c in reader.connections}
@@ -526,137 +480,3 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
     return Recording(t=t, q=q, dq=dq, current=cur, tau=tau, joints=conv.joints,
                      markers=markers, config=stored_config, quality=quality, source=path,
                      states_topic=topic, torque_config=conv.to_dict())
-
-
-# ---------------------------------------------------------------------------
-# writing (synthetic bags for tests and benchmarks, plain ros2 bag record layout)
-
-def encode_joint_states(stamps, names, position, velocity=None, effort=None, frame_id=''):
-    """CDR bytes of many ``sensor_msgs/JointState`` messages of one layout at once.
-
-    Parameters
-    ----------
-    stamps : ndarray, (N,)
-        ``header.stamp`` (s).
-    names : sequence of str, (k,)
-    position, velocity, effort : ndarray, (N, k) or None
-        None gives an empty array in every message.
-
-    Returns
-    -------
-    ndarray of uint8, (N, L)
-        Row i holds the CDR bytes of message i (byte-identical to rosbags' serialiser).
-    """
-    store = _typestore()
-    stamps = np.asarray(stamps, dtype=float)
-    N, k = stamps.shape[0], len(names)
-    arrays = [None if a is None else np.asarray(a, dtype=float).reshape(N, k)
-              for a in (position, velocity, effort)]
-    types = store.types
-    msg = types[JOINT_STATE](
-        header=types['std_msgs/msg/Header'](
-            stamp=types['builtin_interfaces/msg/Time'](sec=0, nanosec=0), frame_id=frame_id),
-        name=list(names), **{f: np.zeros(k if a is not None else 0) for f, a in
-                             zip(('position', 'velocity', 'effort'), arrays)})
-    raw = bytes(store.serialize_cdr(msg, JOINT_STATE))
-    layout = _layout(raw)
-    block = np.empty((N, len(raw)), dtype=np.uint8)
-    block[:] = np.frombuffer(raw, dtype=np.uint8)
-    sec = np.floor(stamps)
-    nsec = np.round((stamps - sec) * 1e9)
-    carry = nsec >= 1e9
-    sec[carry] += 1
-    nsec[carry] -= 1e9
-    block[:, 4:8] = sec.astype('<i4').view(np.uint8).reshape(N, 4)
-    block[:, 8:12] = nsec.astype('<u4').view(np.uint8).reshape(N, 4)
-    for a, (count, off) in zip(arrays, layout['arrays']):
-        if a is not None and count:
-            block[:, off:off + 8 * count] = np.ascontiguousarray(a, dtype='<f8').view(
-                np.uint8).reshape(N, 8 * count)
-    return block
-
-
-def write_bag(path, stamps, names, position, effort, velocity=None, topic='/joint_states',
-              torques=None, markers=None, config_text=None, strings=None, version=9,
-              storage='mcap', progress=None, torque_names=None):
-    """Write a rosbag2 bag of joint states (and optionally what the recorder adds).
-
-    Parameters
-    ----------
-    path : path-like
-        New bag folder.
-    stamps : ndarray, (N,)
-        Header stamps (s); also the log times.
-    names : sequence of str, (k,)
-    position, effort : ndarray, (N, k)
-        rad and motor current (A) (``effort`` may be None: no current field).
-    velocity : ndarray, (N, k), optional
-    topic : str
-        Joint-state topic.
-    torques : ndarray, (N, m), optional
-        Also write ``/joint_torques`` (effort = torque, N·m) as the recorder does.
-    torque_names : sequence of str, (m,), optional
-        Joints of ``torques`` (default ``names``); positions are taken from
-        ``position`` by name.
-    markers : list of dict, optional
-        Written as JSON on ``/excitation_segments`` at their ``t``.
-    config_text : str, optional
-        YAML on ``/arm_dyn_id/config`` (first message), as the recorder stores it.
-    strings : dict, optional
-        More ``std_msgs/String`` topics: {topic: [(t, text), ...]}.
-    version : {8, 9}
-        rosbag2 metadata version (8: Jazzy, 9: Kilted).
-    storage : {'mcap', 'sqlite3'}
-    progress : callable, optional
-        ``progress(done, total)``.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    from rosbags.rosbag2 import StoragePlugin, Writer
-    from arm_dyn_id.data.recording import serialize_string
-    store = _typestore()
-    stamps = np.asarray(stamps, dtype=float)
-    N = stamps.shape[0]
-    plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
-    texts = []   # (time ns, topic, text)
-    if config_text is not None:
-        texts.append((int(round(stamps[0] * 1e9)) - 1, CONFIG_TOPIC, config_text))
-    for m in markers or ():
-        texts.append((int(round(m['t'] * 1e9)), '/excitation_segments', json.dumps(m)))
-    for name, items in (strings or {}).items():
-        texts.extend((int(round(t * 1e9)), name, text) for t, text in items)
-    texts.sort(key=lambda x: x[0])
-    log = np.round(stamps * 1e9).astype(np.int64)
-    tnames = list(names if torque_names is None else torque_names)
-    tidx = None if torques is None else [list(names).index(j) for j in tnames]
-    with Writer(Path(path), version=version, storage_plugin=plugin) as writer:
-        conns = {topic: writer.add_connection(topic, JOINT_STATE, typestore=store)}
-        if torques is not None:
-            conns['/joint_torques'] = writer.add_connection('/joint_torques', JOINT_STATE,
-                                                            typestore=store)
-        for _, name, _ in texts:
-            if name not in conns:
-                conns[name] = writer.add_connection(name, STRING, typestore=store)
-        k = 0
-        for a in range(0, N, BATCH):
-            b = min(N, a + BATCH)
-            states = encode_joint_states(stamps[a:b], names, position[a:b],
-                                         None if velocity is None else velocity[a:b],
-                                         None if effort is None else effort[a:b])
-            tq = None if torques is None else encode_joint_states(
-                stamps[a:b], tnames, position[a:b][:, tidx], None, torques[a:b])
-            for i in range(b - a):
-                ts = int(log[a + i])
-                while k < len(texts) and texts[k][0] <= ts:
-                    writer.write(conns[texts[k][1]], texts[k][0], serialize_string(texts[k][2]))
-                    k += 1
-                writer.write(conns[topic], ts, states[i].tobytes())
-                if tq is not None:
-                    writer.write(conns['/joint_torques'], ts, tq[i].tobytes())
-            if progress is not None:
-                progress(b, N)
-        for ts, name, text in texts[k:]:
-            writer.write(conns[name], ts, serialize_string(text))
-    return Path(path)

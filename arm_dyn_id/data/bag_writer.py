@@ -1,72 +1,38 @@
-"""Recording joint data to rosbag2 MCAP files, and crash recovery.
-
-Two parts, all ROS-free (``rosbags`` only):
+"""Writing rosbag2 bags: the recorder's crash-safe writer and synthetic test bags.
 
 * :class:`BagRecorder` writes a rosbag2 bag (MCAP storage) from a writer thread.
   Callers hand it already-serialised CDR bytes (or objects plus a serialiser)
   through a queue; the thread writes them and, every ``flush_period`` seconds,
   closes the pending MCAP chunk and flushes the file, so that a SIGKILL loses
-  at most the last ``flush_period`` of data.
-* :func:`recover_bag` turns a bag whose writer died (no ``metadata.yaml``, no
-  MCAP summary) into a normal, indexed bag holding every complete record.
+  at most the last ``flush_period`` of data (:mod:`.recovery` finishes such a
+  bag). :func:`config_document` is the configuration it stores in the bag.
+* :func:`write_bag` writes a whole bag of joint states at once, in the layout of
+  ``ros2 bag record`` or of the recorder, from arrays (tests and benchmarks);
+  :func:`encode_joint_states` builds the CDR bytes of many messages with NumPy.
 
-Bag layout written by the recorder (``<output_dir>/<prefix>_<UTC time>/``)::
-
-    metadata.yaml                  written on close (or by recover_bag)
-    <name>.mcap                    rosbag2 MCAP storage, metadata version 8
-    recording_summary.json         quality counters (sidecar), written on close
-    .recorder.lock                 pid of the live writer; removed on close
-
-Topics: the raw inputs as received (e.g. ``/joint_states``), ``/joint_torques``,
-``/excitation_segments``, ``/arm_dyn_id/config`` (std_msgs/String YAML, first
-message of the file) and ``/arm_dyn_id/recording_summary`` (std_msgs/String
-JSON, last message, on close or recovery).
+ROS-free (``rosbags`` only). The bag layout is described in :mod:`.bag_format`.
 """
 
 import datetime
 import errno
 import json
-import mmap
 import os
 import queue
-import struct
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-from arm_dyn_id.errors import DataError, RecordingError
+from arm_dyn_id.errors import RecordingError
+from arm_dyn_id.data.bag_format import (
+    BAG_VERSION, CONFIG_TOPIC, JOINT_STATE, LOCK_NAME, STRING, SUMMARY_NAME, SUMMARY_TOPIC,
+    joint_state_layout, serialize_string, typestore)
 from arm_dyn_id.data.motor import CurrentToTorque
-from arm_dyn_id.data.quality import stream_quality
 
-CONFIG_TOPIC = '/arm_dyn_id/config'
-SUMMARY_TOPIC = '/arm_dyn_id/recording_summary'
-STRING = 'std_msgs/msg/String'
-JOINT_STATE = 'sensor_msgs/msg/JointState'
-FLOAT64_ARRAY = 'std_msgs/msg/Float64MultiArray'
-LOCK_NAME = '.recorder.lock'
-SUMMARY_NAME = 'recording_summary.json'
-BAG_VERSION = 8  # rosbag2 metadata version readable by Jazzy and later
-
-_MCAP_MAGIC = b'\x89MCAP0\r\n'
+#: messages encoded per batch by write_bag (bounds the memory of bytes held at once)
+BATCH = 65536
 _STOP = object()
-_TYPESTORE = None
-
-
-def _typestore():
-    global _TYPESTORE
-    if _TYPESTORE is None:
-        from rosbags.typesys import Stores, get_typestore
-        _TYPESTORE = get_typestore(Stores.LATEST)
-    return _TYPESTORE
-
-
-def serialize_string(text):
-    """CDR bytes of a ``std_msgs/msg/String`` holding ``text``."""
-    store = _typestore()
-    msg = store.types[STRING](data=text)
-    return bytes(store.serialize_cdr(msg, STRING))
 
 
 def config_document(config, **extra):
@@ -118,16 +84,6 @@ def _describe(exc, path=None):
     return f'{name}: {reason}' if name else reason
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class BagRecorder:
     """Write one rosbag2 MCAP bag from a background thread; crash-safe to ``flush_period``.
 
@@ -170,7 +126,8 @@ class BagRecorder:
     rosbags' MCAP writer buffers messages in an in-memory chunk (up to 1 MiB)
     and writes the summary only on close. The writer thread closes the pending
     chunk at every flush, so the file always ends in complete records up to the
-    last flush; :func:`recover_bag` rebuilds the summary after a crash.
+    last flush; :func:`~arm_dyn_id.data.recovery.recover_bag` rebuilds the
+    summary after a crash.
 
     When a write fails (disk full, file too large, I/O error) the writer stops
     for good: :meth:`write` drops and counts further messages, the file is never
@@ -297,7 +254,7 @@ class BagRecorder:
             raise self._open_error(exc, self.output_dir) from exc
         try:
             (path / LOCK_NAME).write_text(f'{os.getpid()}\n')
-            store = _typestore()
+            store = typestore()
             for topic, msgtype, serializer, msgdef, rihs01 in self._topics:
                 if msgdef is None:
                     conn = writer.add_connection(topic, msgtype, typestore=store)
@@ -481,7 +438,8 @@ class BagRecorder:
         Never raises: a failure is kept in :attr:`error` (and reported to
         ``on_error``). After a failure the bag stays unfinished (no
         ``metadata.yaml``, lock file kept) and holds everything up to the last
-        flush; :func:`recover_bag` or a new recorder's start finishes it.
+        flush; :func:`~arm_dyn_id.data.recovery.recover_bag` or a new
+        recorder's start finishes it.
 
         Parameters
         ----------
@@ -577,263 +535,133 @@ def json_default(obj):
 
 
 # ---------------------------------------------------------------------------
-# crash recovery
+# writing (synthetic bags for tests and benchmarks, plain ros2 bag record layout)
 
+def encode_joint_states(stamps, names, position, velocity=None, effort=None, frame_id=''):
+    """CDR bytes of many ``sensor_msgs/JointState`` messages of one layout at once.
 
-def _mcap_file(bag):
-    bag = Path(bag)
-    if bag.is_file():
-        return bag
-    files = sorted(bag.glob('*.mcap'))
-    if not files:
-        partial = sorted(bag.glob('*.mcap.truncated'))
-        if partial:
-            return partial[0]
-        raise DataError(f'{bag} holds no .mcap file')
-    return files[0]
-
-
-def is_unfinished(bag):
-    """True if ``bag`` is a recorder folder with an MCAP file but no ``metadata.yaml``."""
-    bag = Path(bag)
-    return bag.is_dir() and not (bag / 'metadata.yaml').exists() and \
-        (any(bag.glob('*.mcap')) or any(bag.glob('*.mcap.truncated')))
-
-
-def find_unfinished(output_dir):
-    """Bag folders in ``output_dir`` left unfinished by a writer that is no longer running.
+    Parameters
+    ----------
+    stamps : ndarray, (N,)
+        ``header.stamp`` (s).
+    names : sequence of str, (k,)
+    position, velocity, effort : ndarray, (N, k) or None
+        None gives an empty array in every message.
 
     Returns
     -------
-    list of pathlib.Path
+    ndarray of uint8, (N, L)
+        Row i holds the CDR bytes of message i (byte-identical to rosbags' serialiser).
     """
-    output_dir = Path(output_dir).expanduser()
-    if not output_dir.is_dir():
-        return []
-    found = []
-    for bag in sorted(p for p in output_dir.iterdir() if p.is_dir()):
-        if not is_unfinished(bag):
-            continue
-        lock = bag / LOCK_NAME
-        try:
-            pid = int(lock.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            pid = None
-        if pid is not None and pid != os.getpid() and _pid_alive(pid):
-            continue  # another live recorder is writing it
-        found.append(bag)
-    return found
+    store = typestore()
+    stamps = np.asarray(stamps, dtype=float)
+    N, k = stamps.shape[0], len(names)
+    arrays = [None if a is None else np.asarray(a, dtype=float).reshape(N, k)
+              for a in (position, velocity, effort)]
+    types = store.types
+    msg = types[JOINT_STATE](
+        header=types['std_msgs/msg/Header'](
+            stamp=types['builtin_interfaces/msg/Time'](sec=0, nanosec=0), frame_id=frame_id),
+        name=list(names), **{f: np.zeros(k if a is not None else 0) for f, a in
+                             zip(('position', 'velocity', 'effort'), arrays)})
+    raw = bytes(store.serialize_cdr(msg, JOINT_STATE))
+    layout = joint_state_layout(raw)
+    block = np.empty((N, len(raw)), dtype=np.uint8)
+    block[:] = np.frombuffer(raw, dtype=np.uint8)
+    sec = np.floor(stamps)
+    nsec = np.round((stamps - sec) * 1e9)
+    carry = nsec >= 1e9
+    sec[carry] += 1
+    nsec[carry] -= 1e9
+    block[:, 4:8] = sec.astype('<i4').view(np.uint8).reshape(N, 4)
+    block[:, 8:12] = nsec.astype('<u4').view(np.uint8).reshape(N, 4)
+    for a, (count, off) in zip(arrays, layout['arrays']):
+        if a is not None and count:
+            block[:, off:off + 8 * count] = np.ascontiguousarray(a, dtype='<f8').view(
+                np.uint8).reshape(N, 8 * count)
+    return block
 
 
-def _read_str(buf, pos):
-    (n,) = struct.unpack_from('<I', buf, pos)
-    return bytes(buf[pos + 4:pos + 4 + n]).decode(), pos + 4 + n
-
-
-def _scan_records(buf, start, end, out):
-    """Parse MCAP records in buf[start:end]; stop at the first incomplete one."""
-    pos = start
-    while pos + 9 <= end:
-        op = buf[pos]
-        (length,) = struct.unpack_from('<Q', buf, pos + 1)
-        body = pos + 9
-        if body + length > end:
-            break  # truncated record: the writer died while writing it
-        if op == 0x03:
-            (sid,) = struct.unpack_from('<H', buf, body)
-            name, p = _read_str(buf, body + 2)
-            encoding, p = _read_str(buf, p)
-            (n,) = struct.unpack_from('<I', buf, p)
-            out['schemas'][sid] = (name, encoding, bytes(buf[p + 4:p + 4 + n]).decode())
-        elif op == 0x04:
-            cid, sid = struct.unpack_from('<HH', buf, body)
-            topic, p = _read_str(buf, body + 4)
-            encoding, p = _read_str(buf, p)
-            out['channels'][cid] = (sid, topic, encoding)
-        elif op == 0x05:
-            cid, _, log_time = struct.unpack_from('<HIQ', buf, body)
-            out['messages'].append((cid, log_time, bytes(buf[body + 22:body + length])))
-        elif op == 0x06:
-            _, _, usize, _ = struct.unpack_from('<QQQI', buf, body)
-            compression, p = _read_str(buf, body + 28)
-            (csize,) = struct.unpack_from('<Q', buf, p)
-            data = buf[p + 8:p + 8 + csize]
-            if compression == 'zstd':
-                try:
-                    from compression import zstd
-                except ImportError:
-                    from backports import zstd
-                data = zstd.decompress(bytes(data))
-            elif compression == 'lz4':
-                from lz4.frame import decompress
-                data = decompress(bytes(data))
-            elif compression:
-                raise DataError(f'unknown MCAP chunk compression {compression!r}')
-            inner = memoryview(bytes(data))
-            _scan_records(inner, 0, min(len(inner), usize), out)
-        elif op in (0x0F, 0x02):
-            out['complete_records_end'] = body + length
-            out['data_end'] = True
-            return
-        pos = body + length
-        out['complete_records_end'] = pos
-
-
-def scan_mcap(path):
-    """Read every complete record of a possibly truncated MCAP file.
-
-    Returns
-    -------
-    dict
-        ``schemas`` {id: (name, encoding, text)}, ``channels`` {id: (schema id,
-        topic, encoding)}, ``messages`` [(channel id, log time ns, CDR bytes)],
-        ``size`` (bytes), ``complete_records_end`` (offset after the last
-        complete record) and ``data_end`` (True if the data section was closed).
-
-    Raises
-    ------
-    DataError
-        If the file is not an MCAP file.
-    """
-    path = Path(path)
-    out = {'schemas': {}, 'channels': {}, 'messages': [], 'complete_records_end': 0,
-           'data_end': False}
-    with path.open('rb') as f:
-        size = os.fstat(f.fileno()).st_size
-        out['size'] = size
-        if size == 0:
-            return out  # the writer died before its first flush: nothing to recover
-        if size < len(_MCAP_MAGIC):
-            raise DataError(f'{path} is not an MCAP file ({size} bytes)')
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            if mm[:8] != _MCAP_MAGIC:
-                raise DataError(f'{path} is not an MCAP file (bad magic)')
-            buf = memoryview(mm)
-            try:
-                _scan_records(buf, 8, size, out)
-            finally:
-                buf.release()
-    return out
-
-
-def _rihs01(msgtype, msgdef):
-    from rosbags.typesys import get_typestore, Stores
-    from rosbags.typesys.msg import get_types_from_msg
-    store = _typestore()
-    if msgtype in store.types:
-        return store.hash_rihs01(msgtype)
-    own = get_typestore(Stores.EMPTY)
-    own.register(get_types_from_msg(msgdef, msgtype))
-    return own.hash_rihs01(msgtype)
-
-
-def recover_bag(path, keep_truncated=True):
-    """Make a bag whose writer died readable by standard tools.
-
-    Every complete MCAP record up to the crash is kept; the partial record at
-    the end (at most ``flush_period`` of data) is lost. The result is an
-    indexed MCAP file with a summary plus ``metadata.yaml``, written through
-    rosbags, and a ``/arm_dyn_id/recording_summary`` message and
-    ``recording_summary.json`` with ``"recovered": true``.
+def write_bag(path, stamps, names, position, effort, velocity=None, topic='/joint_states',
+              torques=None, markers=None, config_text=None, strings=None, version=9,
+              storage='mcap', progress=None, torque_names=None):
+    """Write a rosbag2 bag of joint states (and optionally what the recorder adds).
 
     Parameters
     ----------
     path : path-like
-        The bag folder (or its ``.mcap`` file).
-    keep_truncated : bool
-        Keep the original file as ``<name>.mcap.truncated`` (default), else
-        delete it once the new file is in place.
+        New bag folder.
+    stamps : ndarray, (N,)
+        Header stamps (s); also the log times.
+    names : sequence of str, (k,)
+    position, effort : ndarray, (N, k)
+        rad and motor current (A) (``effort`` may be None: no current field).
+    velocity : ndarray, (N, k), optional
+    topic : str
+        Joint-state topic.
+    torques : ndarray, (N, m), optional
+        Also write ``/joint_torques`` (effort = torque, N·m) as the recorder does.
+    torque_names : sequence of str, (m,), optional
+        Joints of ``torques`` (default ``names``); positions are taken from
+        ``position`` by name.
+    markers : list of dict, optional
+        Written as JSON on ``/excitation_segments`` at their ``t``.
+    config_text : str, optional
+        YAML on ``/arm_dyn_id/config`` (first message), as the recorder stores it.
+    strings : dict, optional
+        More ``std_msgs/String`` topics: {topic: [(t, text), ...]}.
+    version : {8, 9}
+        rosbag2 metadata version (8: Jazzy, 9: Kilted).
+    storage : {'mcap', 'sqlite3'}
+    progress : callable, optional
+        ``progress(done, total)``.
 
     Returns
     -------
-    dict
-        What was recovered: ``path``, ``messages`` per topic, ``lost_bytes``.
-
-    Raises
-    ------
-    DataError
-        If the folder has no MCAP file or the file is not MCAP.
+    pathlib.Path
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
-    path = Path(path)
-    bag = path.parent if path.is_file() else path
-    if (bag / 'metadata.yaml').exists():
-        return {'path': str(bag), 'messages': {}, 'lost_bytes': 0, 'already_complete': True}
-    source = _mcap_file(bag)
-    scan = scan_mcap(source)
-    lost = scan['size'] - scan['complete_records_end']
-    tmp_root = bag.parent / f'.{bag.name}.recovering'
-    if tmp_root.exists():
-        for p in sorted(tmp_root.rglob('*'), reverse=True):
-            p.unlink() if p.is_file() else p.rmdir()
-        tmp_root.rmdir()
-    tmp_root.mkdir()
-    tmp_bag = tmp_root / bag.name
-    schemas, channels = scan['schemas'], scan['channels']
-    counts = {}
-    stamps = []
-    summary_seen = False
-    with Writer(tmp_bag, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP) as writer:
-        conns = {}
-        for cid, (sid, topic, _) in sorted(channels.items()):
-            name, _, msgdef = schemas.get(sid, ('', '', ''))
-            if not name:
-                continue
-            conns[cid] = writer.add_connection(topic, name, msgdef=msgdef,
-                                               rihs01=_rihs01(name, msgdef))
-            counts[topic] = 0
-        store = _typestore()
-        for cid, log_time, data in scan['messages']:
-            conn = conns.get(cid)
-            if conn is None:
-                continue
-            writer.write(conn, log_time, data)
-            counts[conn.topic] += 1
-            if conn.topic == SUMMARY_TOPIC:
-                summary_seen = True
-            elif conn.msgtype == JOINT_STATE and conn.topic.endswith('joint_states'):
-                msg = store.deserialize_cdr(data, JOINT_STATE)
-                stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
-        summary = {'recovered': True, 'messages': dict(counts), 'lost_bytes': lost,
-                   'source_file': source.name,
-                   'quality': stream_quality(stamps) if stamps else None}
-        if not summary_seen:
-            summary_conn = next((c for c in conns.values() if c.topic == SUMMARY_TOPIC), None)
-            if summary_conn is None:
-                summary_conn = writer.add_connection(SUMMARY_TOPIC, STRING, typestore=store)
-            last = max((m[1] for m in scan['messages']), default=time.time_ns())
-            writer.write(summary_conn, last, serialize_string(json.dumps(summary)))
-    # move the rebuilt files into place; the original survives as .truncated
-    target = bag / f'{bag.name}.mcap'
-    if source.suffix == '.mcap':
-        kept = source.with_name(source.name + '.truncated')
-        os.replace(source, kept)
-    else:
-        kept = source
-    os.replace(tmp_bag / f'{bag.name}.mcap', target)
-    (bag / SUMMARY_NAME).write_text(json.dumps(summary, indent=1, sort_keys=True) + '\n')
-    os.replace(tmp_bag / 'metadata.yaml', bag / 'metadata.yaml')
-    tmp_bag.rmdir()
-    tmp_root.rmdir()
-    if not keep_truncated:
-        kept.unlink()
-    (bag / LOCK_NAME).unlink(missing_ok=True)
-    return {'path': str(bag), 'messages': counts, 'lost_bytes': lost,
-            'already_complete': False}
-
-
-def recover_unfinished(output_dir):
-    """Recover every unfinished bag in ``output_dir`` (see :func:`find_unfinished`).
-
-    Returns
-    -------
-    list of dict
-        One :func:`recover_bag` result per bag; a bag that fails has ``error``.
-    """
-    results = []
-    for bag in find_unfinished(output_dir):
-        try:
-            results.append(recover_bag(bag))
-        except Exception as exc:
-            results.append({'path': str(bag), 'error': f'{type(exc).__name__}: {exc}'})
-    return results
+    store = typestore()
+    stamps = np.asarray(stamps, dtype=float)
+    N = stamps.shape[0]
+    plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
+    texts = []   # (time ns, topic, text)
+    if config_text is not None:
+        texts.append((int(round(stamps[0] * 1e9)) - 1, CONFIG_TOPIC, config_text))
+    for m in markers or ():
+        texts.append((int(round(m['t'] * 1e9)), '/excitation_segments', json.dumps(m)))
+    for name, items in (strings or {}).items():
+        texts.extend((int(round(t * 1e9)), name, text) for t, text in items)
+    texts.sort(key=lambda x: x[0])
+    log = np.round(stamps * 1e9).astype(np.int64)
+    tnames = list(names if torque_names is None else torque_names)
+    tidx = None if torques is None else [list(names).index(j) for j in tnames]
+    with Writer(Path(path), version=version, storage_plugin=plugin) as writer:
+        conns = {topic: writer.add_connection(topic, JOINT_STATE, typestore=store)}
+        if torques is not None:
+            conns['/joint_torques'] = writer.add_connection('/joint_torques', JOINT_STATE,
+                                                            typestore=store)
+        for _, name, _ in texts:
+            if name not in conns:
+                conns[name] = writer.add_connection(name, STRING, typestore=store)
+        k = 0
+        for a in range(0, N, BATCH):
+            b = min(N, a + BATCH)
+            states = encode_joint_states(stamps[a:b], names, position[a:b],
+                                         None if velocity is None else velocity[a:b],
+                                         None if effort is None else effort[a:b])
+            tq = None if torques is None else encode_joint_states(
+                stamps[a:b], tnames, position[a:b][:, tidx], None, torques[a:b])
+            for i in range(b - a):
+                ts = int(log[a + i])
+                while k < len(texts) and texts[k][0] <= ts:
+                    writer.write(conns[texts[k][1]], texts[k][0], serialize_string(texts[k][2]))
+                    k += 1
+                writer.write(conns[topic], ts, states[i].tobytes())
+                if tq is not None:
+                    writer.write(conns['/joint_torques'], ts, tq[i].tobytes())
+            if progress is not None:
+                progress(b, N)
+        for ts, name, text in texts[k:]:
+            writer.write(conns[name], ts, serialize_string(text))
+    return Path(path)

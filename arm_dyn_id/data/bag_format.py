@@ -1,0 +1,96 @@
+"""The rosbag2 bags of arm_dyn_id: topic and type names, the type store, CDR layouts.
+
+What the writer (:mod:`.bag_writer`), crash recovery (:mod:`.recovery`) and the
+reader (:mod:`.bag_reader`) must agree on, kept in one place so that none of
+them imports another for it.
+
+Bag layout written by the recorder (``<output_dir>/<prefix>_<UTC time>/``)::
+
+    metadata.yaml                  written on close (or by recover_bag)
+    <name>.mcap                    rosbag2 MCAP storage, metadata version 8
+    recording_summary.json         quality counters (sidecar), written on close
+    .recorder.lock                 pid of the live writer; removed on close
+
+Topics: the raw inputs as received (e.g. ``/joint_states``), ``/joint_torques``,
+``/excitation_segments``, ``/arm_dyn_id/config`` (std_msgs/String YAML, first
+message of the file) and ``/arm_dyn_id/recording_summary`` (std_msgs/String
+JSON, last message, on close or recovery).
+"""
+
+import struct
+
+CONFIG_TOPIC = '/arm_dyn_id/config'
+SUMMARY_TOPIC = '/arm_dyn_id/recording_summary'
+STRING = 'std_msgs/msg/String'
+JOINT_STATE = 'sensor_msgs/msg/JointState'
+FLOAT64_ARRAY = 'std_msgs/msg/Float64MultiArray'
+LOCK_NAME = '.recorder.lock'
+SUMMARY_NAME = 'recording_summary.json'
+BAG_VERSION = 8  # rosbag2 metadata version readable by Jazzy and later
+
+_TYPESTORE = None
+
+
+def typestore():
+    """rosbags' type store of the standard ROS 2 messages (built once, on first use)."""
+    global _TYPESTORE
+    if _TYPESTORE is None:
+        from rosbags.typesys import Stores, get_typestore
+        _TYPESTORE = get_typestore(Stores.LATEST)
+    return _TYPESTORE
+
+
+def serialize_string(text):
+    """CDR bytes of a ``std_msgs/msg/String`` holding ``text``."""
+    store = typestore()
+    msg = store.types[STRING](data=text)
+    return bytes(store.serialize_cdr(msg, STRING))
+
+
+# ---------------------------------------------------------------------------
+# CDR layout of sensor_msgs/JointState (little endian, XCDR1 as rosbag2 stores it)
+
+def _align(pos, n):
+    # CDR alignment counts from the end of the 4-byte encapsulation header
+    return pos + (-(pos - 4)) % n
+
+
+def joint_state_layout(raw):
+    """Offsets of one little-endian JointState CDR message.
+
+    Returns
+    -------
+    dict or None
+        ``names`` (tuple), ``arrays`` [(count, byte offset of the data)] for
+        position, velocity, effort, ``length``; None when the message is not
+        little-endian CDR or is malformed.
+    """
+    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
+        return None
+    try:
+        pos = 12
+        (n_frame,) = struct.unpack_from('<I', raw, pos)
+        pos += 4 + n_frame
+        pos = _align(pos, 4)
+        (k,) = struct.unpack_from('<I', raw, pos)
+        pos += 4
+        names = []
+        for _ in range(k):
+            pos = _align(pos, 4)
+            (n,) = struct.unpack_from('<I', raw, pos)
+            names.append(bytes(raw[pos + 4:pos + 3 + n]).decode())
+            pos += 4 + n
+        arrays = []
+        for _ in range(3):
+            pos = _align(pos, 4)
+            (count,) = struct.unpack_from('<I', raw, pos)
+            pos += 4
+            if count:
+                pos = _align(pos, 8)
+            arrays.append((count, pos))
+            pos += 8 * count
+    except (struct.error, UnicodeDecodeError):
+        return None
+    if pos > len(raw):
+        return None
+    return {'names': tuple(names), 'arrays': arrays, 'length': len(raw)}
