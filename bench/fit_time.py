@@ -8,7 +8,7 @@ the same run:
 
 - fast path: forward/backward averaging (pairing.average_pairs), then
   chunked normal equations from the vectorised regressor
-  (fast_fit.gravity_normal_equations) and the WLS solve; stages timed on one
+  (estimators.gravity_normal_equations) and the WLS solve; stages timed on one
   thread (regressor building / accumulation / solve), and end to end with
   ``--workers`` threads; wall time and process CPU time;
 - naive baseline on the same averaged samples: a per-sample Python loop calling
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 from arm_dyn_id.model.base_parameters import gravity_base_parameters  # noqa: E402
-from arm_dyn_id.identification.normal_equations import NormalEquations, \
+from arm_dyn_id.identification.estimators import NormalEquations, \
     fit_gravity_chunked, fit_normal_equations  # noqa: E402
 from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers  # noqa: E402
@@ -100,7 +100,7 @@ def reciprocating_record(robot, minutes, rng):
 
 def staged_fit(robot, base, q, tau, chunk):
     """One-thread pass with the regressor and the accumulation timed apart
-    (the same steps as fast_fit.gravity_normal_equations)."""
+    (the same steps as estimators.gravity_normal_equations)."""
     t_reg = t_acc = 0.0
     total = None
     weights = np.ones(robot.n_joints)
@@ -244,7 +244,7 @@ def main():
                              loadavg=os.getloadavg()[0]))
     rng = np.random.default_rng(0)
     summaries = [run(robot, base, minutes, args, rng, report) for minutes in args.minutes]
-    report.note('fast: pairing.average_pairs, then fast_fit.fit_gravity_chunked (normal '
+    report.note('fast: pairing.average_pairs, then estimators.fit_gravity_chunked (normal '
                 f'equations from {args.chunk}-sample chunks of the vectorised regressor, '
                 f'{args.workers} threads); stages timed apart on one thread. naive: per-sample '
                 'pinocchio.computeJointTorqueRegressor loop, stacked gravity columns, '

@@ -4,11 +4,14 @@ Judged on predicted torques on held-out poses: parameters are only identifiable
 up to the base set (CONVENTIONS.md, tests 13).
 """
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
+from arm_dyn_id.identification import estimators
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.errors import RankDeficientError
 from arm_dyn_id.identification.estimators import fit_irls, fit_pso, fit_threshold, fit_wls
@@ -198,3 +201,85 @@ def test_moments_path_gives_the_sample_path_estimates(robot, method, monkeypatch
     np.testing.assert_allclose(moments.result.std_errors, samples.result.std_errors, rtol=1e-6)
     np.testing.assert_allclose(moments.result.residual_rms(), samples.result.residual_rms(),
                                rtol=1e-6)
+
+
+# --- the model selector: held-out scores, stated in-sample fallback ------------
+
+def memorise(Yb, tau, names, noise=None, mask=None):
+    """An overfitting candidate: it reproduces its training torques exactly (zero
+    in-sample residual, as a lookup table would) but predicts new poses with a
+    β that is 5 % off. In-sample scoring must prefer it; held-out scoring not."""
+    fit = fit_wls(Yb, tau, names, noise=noise, mask=mask)
+    residuals = np.where(np.isnan(fit.residuals), np.nan, 0.0)
+    return dataclasses.replace(fit, method='memorise', beta=1.05 * fit.beta,
+                               residuals=residuals)
+
+
+@pytest.fixture
+def with_memorise(monkeypatch):
+    monkeypatch.setitem(estimators.ESTIMATORS, 'memorise', memorise)
+
+
+def test_selector_scores_candidates_on_held_out_pairs(robot, with_memorise):
+    rng = np.random.default_rng(18)
+    t, q, tau, markers = sweep_data(robot, rng, noise=NOISE, coulomb=0.05)
+    fit = identify_gravity(robot, t, q, tau, markers, noise=NOISE, methods=('memorise', 'wls'))
+    sel = fit.selection
+    assert sel.by == 'held_out' and sel.folds >= 2, sel
+    assert fit.result.method == sel.method == 'wls'
+    assert sel.scores['memorise'] > 10 * sel.scores['wls'], sel.scores
+    # the in-sample residual would have chosen the overfitting candidate
+    in_sample = {m: float(np.nanmean(r.residuals[r.inliers] ** 2 / NOISE ** 2))
+                 for m, r in fit.candidates.items()}
+    assert min(in_sample, key=in_sample.get) == 'memorise'
+    # the winner is refitted on every pair, not on one fold's training pairs
+    assert fit.result.n_samples == len(fit.paired.q)
+    assert fit.model.selection == sel.to_dict()
+
+
+def test_in_sample_fallback_is_stated_in_the_model_file(robot, with_memorise, tmp_path):
+    rng = np.random.default_rng(19)
+    # one pose per joint: one forward/backward pair each, so no pair can be held out
+    t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=1, noise=NOISE)
+    fit = identify_gravity(robot, t, q, tau, markers, noise=NOISE, methods=('memorise', 'wls'))
+    assert fit.selection.by == 'in_sample'
+    assert fit.selection.method == 'memorise'          # what in-sample scoring does
+    path = fit.model.save(tmp_path / 'model.yaml')
+    doc = yaml.safe_load(path.read_text())
+    assert doc['selection']['by'] == 'in_sample'
+    assert 'holding one out would leave its joint unexcited' in doc['selection']['reason']
+    assert set(doc['selection']['scores']) == {'memorise', 'wls'}
+    again = GravityModel.load(path)
+    assert again.selection == doc['selection']
+    # a model file written before the selection was recorded still loads
+    del doc['selection']
+    path.write_text(yaml.safe_dump(doc))
+    old = GravityModel.load(path)
+    assert old.selection is None
+    np.testing.assert_allclose(old.beta, fit.model.beta)
+
+
+def test_moments_path_selects_with_the_same_held_out_scores(robot, monkeypatch):
+    import arm_dyn_id.identification.gravity as identification
+    rng = np.random.default_rng(20)
+    t, q, tau, markers = sweep_data(robot, rng, noise=NOISE, coulomb=0.05)
+    samples = identify_gravity(robot, t, q, tau, markers, noise=NOISE)
+    monkeypatch.setattr(identification, 'MOMENTS_THRESHOLD', 0)
+    moments = identify_gravity(robot, t, q, tau, markers, noise=NOISE)
+    assert moments.result.info.get('residuals_kept') is False
+    assert samples.selection.by == moments.selection.by == 'held_out'
+    assert samples.selection.method == moments.selection.method
+    for method, score in samples.selection.scores.items():
+        assert moments.selection.scores[method] == pytest.approx(score, rel=1e-6)
+
+
+def test_holdout_folds_keep_every_joint_in_training():
+    strata = np.array([0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 3, 3, 3])
+    fold, k = estimators.holdout_folds(strata, max_folds=5, seed=3)
+    assert k == 5
+    assert np.all(fold[strata == 2] == -1)             # a single pair is never held out
+    for f in range(k):
+        assert np.any(fold == f)
+        for s in np.unique(strata):
+            assert np.any((strata == s) & (fold != f)), (f, s)
+    assert estimators.holdout_folds([0, 1, 2], seed=0)[1] == 0

@@ -6,7 +6,7 @@ import numpy as np
 
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.identification.estimators import fit_wls
-from arm_dyn_id.identification.normal_equations import fit_gravity_chunked
+from arm_dyn_id.identification.estimators import fit_gravity_chunked
 from arm_dyn_id.model.robot import RobotModel
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'

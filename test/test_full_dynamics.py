@@ -8,7 +8,8 @@ import pytest
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
-from arm_dyn_id.identification.full_dynamics import filter_and_differentiate, identify_full, predict_full
+from arm_dyn_id.identification.full_dynamics import (filter_and_differentiate, identify_full,
+                                                     predict_full)
 from arm_dyn_id.model.robot import RobotModel
 
 URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'staubli_tx60.urdf'
@@ -117,3 +118,18 @@ def test_bad_records_are_refused(robot):
     t_bad[50:] += 0.05
     with pytest.raises(DataError, match='uniformly'):
         filter_and_differentiate(t_bad, q, cutoff_hz=5.0)
+
+
+def test_method_choice_is_scored_on_held_out_blocks(robot, base):
+    rng = np.random.default_rng(5)
+    t, q, dq, ddq, clean, tau = record(robot, rng, rate=250.0, periods=1)
+    fit = identify_full(robot, t, q, tau, cutoff_hz=5.0, decimate=2, base=base,
+                        methods=('wls', 'irls'))
+    sel = fit.selection
+    assert sel.by == 'held_out' and sel.folds == 5, sel
+    assert set(sel.scores) == {'wls', 'irls'}
+    assert fit.result.method == sel.method
+    assert fit.info['selection']['by'] == 'held_out'
+    single = identify_full(robot, t, q, tau, cutoff_hz=5.0, decimate=2, base=base)
+    assert single.selection.by == 'single_candidate'
+    np.testing.assert_allclose(single.beta, fit.candidates['wls'].beta)

@@ -11,10 +11,27 @@
 - :func:`fit_pso`: seed 001 eqs. 16-17, a particle swarm whose particles also
   learn from a random other particle, minimising the trimmed residual.
 
+Long records (an hour at 1 kHz is 3.6 million samples, 1.7 GB of gravity
+regressor for 6 joints) are fitted from accumulated normal equations instead:
+:func:`gravity_normal_equations` sums ``A = Σ Y_kᵀ W Y_k`` and ``b = Σ Y_kᵀ W τ_k``
+chunk by chunk (with per-joint moments, so the residual RMS per joint comes out
+without a second pass: ``Σ r_j² = Σ τ_j² - 2 βᵀ b_j + βᵀ A_j β``), and
+:func:`fit_normal_equations` / :func:`fit_joint_by_joint_normal_equations` solve
+them exactly as :func:`fit_wls` / :func:`fit_joint_by_joint` do. Their results
+keep no residuals (shape (0, n)); ``noise_std`` holds the per-joint residual RMS.
+
 Every estimator returns an :class:`IdentificationResult`.
+
+:func:`fit_best` (samples) and :func:`fit_best_moments` (accumulated moments)
+run several estimators and keep one with the single selector :func:`select`:
+candidates are scored on held-out groups of samples (forward/backward pairs,
+sweeps or time blocks) by K-fold cross-validation, then every candidate is
+refitted on all the data. Only when no group can be held out (e.g. one pair per
+joint) does the in-sample residual decide, and the :class:`Selection` says so.
 """
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -186,6 +203,142 @@ def solve_normal_equations(A, b, names, context=''):
     return beta, cov_unit, condition
 
 
+@dataclass(frozen=True)
+class NormalEquations:
+    """Accumulated moments of a weighted linear least-squares problem.
+
+    Attributes
+    ----------
+    A : ndarray, (r, r)
+        Σ Yᵀ W Y.
+    b : ndarray, (r,)
+        Σ Yᵀ W τ.
+    A_joint : ndarray, (n, r, r)
+        Σ over samples of ``Y[j]ᵀ Y[j]`` per joint j (unweighted).
+    b_joint : ndarray, (n, r)
+    tau_sq : ndarray, (n,)
+        Σ τ_j².
+    count : int
+        Samples accumulated.
+    weights : ndarray, (n,)
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    A_joint: np.ndarray
+    b_joint: np.ndarray
+    tau_sq: np.ndarray
+    count: int
+    weights: np.ndarray
+
+    def __add__(self, other):
+        return NormalEquations(self.A + other.A, self.b + other.b,
+                               self.A_joint + other.A_joint, self.b_joint + other.b_joint,
+                               self.tau_sq + other.tau_sq, self.count + other.count,
+                               self.weights)
+
+    @staticmethod
+    def total(parts):
+        """Sum of a non-empty sequence of NormalEquations."""
+        parts = list(parts)
+        out = parts[0]
+        for part in parts[1:]:
+            out = out + part
+        return out
+
+
+def _row_rss(neq, beta):
+    """Per-joint residual sum of squares Σ (τ_j - Y_j β)² from the moments, (n,)."""
+    rss = (neq.tau_sq - 2 * neq.b_joint @ beta
+           + np.einsum('r,jrs,s->j', beta, neq.A_joint, beta))
+    return np.clip(rss, 0.0, None)
+
+
+def _chunk_moments(robot, base, q, tau, weights):
+    Yn = robot.gravity_regressor_joint_major(q)[:, base.independent, :]     # (n, r, c)
+    A_joint = Yn @ Yn.transpose(0, 2, 1)                               # (n, r, r)
+    b_joint = (Yn @ np.ascontiguousarray(tau.T)[:, :, None])[..., 0]   # (n, r)
+    A = np.einsum('j,jrs->rs', weights, A_joint)
+    b = weights @ b_joint
+    return NormalEquations(A, b, A_joint, b_joint, np.sum(tau ** 2, axis=0), len(q), weights)
+
+
+def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=16384, workers=1):
+    """Normal equations of the gravity fit, accumulated in chunks.
+
+    The regressor is evaluated chunk by chunk (:meth:`RobotModel.gravity_regressor`
+    vectorised), optionally on several threads (NumPy releases the GIL in its
+    array kernels), and never held whole.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    base : BaseParameters
+        Gravity base parameters of ``robot``.
+    q : ndarray, (M, n)
+        Joint angles (rad).
+    tau : ndarray, (M, n)
+        Gravity torques (N·m), e.g. forward/backward averages; rows with NaN are
+        skipped.
+    weights : array_like, (n,), optional
+        Per-joint weights 1/σ² (default 1).
+    chunk : int
+        Samples per chunk; a few thousand keep each block in cache
+        (memory ≈ chunk × n × 4·nb × 8 bytes × ~3 per worker).
+    workers : int
+        Threads working on chunks in parallel.
+
+    Returns
+    -------
+    NormalEquations
+
+    Raises
+    ------
+    DataError
+        Shapes that do not match the robot, bad weights, or no finite sample.
+    """
+    q = np.asarray(q, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    if q.ndim != 2 or q.shape != tau.shape or q.shape[1] != robot.n_joints:
+        raise DataError(f'positions {q.shape} and torques {tau.shape} must both be '
+                        f'(M, {robot.n_joints})')
+    n = robot.n_joints
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    if weights.shape != (n,) or np.any(~(weights > 0)):
+        raise DataError(f'weights {weights.tolist()} must be one positive value per joint')
+    bounds = [(lo, min(lo + chunk, len(q))) for lo in range(0, len(q), chunk)]
+
+    def work(span):
+        lo, hi = span
+        qc, tc = q[lo:hi], tau[lo:hi]
+        ok = np.all(np.isfinite(qc), axis=1) & np.all(np.isfinite(tc), axis=1)
+        if not ok.all():
+            qc, tc = qc[ok], tc[ok]
+        return _chunk_moments(robot, base, qc, tc, weights)
+
+    if not bounds:
+        raise DataError('no finite samples to fit')
+    if workers > 1 and len(bounds) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(work, bounds))
+    else:
+        parts = [work(span) for span in bounds]
+    total = NormalEquations.total(parts)
+    if total.count == 0:
+        raise DataError('no finite samples to fit')
+    return total
+
+
+def _result(method, names, beta, cov, condition, noise, n_samples, inliers, residuals, t0,
+            info=None, warnings=()):
+    """The one place an IdentificationResult is assembled (samples or moments)."""
+    return IdentificationResult(
+        method=method, names=tuple(names), beta=beta, std_errors=np.sqrt(np.diag(cov)),
+        covariance=cov, residuals=residuals, condition_number=condition, rank=len(beta),
+        n_samples=int(n_samples), inliers=inliers, noise_std=noise,
+        seconds=time.perf_counter() - t0, warnings=tuple(warnings), info=info or {})
+
+
 def _finish(method, names, Yb, tau, beta, cov_unit, condition, mask, w, t0, info=None,
             warnings=(), cov=None):
     residuals = tau - _predict(Yb, beta)
@@ -196,11 +349,20 @@ def _finish(method, names, Yb, tau, beta, cov_unit, condition, mask, w, t0, info
         dof = max(r.size - len(beta), 1)
         cov = cov_unit * float(np.sum(w[None, :] * r ** 2) / dof)
     noise = np.sqrt(np.mean(r ** 2, axis=0)) if r.size else np.full(tau.shape[1], np.nan)
-    return IdentificationResult(
-        method=method, names=tuple(names), beta=beta, std_errors=np.sqrt(np.diag(cov)),
-        covariance=cov, residuals=residuals, condition_number=condition, rank=len(beta),
-        n_samples=int(mask.sum()), inliers=mask, noise_std=noise,
-        seconds=time.perf_counter() - t0, warnings=tuple(warnings), info=info or {})
+    return _result(method, names, beta, cov, condition, noise, mask.sum(), mask, residuals,
+                   t0, info, warnings)
+
+
+def _finish_moments(method, names, neq, beta, cov_unit, condition, t0, info, cov=None):
+    """Result of a fit from moments: no residuals kept, RMS per joint from the moments."""
+    rss = _row_rss(neq, beta)
+    n = len(neq.tau_sq)
+    if cov is None:
+        dof = max(neq.count * n - len(beta), 1)
+        cov = cov_unit * float(neq.weights @ rss / dof)
+    return _result(method, names, beta, cov, condition, np.sqrt(rss / neq.count), neq.count,
+                   np.empty(0, dtype=bool), np.empty((0, n)), t0,
+                   dict(info, residuals_kept=False))
 
 
 def fit_wls(Yb, tau, names, noise=None, mask=None, method='wls'):
@@ -252,6 +414,57 @@ def parameter_owners(Yb, tol=1e-12):
     return owners
 
 
+def _joint_by_joint(A_joint, b_joint, owners, names, row_rss, count):
+    """Seed 000 eq. 10 on per-joint moments, from the last joint to the first.
+
+    Joint i's own parameters are fitted on row i after subtracting what the
+    distal parameters explain: ``b_own = Σ H_ownᵀ τ_i - Σ H_ownᵀ H_distal β_distal``.
+
+    Parameters
+    ----------
+    A_joint : ndarray, (n, r, r)
+        Σ ``H_iᵀ H_i`` per joint (row) i.
+    b_joint : ndarray, (n, r)
+        Σ ``H_iᵀ τ_i``.
+    owners : ndarray of int, (r,)
+        Last joint whose torque depends on each parameter (-1: none).
+    row_rss : callable
+        ``row_rss(i, beta)``: residual sum of squares of row i.
+    count : int
+        Samples behind the moments.
+
+    Returns
+    -------
+    beta : ndarray, (r,)
+    cov : ndarray, (r, r)
+        Block diagonal: each joint's own fit (the propagation of the distal
+        errors is ignored, as in the paper).
+    condition : float
+        The worst of the per-joint condition numbers.
+    """
+    if np.any(owners < 0):
+        unexcited = [names[k] for k in np.flatnonzero(owners < 0)]
+        raise RankDeficientError(f'the data cannot identify {", ".join(unexcited)}: '
+                                 'no torque depends on them in these samples')
+    n, r = b_joint.shape
+    beta = np.zeros(r)
+    cov = np.zeros((r, r))
+    conditions = []
+    for i in range(n - 1, -1, -1):
+        own = np.flatnonzero(owners == i)
+        if own.size == 0:
+            continue
+        distal = np.flatnonzero(owners > i)
+        Ai = A_joint[i]
+        A = Ai[np.ix_(own, own)]
+        b = b_joint[i][own] - Ai[np.ix_(own, distal)] @ beta[distal]
+        beta[own], cov_i, condition = solve_normal_equations(
+            A, b, [names[k] for k in own], context=f' (joint {i + 1})')
+        cov[np.ix_(own, own)] = cov_i * float(row_rss(i, beta)) / max(count - len(own), 1)
+        conditions.append(condition)
+    return beta, cov, max(conditions)
+
+
 def fit_joint_by_joint(Yb, tau, names, noise=None, mask=None):
     """Seed 000 eq. 10: identify from the last joint to the first.
 
@@ -271,30 +484,95 @@ def fit_joint_by_joint(Yb, tau, names, noise=None, mask=None):
     w = _weights(noise, n)
     mask = finite if mask is None else (finite & mask)
     owners = parameter_owners(Yb[mask])
-    if np.any(owners < 0):
-        unexcited = [names[k] for k in np.flatnonzero(owners < 0)]
-        raise RankDeficientError(f'the data cannot identify {", ".join(unexcited)}: '
-                                 'no torque depends on them in these samples')
-    beta = np.zeros(len(names))
-    cov = np.zeros((len(names), len(names)))
-    conditions = []
-    for i in range(n - 1, -1, -1):
-        own = np.flatnonzero(owners == i)
-        if own.size == 0:
-            continue
-        distal = np.flatnonzero(owners > i)
-        H = Yb[mask][:, i, :]
-        y = tau[mask][:, i] - H[:, distal] @ beta[distal]
-        A = H[:, own].T @ H[:, own]
-        b = H[:, own].T @ y
-        est, cov_i, cond = solve_normal_equations(A, b, [names[k] for k in own],
-                                                  context=f' (joint {i + 1})')
-        beta[own] = est
-        resid = y - H[:, own] @ est
-        cov[np.ix_(own, own)] = cov_i * float(resid @ resid / max(len(resid) - len(own), 1))
-        conditions.append(cond)
-    return _finish('joint_by_joint', names, Yb, tau, beta, None, max(conditions), mask, w, t0,
+    H, y = Yb[mask], tau[mask]
+    A_joint = np.stack([H[:, i, :].T @ H[:, i, :] for i in range(n)])
+    b_joint = np.stack([H[:, i, :].T @ y[:, i] for i in range(n)])
+
+    def row_rss(i, beta):
+        resid = y[:, i] - H[:, i, :] @ beta
+        return resid @ resid
+
+    beta, cov, condition = _joint_by_joint(A_joint, b_joint, owners, names, row_rss,
+                                           int(mask.sum()))
+    return _finish('joint_by_joint', names, Yb, tau, beta, None, condition, mask, w, t0,
                    info={'owners': owners.tolist()}, cov=cov)
+
+
+def fit_normal_equations(neq, names, method='wls_normal_equations', t0=None):
+    """Weighted least squares from accumulated normal equations.
+
+    Same scaling, identifiability check and covariance as :func:`fit_wls`.
+
+    Parameters
+    ----------
+    neq : NormalEquations
+    names : sequence of str, (r,)
+    method : str
+        Name recorded in the result.
+    t0 : float, optional
+        ``time.perf_counter()`` at the start of the work (default: now).
+
+    Returns
+    -------
+    IdentificationResult
+        Without residuals (shape (0, n)); ``noise_std`` from the moments.
+
+    Raises
+    ------
+    RankDeficientError
+        Naming the parameters the data cannot identify.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    beta, cov_unit, condition = solve_normal_equations(neq.A, neq.b, names)
+    return _finish_moments(method, names, neq, beta, cov_unit, condition, t0,
+                           {'weights': neq.weights.tolist()})
+
+
+def fit_joint_by_joint_normal_equations(neq, names, t0=None):
+    """Seed 000 eq. 10 from accumulated per-joint moments.
+
+    The same estimator as :func:`fit_joint_by_joint`; a parameter is owned by
+    the last joint whose moments it has a (relatively) non-zero diagonal in.
+
+    Returns
+    -------
+    IdentificationResult
+        Without residuals (shape (0, n)); ``noise_std`` from the moments.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    r = neq.b_joint.shape[1]
+    diag = np.diagonal(neq.A_joint, axis1=1, axis2=2)          # (n, r)
+    active = diag > 1e-12 * max(float(diag.max()), 1e-300)
+    owners = np.array([np.flatnonzero(active[:, k]).max() if active[:, k].any() else -1
+                       for k in range(r)])
+    beta, cov, condition = _joint_by_joint(neq.A_joint, neq.b_joint, owners, names,
+                                           lambda i, b: _row_rss(neq, b)[i], neq.count)
+    return _finish_moments('joint_by_joint', names, neq, beta, None, condition, t0,
+                           {'owners': owners.tolist()}, cov=cov)
+
+
+def fit_gravity_chunked(robot, base, q, tau, noise=None, chunk=16384, workers=1):
+    """Chunked WLS gravity fit: :func:`gravity_normal_equations` + solve.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    base : BaseParameters
+    q, tau : ndarray, (M, n)
+        Joint angles (rad) and gravity torques (N·m).
+    noise : array_like, (n,), optional
+        Torque noise σ per joint (N·m); weights 1/σ².
+    chunk, workers : int
+        See :func:`gravity_normal_equations`.
+
+    Returns
+    -------
+    IdentificationResult
+    """
+    t0 = time.perf_counter()
+    weights = None if noise is None else _weights(noise, robot.n_joints)
+    neq = gravity_normal_equations(robot, base, q, tau, weights, chunk=chunk, workers=workers)
+    return fit_normal_equations(neq, base.names, t0=t0)
 
 
 def fit_threshold(Yb, tau, names, noise=None, k=3.0, max_iter=20, mask=None):
@@ -437,38 +715,310 @@ ESTIMATORS = {
 }
 
 
-def fit_best(Yb, tau, names, noise=None, validation=None, methods=('wls', 'joint_by_joint')):
-    """Fit with several estimators and keep the better one.
+#: Estimators that also run from accumulated moments (:class:`NormalEquations`).
+MOMENT_ESTIMATORS = {
+    'wls': lambda neq, names: fit_normal_equations(neq, names, method='wls'),
+    'joint_by_joint': fit_joint_by_joint_normal_equations,
+}
+
+#: At most this many folds when candidates are scored on held-out groups.
+HOLDOUT_FOLDS = 5
+
+#: What a selection score is, as written in model files.
+SCORE = 'weighted mean squared residual, weights 1/σ² per joint'
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How one estimator was chosen among the candidates.
+
+    Attributes
+    ----------
+    by : str
+        ``held_out`` (scored on data the candidate was not fitted on),
+        ``in_sample`` (stated fallback: the data allows no hold-out) or
+        ``single_candidate`` (nothing to choose).
+    method : str
+        The chosen estimator.
+    reason : str
+        Why the choice was made this way, in words.
+    scores : dict
+        method -> score (:data:`SCORE`, (N·m)² × weight); lower is better.
+    folds : int
+        Hold-out folds that entered the scores (0 when not held out).
+    """
+
+    by: str
+    method: str
+    reason: str
+    scores: dict = field(default_factory=dict)
+    folds: int = 0
+
+    def to_dict(self):
+        """Plain types for a model file: ``{by, method, reason, score, scores, folds}``."""
+        return {'by': self.by, 'method': self.method, 'reason': self.reason,
+                'score': SCORE, 'scores': {m: float(v) for m, v in self.scores.items()},
+                'folds': int(self.folds)}
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Outcome of :func:`select`.
+
+    Attributes
+    ----------
+    result : IdentificationResult
+        The chosen candidate, fitted on all the data.
+    candidates : dict
+        method -> IdentificationResult on all the data, or the error text.
+    selection : Selection
+    """
+
+    result: IdentificationResult
+    candidates: dict
+    selection: Selection
+
+
+def holdout_folds(strata, max_folds=HOLDOUT_FOLDS, seed=0):
+    """Deal groups of samples into folds so every stratum keeps training groups.
+
+    A group (a forward/backward pair, a sweep, a block of time) is held out only
+    if its stratum (the joint it moves) has at least two groups, and no fold
+    takes every group of a stratum.
 
     Parameters
     ----------
-    validation : (Yb_val, tau_val), optional
-        Held-out data on which the candidates are compared (weighted RMS);
-        without it, the weighted residual RMS on the fitting data decides.
+    strata : array_like of int, (G,)
+        Stratum of each group.
+    max_folds : int
+    seed : int
+        Seed of the random deal.
 
     Returns
     -------
-    best : IdentificationResult
-    all_results : dict
-        method -> IdentificationResult (or the error message if it failed).
+    fold : ndarray of int, (G,)
+        Fold of each group, -1 for groups that are always fitted.
+    n_folds : int
+        0 when no group can be held out.
     """
-    results = {}
-    scores = {}
-    w = _weights(noise, np.asarray(tau).shape[1])
+    strata = np.asarray(strata)
+    fold = np.full(len(strata), -1)
+    values, counts = np.unique(strata, return_counts=True)
+    spare = int(counts[counts >= 2].sum())
+    if spare < 2 or max_folds < 2:
+        return fold, 0
+    k = min(int(max_folds), spare)
+    rng = np.random.default_rng(seed)
+    offset = 0
+    for value, count in zip(values, counts):
+        if count < 2:
+            continue
+        # consecutive labels over all strata: every fold gets groups, and a
+        # stratum of m >= 2 groups loses at most ceil(m / k) <= m - 1 per fold
+        members = rng.permutation(np.flatnonzero(strata == value))
+        fold[members] = (offset + np.arange(count)) % k
+        offset += count
+    return fold, k
+
+
+def select(methods, fit, score, n_folds, no_folds_reason='no hold-out was possible'):
+    """The model selector: score candidates on held-out data, refit the best on all.
+
+    Parameters
+    ----------
+    methods : sequence of str
+    fit : callable
+        ``fit(method, fold)`` -> IdentificationResult fitted without fold
+        ``fold``'s held-out data (``fold=None``: on all data).
+    score : callable
+        ``score(result, fold)`` -> (weighted sum of squared residuals, count)
+        on fold ``fold``'s held-out data; ``fold=None``: the in-sample
+        weighted mean squared residual (a float).
+    n_folds : int
+        Folds to score on; 0 means the data allows no hold-out.
+    no_folds_reason : str
+        Why there are no folds, recorded with an in-sample fallback.
+
+    Returns
+    -------
+    ModelChoice
+
+    Raises
+    ------
+    RankDeficientError
+        If every candidate fails on all the data.
+    """
+    candidates = {}
     for method in methods:
         try:
-            result = ESTIMATORS[method](Yb, tau, names, noise=noise)
+            candidates[method] = fit(method, None)
         except RankDeficientError as exc:
-            results[method] = str(exc)
+            candidates[method] = str(exc)
+    ok = [m for m in methods if not isinstance(candidates[m], str)]
+    if not ok:
+        raise RankDeficientError('; '.join(f'{m}: {e}' for m, e in candidates.items()))
+    if len(ok) == 1:
+        reason = ('only one estimator was run' if len(methods) == 1 else
+                  'every other estimator failed on the data')
+        return ModelChoice(candidates[ok[0]], candidates,
+                           Selection('single_candidate', ok[0], reason))
+    sse = dict.fromkeys(ok, 0.0)
+    count = dict.fromkeys(ok, 0)
+    used = 0
+    for f in range(n_folds):
+        try:
+            fold_scores = {m: score(fit(m, f), f) for m in ok}
+        except RankDeficientError:
+            # the candidates are compared on the same folds: drop this one for all
             continue
-        results[method] = result
-        if validation is not None:
-            Yv, tv = validation
-            r = np.asarray(tv) - _predict(np.asarray(Yv), result.beta)
-        else:
+        if any(c == 0 for _, c in fold_scores.values()):
+            continue
+        for m, (s, c) in fold_scores.items():
+            sse[m] += s
+            count[m] += c
+        used += 1
+    if used:
+        scores = {m: sse[m] / count[m] for m in ok}
+        best = min(scores, key=scores.get)
+        selection = Selection('held_out', best, f'scored on held-out data in {used} of '
+                              f'{n_folds} folds, then refitted on all the data', scores, used)
+    else:
+        if n_folds:
+            no_folds_reason = (f'every one of {n_folds} hold-out folds left the training '
+                               'data unable to identify the parameters')
+        scores = {m: float(score(candidates[m], None)) for m in ok}
+        best = min(scores, key=scores.get)
+        selection = Selection('in_sample', best, f'{no_folds_reason}: chosen by the in-sample '
+                              'residual, which favours the more flexible estimator', scores)
+    return ModelChoice(candidates[best], candidates, selection)
+
+
+def time_blocks(n_samples, blocks=HOLDOUT_FOLDS):
+    """Group label of each sample: ``blocks`` contiguous blocks of time, (M,).
+
+    Contiguous, not random, samples are held out: neighbouring samples share
+    their noise after filtering and would leak into the training set.
+    """
+    return (np.arange(n_samples) * blocks) // max(n_samples, 1)
+
+
+def fit_best(Yb, tau, names, noise=None, methods=('wls', 'joint_by_joint'), groups=None,
+             strata=None, folds=HOLDOUT_FOLDS, seed=0, validation=None):
+    """Run several estimators on samples and keep the one best on held-out data.
+
+    Parameters
+    ----------
+    Yb : ndarray, (M, n, r)
+        Base regressor at each sample.
+    tau : ndarray, (M, n)
+        Torques (N·m).
+    names : sequence of str, (r,)
+    noise : array_like, (n,), optional
+        Noise σ per joint (N·m): estimator weights and score weights 1/σ².
+    methods : sequence of str
+        Keys of :data:`ESTIMATORS`.
+    groups : ndarray of int, (M,), optional
+        Group of each sample (held out together); -1: always fitted.
+        Default: :func:`time_blocks`.
+    strata : mapping or callable, optional
+        Stratum of a group id (``strata[g]``), e.g. the joint a pair moves;
+        default: one stratum.
+    folds : int
+        At most this many folds (:func:`holdout_folds`).
+    seed : int
+    validation : (Yb_val, tau_val), optional
+        Held-out samples given by the caller; they replace the folds.
+
+    Returns
+    -------
+    ModelChoice
+    """
+    Yb = np.asarray(Yb, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    w = _weights(noise, tau.shape[1])
+    full = {}
+
+    def fit(method, fold):
+        if fold is None or validation is not None:
+            if method not in full:
+                full[method] = ESTIMATORS[method](Yb, tau, names, noise=noise)
+            return full[method]
+        return ESTIMATORS[method](Yb, tau, names, noise=noise, mask=sample_fold != fold)
+
+    def score(result, fold):
+        if fold is None:
             r = result.residuals[result.inliers]
-        scores[method] = float(np.nanmean(w * r ** 2))
-    if not scores:
-        raise RankDeficientError('; '.join(f'{m}: {e}' for m, e in results.items()))
-    best = min(scores, key=scores.get)
-    return results[best], results
+            return float(np.nanmean(w * r ** 2))
+        if validation is not None:
+            Yv, tv = (np.asarray(a, dtype=float) for a in validation)
+        else:
+            held = sample_fold == fold
+            Yv, tv = Yb[held], tau[held]
+        r = tv - _predict(Yv, result.beta)
+        r = r[np.all(np.isfinite(r), axis=1)]
+        return float(np.sum(w * r ** 2)), int(r.size)
+
+    if validation is not None:
+        return select(methods, fit, score, 1)
+    groups = time_blocks(len(tau), folds) if groups is None else np.asarray(groups)
+    ids = np.unique(groups[groups >= 0])
+    labels = np.zeros(len(ids), dtype=int) if strata is None else \
+        np.array([strata[g] for g in ids], dtype=int)
+    group_fold, n_folds = holdout_folds(labels, folds, seed)
+    sample_fold = np.full(len(tau), -1)
+    inside = groups >= 0
+    sample_fold[inside] = group_fold[np.searchsorted(ids, groups[inside])]
+    return select(methods, fit, score, n_folds, _no_folds_reason(labels))
+
+
+def fit_best_moments(parts, names, methods=('wls', 'joint_by_joint'), strata=None,
+                     folds=HOLDOUT_FOLDS, seed=0):
+    """:func:`fit_best` for long records: one :class:`NormalEquations` per group.
+
+    Held-out folds cost no regressor evaluation: a fold's training moments are
+    the sum of the other groups' moments, and its held-out residuals come from
+    its own groups' moments (``Σ r_j² = Σ τ_j² - 2 βᵀ b_j + βᵀ A_j β``).
+
+    Parameters
+    ----------
+    parts : sequence of NormalEquations, (G,)
+        Moments of each group (pair, sweep or block of time).
+    names : sequence of str
+    methods : sequence of str
+        Keys of :data:`MOMENT_ESTIMATORS`.
+    strata : array_like of int, (G,), optional
+        Stratum of each group (default: one stratum).
+
+    Returns
+    -------
+    ModelChoice
+    """
+    parts = list(parts)
+    unknown = [m for m in methods if m not in MOMENT_ESTIMATORS]
+    if unknown:
+        raise ValueError(f'estimator {unknown[0]!r} needs the samples; from moments: '
+                         f'{sorted(MOMENT_ESTIMATORS)}')
+    labels = np.zeros(len(parts), dtype=int) if strata is None else np.asarray(strata)
+    group_fold, n_folds = holdout_folds(labels, folds, seed)
+    total = NormalEquations.total(parts)
+
+    def fit(method, fold):
+        if fold is None:
+            return MOMENT_ESTIMATORS[method](total, names)
+        return MOMENT_ESTIMATORS[method](
+            NormalEquations.total(p for p, f in zip(parts, group_fold) if f != fold), names)
+
+    def score(result, fold):
+        if fold is None:
+            return float(total.weights @ result.noise_std ** 2) / len(total.weights)
+        held = NormalEquations.total(p for p, f in zip(parts, group_fold) if f == fold)
+        return float(total.weights @ _row_rss(held, result.beta)), held.count * len(held.tau_sq)
+
+    return select(methods, fit, score, n_folds, _no_folds_reason(labels))
+
+
+def _no_folds_reason(strata):
+    if len(strata) < 2:
+        return f'{len(strata)} group of samples: nothing to hold out'
+    return (f'{len(strata)} groups of samples (pairs), none sharing its stratum (joint) '
+            'with another: holding one out would leave its joint unexcited')

@@ -41,7 +41,7 @@ import scipy.signal
 
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.errors import DataError
-from arm_dyn_id.identification.estimators import ESTIMATORS, fit_best
+from arm_dyn_id.identification.estimators import ESTIMATORS, HOLDOUT_FOLDS, fit_best
 
 DEFAULT_METHODS = ('wls',)
 
@@ -160,6 +160,10 @@ class FullFit:
     data : FilteredData
         The samples that were fitted.
     info : dict
+        Filter settings, sample counts, provenance and ``selection`` (the
+        :class:`~arm_dyn_id.identification.estimators.Selection` as a dict).
+    selection : Selection
+        How the method was chosen (held-out blocks of time, or why not).
     """
 
     robot: object
@@ -168,6 +172,7 @@ class FullFit:
     candidates: dict
     data: FilteredData
     info: dict = field(default_factory=dict)
+    selection: object = None
 
     @property
     def beta(self):
@@ -203,7 +208,7 @@ def base_regressor(robot, base, q, dq, ddq, coulomb=None):
 
 def identify_full(robot, t, q, tau, cutoff_hz=10.0, methods=DEFAULT_METHODS, noise=None,
                   decimate=1, order=4, base=None, validation=None, provenance=None,
-                  filter_torque=True):
+                  filter_torque=True, folds=HOLDOUT_FOLDS, seed=0):
     """Identify the full dynamics with friction from an excitation record.
 
     Parameters
@@ -220,8 +225,9 @@ def identify_full(robot, t, q, tau, cutoff_hz=10.0, methods=DEFAULT_METHODS, noi
         the excitation (L·ω_f / 2π).
     methods : sequence of str
         Estimators of :mod:`arm_dyn_id.identification.estimators` (``wls``, ``threshold``,
-        ``irls``, ``pso``); the best (validation error if given, else weighted
-        residual) is kept.
+        ``irls``, ``pso``); with more than one, each is scored on held-out
+        contiguous blocks of the record (or on ``validation``) and the best is
+        kept, refitted on all the samples.
     noise : array_like, (n,), optional
         Torque noise σ per joint (N·m) for the weights.
     decimate : int
@@ -229,10 +235,14 @@ def identify_full(robot, t, q, tau, cutoff_hz=10.0, methods=DEFAULT_METHODS, noi
     base : BaseParameters, optional
         Default ``inertial_base_parameters(robot, friction=True)``.
     validation : (q, dq, ddq, tau), optional
-        Held-out samples used to choose between methods.
+        Held-out samples used to choose between methods instead of the blocks.
     filter_torque : bool
         Low-pass τ (and the Coulomb column) with the same filter as q; False
         for gross errors and robust estimators (see the module notes).
+    folds : int
+        Blocks of time, each held out in turn, when choosing between methods.
+    seed : int
+        Seed of the fold deal.
 
     Returns
     -------
@@ -253,14 +263,16 @@ def identify_full(robot, t, q, tau, cutoff_hz=10.0, methods=DEFAULT_METHODS, noi
     if validation is not None:
         qv, dqv, ddqv, tv = validation
         val = (base_regressor(robot, base, qv, dqv, ddqv), np.asarray(tv, dtype=float))
-    result, candidates = fit_best(Yb, data.tau, base.names, noise=noise, validation=val,
-                                  methods=tuple(methods))
+    # filtered neighbours share their noise: hold out contiguous blocks, not samples
+    choice = fit_best(Yb, data.tau, base.names, noise=noise, validation=val,
+                      methods=tuple(methods), folds=folds, seed=seed)
     info = {'cutoff_hz': float(cutoff_hz), 'order': int(order), 'decimate': int(decimate),
             'filter_torque': bool(filter_torque),
             'n_raw_samples': int(len(q)), 'n_fit_samples': int(len(data.t)),
-            'provenance': dict(provenance or {})}
-    return FullFit(robot=robot, base=base, result=result, candidates=candidates, data=data,
-                   info=info)
+            'provenance': dict(provenance or {}),
+            'selection': choice.selection.to_dict()}
+    return FullFit(robot=robot, base=base, result=choice.result, candidates=choice.candidates,
+                   data=data, info=info, selection=choice.selection)
 
 
 def predict_full(fit, q, dq, ddq):

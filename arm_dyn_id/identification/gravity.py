@@ -9,49 +9,43 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arm_dyn_id.errors import DataError
+from arm_dyn_id.identification.estimators import (ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS,
+                                                  fit_best, fit_best_moments,
+                                                  gravity_normal_equations, time_blocks)
+from arm_dyn_id.identification.pairing import (average_pairs, coulomb_viscous_from_pairs,
+                                               sweeps_from_markers)
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
-from arm_dyn_id.errors import DataError, RankDeficientError
-from arm_dyn_id.identification.estimators import ESTIMATORS, fit_best
-from arm_dyn_id.identification.normal_equations import (fit_joint_by_joint_normal_equations, fit_normal_equations,
-                       gravity_normal_equations)
 from arm_dyn_id.model.gravity import GravityModel
-from arm_dyn_id.identification.pairing import average_pairs, coulomb_viscous_from_pairs, sweeps_from_markers
 
 DEFAULT_METHODS = ('wls', 'joint_by_joint')
 
 #: Above this many samples, WLS and joint-by-joint run from per-joint moments
 #: accumulated in chunks (same estimates; the regressor is never held whole).
 MOMENTS_THRESHOLD = 100_000
-MOMENT_ESTIMATORS = ('wls', 'joint_by_joint')
 
 
-def _fit_samples(robot, base, q, tau, noise, methods, validation):
+def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, validation):
+    """Fit every method and choose one on held-out groups (samples or moments)."""
+    if len(q) > MOMENTS_THRESHOLD and validation is None and \
+            set(methods) <= set(MOMENT_ESTIMATORS):
+        weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
+        ids = np.unique(groups[groups >= 0])
+        # samples outside every group are always fitted: one more part, its own stratum
+        members = [groups == g for g in ids] + ([groups < 0] if np.any(groups < 0) else [])
+        labels = [strata.get(int(g), 0) if strata else 0 for g in ids]
+        labels += [-1] * (len(members) - len(ids))
+        parts = [gravity_normal_equations(robot, base, q[m], tau[m], weights, workers=2)
+                 for m in members]
+        return fit_best_moments(parts, base.names, methods, strata=labels, folds=folds,
+                                seed=seed)
     Yb = base.reduce(robot.gravity_regressor(q))
     val = None
     if validation is not None:
         qv, tv = validation
         val = (base.reduce(robot.gravity_regressor(np.asarray(qv))), np.asarray(tv))
-    return fit_best(Yb, tau, base.names, noise=noise, validation=val, methods=tuple(methods))
-
-
-def _fit_from_moments(robot, base, q, tau, noise, methods):
-    weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
-    neq = gravity_normal_equations(robot, base, q, tau, weights, workers=2)
-    fitters = {'wls': lambda: fit_normal_equations(neq, base.names, method='wls'),
-               'joint_by_joint': lambda: fit_joint_by_joint_normal_equations(neq, base.names)}
-    candidates, scores = {}, {}
-    for method in methods:
-        try:
-            result = fitters[method]()
-        except RankDeficientError as exc:
-            candidates[method] = str(exc)
-            continue
-        candidates[method] = result
-        # the weighted mean squared residual, as fit_best scores candidates
-        scores[method] = float(neq.weights @ result.noise_std ** 2) / len(neq.weights)
-    if not scores:
-        raise RankDeficientError('; '.join(f'{m}: {e}' for m, e in candidates.items()))
-    return candidates[min(scores, key=scores.get)], candidates
+    return fit_best(Yb, tau, base.names, noise=noise, methods=tuple(methods), groups=groups,
+                    strata=strata, folds=folds, seed=seed, validation=val)
 
 
 @dataclass
@@ -63,10 +57,12 @@ class GravityFit:
     candidates: dict               # method -> IdentificationResult or error text
     paired: object = None          # PairedData (None without averaging)
     info: dict = field(default_factory=dict)
+    selection: object = None       # estimators.Selection: how the method was chosen
 
 
 def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT_METHODS,
-                     average=True, base=None, validation=None, provenance=None):
+                     average=True, base=None, validation=None, provenance=None,
+                     folds=HOLDOUT_FOLDS, seed=0):
     """Identify the gravity base parameters from reciprocating data.
 
     Parameters
@@ -85,13 +81,20 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         Torque noise σ per joint (N·m) for the weights.
     methods : sequence of str
         Estimators to run (``wls``, ``joint_by_joint``, ``threshold``, ``irls``,
-        ``pso``); the one with the smallest weighted residual (or validation
-        error) is kept, all are reported.
+        ``pso``); the one with the smallest weighted residual on held-out
+        forward/backward pairs (sweeps without averaging, blocks of time without
+        markers) is kept and refitted on all of them; all are reported. When no
+        pair can be held out (one pair per joint) the in-sample residual decides,
+        and the model's ``selection`` metadata says so.
     average : bool
         Average forward/backward passes to cancel friction (seed 000 eq. 5).
         Without it, only the sweep samples are used as they are.
     validation : (q_val, tau_val), optional
-        Held-out data used to choose between methods.
+        Held-out data used to choose between methods instead of the folds.
+    folds : int
+        At most this many cross-validation folds over the pairs.
+    seed : int
+        Seed of the deal of pairs into folds.
 
     Returns
     -------
@@ -114,23 +117,26 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
                             'excitation_segments topic or pass average=False')
         paired = average_pairs(t, q, tau, sweeps_from_markers(t, markers))
         q_fit, tau_fit = paired.q, paired.tau
+        # a pair is held out whole; a joint is the stratum that keeps pairs in training
+        groups = paired.pair_id
+        strata = {int(g): int(j) for g, j in zip(groups, paired.moving_joint)}
     else:
-        if markers:
-            sweeps = sweeps_from_markers(t, markers)
-            idx = np.concatenate([np.arange(s.start, s.stop) for s in sweeps]) if sweeps \
-                else np.arange(len(t))
+        sweeps = sweeps_from_markers(t, markers) if markers else []
+        if sweeps:
+            idx = np.concatenate([np.arange(s.start, s.stop) for s in sweeps])
+            groups = np.concatenate([np.full(s.stop - s.start, k)
+                                     for k, s in enumerate(sweeps)])
+            strata = {k: s.joint_index for k, s in enumerate(sweeps)}
         else:
             idx = np.arange(len(t))
+            groups, strata = time_blocks(len(t), folds), None
         q_fit, tau_fit = q[idx], tau[idx]
     unknown = [m for m in methods if m not in ESTIMATORS]
     if unknown:
         raise ValueError(f'unknown estimator {unknown[0]!r}; choose from {sorted(ESTIMATORS)}')
-    if len(q_fit) > MOMENTS_THRESHOLD and validation is None and \
-            set(methods) <= set(MOMENT_ESTIMATORS):
-        result, candidates = _fit_from_moments(robot, base, q_fit, tau_fit, noise, methods)
-    else:
-        result, candidates = _fit_samples(robot, base, q_fit, tau_fit, noise, methods,
-                                          validation)
+    choice = _choose(robot, base, q_fit, tau_fit, noise, methods, groups, strata, folds, seed,
+                     validation)
+    result, candidates = choice.result, choice.candidates
     friction = None
     if paired is not None:
         coulomb, viscous = coulomb_viscous_from_pairs(paired, robot.n_joints)
@@ -148,8 +154,9 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
                 'residual_rms': r.residual_rms().tolist(), 'seconds': float(r.seconds)})
                 for m, r in candidates.items()},
         },
+        'selection': choice.selection.to_dict(),
         'provenance': dict(provenance or {}),
     }
     model = GravityModel(robot.copy(), base, result.beta, result.std_errors, friction, metadata)
     return GravityFit(model=model, result=result, candidates=candidates, paired=paired,
-                      info={'n_raw_samples': int(len(t))})
+                      info={'n_raw_samples': int(len(t))}, selection=choice.selection)

@@ -14,8 +14,14 @@ Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 1``)::
            parameter_names, kind, friction},
     friction: {coulomb, viscous},           # per joint, NaN when unknown
     fit: {method, condition_number, n_samples, residual_rms, noise_std, seconds},
+    selection: {by, method, reason, score, scores, folds},
     validation: {<case>: [per-joint metrics]},
     provenance: {created, data, config, software}
+
+``selection`` says how the estimator was chosen: ``by: held_out`` (candidates
+scored on forward/backward pairs they were not fitted on), ``in_sample`` (the
+stated fallback when no pair could be held out, with the reason) or
+``single_candidate``. Files written before it existed load with no selection.
 """
 
 import datetime
@@ -32,6 +38,8 @@ from arm_dyn_id.model.robot import Payload, RobotModel
 
 SCHEMA = 'arm_dyn_id/gravity_model'
 VERSION = 1
+#: Sections of the model file carried in :attr:`GravityModel.metadata`.
+METADATA_SECTIONS = ('fit', 'selection', 'validation', 'provenance')
 
 
 def _floats(values):
@@ -76,6 +84,12 @@ class GravityModel:
     @property
     def joint_names(self):
         return self.robot.joint_names
+
+    @property
+    def selection(self):
+        """How the estimator was chosen (``{by, method, reason, scores, ...}``), or None
+        for a model file written before the selection was recorded."""
+        return self.metadata.get('selection')
 
     # serving ------------------------------------------------------------------
     def gravity_torques(self, q, gravity=None):
@@ -140,7 +154,7 @@ class GravityModel:
             },
             'friction': {k: _floats(v) for k, v in self.friction.items()},
         }
-        for section in ('fit', 'validation', 'provenance'):
+        for section in METADATA_SECTIONS:
             if section in self.metadata:
                 doc[section] = self.metadata[section]
         doc.setdefault('provenance', {})
@@ -195,7 +209,7 @@ class GravityModel:
         if sha and file_sha256(urdf_path) != sha:
             warnings.append(f'URDF {urdf_path} differs from the one the model was fitted '
                             'with (sha256 mismatch): kinematics may not match')
-        metadata = {k: doc[k] for k in ('fit', 'validation', 'provenance') if k in doc}
+        metadata = {k: doc[k] for k in METADATA_SECTIONS if k in doc}
         metadata['robot_name'] = doc.get('robot_name')
         metadata['warnings'] = warnings
         values = np.array([np.nan if v is None else v for v in b['values']], dtype=float)
