@@ -19,7 +19,7 @@ HELP = 'metrics of a fitted model on another bag'
 
 
 def add_arguments(parser):
-    from arm_dyn_id.cli.fit import add_data_arguments
+    from arm_dyn_id.cli.common import add_data_arguments
     parser.add_argument('model', type=Path, help='model.yaml written by arm-dyn-id fit')
     add_data_arguments(parser)
     parser.add_argument('--gravity', type=float,
@@ -28,17 +28,19 @@ def add_arguments(parser):
 
 
 def run(args):
-    from arm_dyn_id.cli.fit import (Progress, arm_setup, choose_markers, metrics_dict, metrics_text,
-                          noise_estimate, pair_metrics, read, stored_config, write_json)
+    from arm_dyn_id.cli.common import Progress, arm_setup, metrics_text, read, write_json
+    from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import DataError, JointNameError
-    from arm_dyn_id.model.gravity import GravityModel
     from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
+    from arm_dyn_id.identification.pipeline import (choose_markers, metrics_dict,
+                                                    noise_estimate, pair_metrics)
+    from arm_dyn_id.model.gravity import GravityModel
     progress = Progress(quiet=args.quiet)
     model = GravityModel.load(args.model.expanduser(), urdf=args.urdf)
     bag = args.bag.expanduser()
     if not bag.exists():
         raise DataError(f'bag {bag} does not exist')
-    stored = stored_config(bag)
+    stored = read_stored_config(bag)
     args_urdf, args.urdf = args.urdf, None     # --urdf is the model's here
     config, conversion = arm_setup(args, stored)
     args.urdf = args_urdf
@@ -50,7 +52,8 @@ def run(args):
         raise JointNameError(f'the model has joints {list(model.joint_names)}, the '
                              f'configuration {list(rec.joints)}: pass the --config of the arm '
                              'the model was fitted for')
-    markers, source = choose_markers(rec, args.segments, progress)
+    markers, source = choose_markers(rec.t, rec.q, rec.joints, rec.markers, args.segments,
+                                     where=f'bag {rec.source}', phase=progress.phase)
     pairs = pair_sweeps(sweeps_from_markers(rec.t, markers))
     if not pairs:
         raise DataError(f'bag {bag} has no forward/backward sweep pair to validate on')

@@ -1,0 +1,476 @@
+"""Recorded samples in, validated gravity model out: one path for the CLI and the nodes.
+
+:func:`fit_gravity` takes arrays (t, q, τ, segment markers) — what the
+identifier node buffers, or what :func:`arm_dyn_id.data.bag_reader.read_bag`
+returns (:func:`fit_gravity_recording`) — and chains:
+
+1. segment markers: the recorded ones, or sweeps detected in q
+   (:func:`choose_markers`);
+2. hold-out: a seeded fraction of the forward/backward pairs is kept out of the
+   fit (:func:`split_pairs`), each joint keeping at least one pair;
+3. identification on the other pairs
+   (:func:`arm_dyn_id.identification.gravity.identify_gravity`, whose estimator
+   choice is itself cross-validated within them);
+4. validation on forward/backward averages of the held-out and the training
+   pairs (:func:`pair_metrics`), against a noise level estimated from τ
+   (:func:`noise_estimate`).
+
+Nothing here reads arguments, prints or writes files: progress goes to an
+optional ``phase(text)`` callback.
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arm_dyn_id.data.segmentation import detect_markers
+from arm_dyn_id.errors import DataError
+from arm_dyn_id.identification.estimators import HOLDOUT_FOLDS
+from arm_dyn_id.identification.gravity import DEFAULT_METHODS, GravityFit, identify_gravity
+from arm_dyn_id.identification.pairing import average_pairs, pair_sweeps, sweeps_from_markers
+from arm_dyn_id.validation.metrics import joint_metrics
+
+#: Fraction of forward/backward pairs held out by default (``arm-dyn-id fit --holdout``).
+DEFAULT_HOLDOUT = 0.2
+
+#: Where segment markers come from: recorded when present else detected, or one of them.
+SEGMENT_MODES = ('auto', 'markers', 'detect')
+
+
+def clean_markers(markers):
+    """Markers usable by pairing.
+
+    Parameters
+    ----------
+    markers : iterable
+        Decoded ``excitation_segments`` messages.
+
+    Returns
+    -------
+    list of dict
+        The dicts with ``t`` and ``phase`` and no ``error``; sweeps must also
+        carry ``joint_index`` and ``direction``.
+    """
+    out = []
+    for m in markers or ():
+        if not isinstance(m, dict) or 'error' in m or 't' not in m or 'phase' not in m:
+            continue
+        if m['phase'] == 'sweep' and ('joint_index' not in m or 'direction' not in m):
+            continue
+        out.append(m)
+    return out
+
+
+def choose_markers(t, q, joints, markers=None, mode='auto', where='the data', phase=None):
+    """Segment markers of a record and where they came from.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+        Sample times (s).
+    q : ndarray, (N, n)
+        Joint angles (rad).
+    joints : sequence of str, (n,)
+    markers : list of dict, optional
+        Recorded markers (cleaned here with :func:`clean_markers`).
+    mode : {'auto', 'markers', 'detect'}
+        Recorded markers only, detection in q only, or recorded sweeps when
+        there are any, else detection.
+    where : str
+        Names the record in error messages (a bag path).
+    phase : callable, optional
+        ``phase(text)`` is told before a detection starts.
+
+    Returns
+    -------
+    markers : list of dict
+    source : str
+        ``'markers'`` or ``'detected'``.
+
+    Raises
+    ------
+    DataError
+        ``mode='markers'`` and no sweep marker was recorded.
+    """
+    if mode not in SEGMENT_MODES:
+        raise ValueError(f'segments {mode!r}: choose from {SEGMENT_MODES}')
+    markers = clean_markers(markers)
+    has_sweeps = any(m['phase'] == 'sweep' for m in markers)
+    if mode == 'markers' and not has_sweeps:
+        raise DataError(f'{where} has no excitation_segments sweep markers: pass '
+                        '--segments detect to find the sweeps in the joint angles')
+    if mode == 'markers' or (mode == 'auto' and has_sweeps):
+        return markers, 'markers'
+    if phase is not None:
+        phase('no segment markers: detecting constant-speed sweeps' if mode == 'auto'
+              else 'detecting constant-speed sweeps')
+    return detect_markers(t, q, joints), 'detected'
+
+
+def noise_estimate(tau):
+    """Torque noise σ per joint from sample-to-sample differences (robust, MAD).
+
+    Gravity changes little between 1 kHz samples, so the first difference is
+    noise (σ√2) plus rare steps at reversals, which the median ignores.
+
+    Parameters
+    ----------
+    tau : ndarray, (N, n)
+        Measured torques (N·m).
+
+    Returns
+    -------
+    ndarray, (n,)
+        σ (N·m); NaN with fewer than three finite samples.
+    """
+    d = np.diff(np.asarray(tau, dtype=float), axis=0)
+    d = d[np.all(np.isfinite(d), axis=1)]
+    if d.shape[0] < 2:
+        return np.full(np.shape(tau)[1], np.nan)
+    mad = np.median(np.abs(d - np.median(d, axis=0)), axis=0)
+    return 1.4826 * mad / np.sqrt(2.0)
+
+
+def _sweep_markers(t, markers):
+    """(marker, start, stop) of each marker that sweeps_from_markers turns into a Sweep."""
+    ordered = sorted(markers, key=lambda m: m['t'])
+    found = []
+    for k, m in enumerate(ordered):
+        if m.get('phase') != 'sweep':
+            continue
+        t_end = ordered[k + 1]['t'] if k + 1 < len(ordered) else np.inf
+        start, stop = np.searchsorted(t, [m['t'], t_end])
+        if stop - start >= 2:
+            found.append((m, int(start), int(stop)))
+    return found
+
+
+def split_pairs(t, markers, fraction, seed):
+    """Choose forward/backward pairs to hold out for validation.
+
+    At least one pair is held out when ``fraction`` > 0 and there is more than one
+    pair; every joint keeps at least one training pair.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+        Sample times (s).
+    markers : list of dict
+        Segment markers.
+    fraction : float
+        Fraction of the pairs to hold out, in [0, 1).
+    seed : int
+        Seed of the random choice.
+
+    Returns
+    -------
+    fit_markers : list of dict
+        ``markers`` with the held-out sweeps relabelled ``sweep_held_out`` (no
+        longer sweeps for the fit; their samples are not used by it).
+    held : list of (Sweep, Sweep)
+    train : list of (Sweep, Sweep)
+
+    Raises
+    ------
+    DataError
+        If the markers give no forward/backward pair.
+    """
+    sweeps = sweeps_from_markers(t, markers)
+    pairs = pair_sweeps(sweeps)
+    if not pairs:
+        raise DataError('no forward/backward sweep pair in the data: each joint must sweep '
+                        'forward and back over the same range (seed 000 excitation)')
+    n_hold = 0 if fraction <= 0 or len(pairs) < 2 else \
+        min(len(pairs) - 1, max(1, int(round(fraction * len(pairs)))))
+    rng = np.random.default_rng(seed)
+    left = {}
+    for fwd, _ in pairs:
+        left[fwd.joint_index] = left.get(fwd.joint_index, 0) + 1
+    held_ids = set()
+    for i in rng.permutation(len(pairs)):
+        if len(held_ids) >= n_hold:
+            break
+        j = pairs[i][0].joint_index
+        if left[j] > 1:
+            left[j] -= 1
+            held_ids.add(int(i))
+    held = [p for i, p in enumerate(pairs) if i in held_ids]
+    train = [p for i, p in enumerate(pairs) if i not in held_ids]
+    starts = {s.start for pair in held for s in pair}
+    relabel = {id(m) for m, start, _ in _sweep_markers(t, markers) if start in starts}
+    fit_markers = [dict(m, phase='sweep_held_out') if id(m) in relabel else m
+                   for m in markers]
+    return fit_markers, held, train
+
+
+def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None):
+    """Metrics of a model on forward/backward-averaged pairs (friction cancelled).
+
+    Parameters
+    ----------
+    model : GravityModel
+    t : ndarray, (N,)
+    q : ndarray, (N, n)
+        rad.
+    tau : ndarray, (N, n)
+        Measured torques (N·m).
+    pairs : list of (Sweep, Sweep)
+    joints : sequence of str, (n,)
+    noise : ndarray, (n,), optional
+        Torque noise σ (N·m) reported beside the metrics.
+    gravity : float, optional
+        Gravity (m/s²) the data was taken at; default the model's.
+
+    Returns
+    -------
+    metrics : list of JointMetrics
+    paired : PairedData
+    predicted : ndarray, (M, n)
+        The model's torques at the averaged samples (N·m).
+    """
+    sweeps = [s for pair in pairs for s in pair]
+    sweeps.sort(key=lambda s: s.start)
+    paired = average_pairs(t, q, tau, sweeps)
+    predicted = model.gravity_torques(paired.q, gravity=gravity)
+    return joint_metrics(paired.tau, predicted, joints, noise), paired, predicted
+
+
+def metrics_dict(metrics, noise=None):
+    """Per-joint metrics as plain dicts, ``{joint: {max_torque, rmse, ...}}``.
+
+    Parameters
+    ----------
+    metrics : list of JointMetrics
+    noise : ndarray, (n,), optional
+        Added as ``noise_std`` (N·m, None when unknown).
+
+    Returns
+    -------
+    dict
+    """
+    out = {}
+    for j, m in enumerate(metrics):
+        d = m.to_dict()
+        d.pop('joint')
+        d.pop('noise_amplitude', None)
+        if noise is not None:
+            d['noise_std'] = None if not np.isfinite(noise[j]) else float(noise[j])
+        out[m.joint] = d
+    return out
+
+
+@dataclass(frozen=True)
+class GravityPipelineFit:
+    """Outcome of :func:`fit_gravity`: the model and how well it predicts.
+
+    Attributes
+    ----------
+    model : GravityModel
+        Fitted on the training pairs; ``metadata`` holds ``fit``, ``selection``,
+        ``validation`` and ``provenance`` (and ``robot_name`` when known).
+    fit : GravityFit
+        The identification: chosen result, every candidate, the selection.
+    validation : dict
+        ``{'held_out': {joint: metrics}, 'training': {joint: metrics}}``;
+        ``held_out`` only when pairs were held out (the ``training`` metrics are
+        in-sample).
+    cases : dict
+        case -> (PairedData, predicted (M, n) N·m), the samples behind each
+        case of ``validation``.
+    held_out, training : list of (Sweep, Sweep)
+        The forward/backward pairs held out and fitted.
+    markers : list of dict
+        The segment markers used (before the held-out sweeps were relabelled).
+    marker_source : str
+        ``'markers'`` (recorded) or ``'detected'``.
+    noise_std : ndarray, (n,)
+        Torque noise σ per joint estimated from the raw τ (N·m).
+    holdout : float
+    seed : int
+    seconds : float
+        Wall time of the identification.
+    """
+
+    model: object
+    fit: GravityFit
+    validation: dict
+    cases: dict
+    held_out: list
+    training: list
+    markers: list
+    marker_source: str
+    noise_std: np.ndarray
+    holdout: float
+    seed: int
+    seconds: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def result(self):
+        """The chosen estimator's IdentificationResult."""
+        return self.fit.result
+
+    @property
+    def selection(self):
+        """How the estimator was chosen (:class:`~.estimators.Selection`)."""
+        return self.fit.selection
+
+    def summary(self):
+        """What the fit used and found, as plain types (the CLI's ``fit_summary``)."""
+        model = self.model
+        return {
+            'segments': {'source': self.marker_source,
+                         'sweeps': sum(1 for m in self.markers if m['phase'] == 'sweep'),
+                         'pairs': len(self.held_out) + len(self.training)},
+            'holdout': {'fraction': self.holdout, 'seed': self.seed,
+                        'held_out_pairs': len(self.held_out),
+                        'training_pairs': len(self.training),
+                        'note': 'the model is fitted on the training pairs only; held_out '
+                        'metrics are on pairs it never saw' if self.held_out else
+                        'no pair held out: training metrics are in-sample'},
+            'fit': model.metadata.get('fit'),
+            'selection': model.metadata.get('selection'),
+            'base_parameters': {'names': list(model.base.names),
+                                'expressions': list(model.base.expressions()),
+                                'values': model.beta.tolist(),
+                                'std_errors': model.std_errors.tolist()},
+            'friction': {k: v.tolist() for k, v in model.friction.items()},
+            'noise_std': self.noise_std.tolist(),
+        }
+
+
+def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_METHODS,
+                holdout=DEFAULT_HOLDOUT, seed=0, segments='auto', joints=None,
+                robot_name=None, provenance=None, folds=HOLDOUT_FOLDS, phase=None,
+                where='the data'):
+    """Fit and validate the gravity model of reciprocating data (seed 000).
+
+    Parameters
+    ----------
+    robot : RobotModel
+        Kinematics, with gravity set to the value the data was taken at.
+    t : ndarray, (N,)
+        Sample times (s); samples out of order are sorted.
+    q : ndarray, (N, n)
+        Joint angles (rad), in the order of ``robot.joint_names``.
+    tau : ndarray, (N, n)
+        Measured joint torques (N·m).
+    markers : list of dict, optional
+        ``excitation_segments`` markers (``t``, ``phase``, ``joint_index``,
+        ``direction``); needed unless ``segments`` allows detection.
+    noise : array_like, (n,), optional
+        Torque noise σ per joint (N·m) for the estimator weights (the arm
+        config's ``torque_noise``).
+    methods : sequence of str
+        Candidate estimators; the one best on held-out pairs is kept.
+    holdout : float
+        Fraction of forward/backward pairs kept out of the fit for validation,
+        in [0, 1); 0 fits every pair (the identifier node).
+    seed : int
+        Seed of the hold-out and of the selector's folds.
+    segments : {'auto', 'markers', 'detect'}
+        See :func:`choose_markers`.
+    joints : sequence of str, optional
+        Joint names for the metrics; default ``robot.joint_names``.
+    robot_name : str, optional
+        Stored in the model file.
+    provenance : dict, optional
+        ``{data, config, ...}`` for the model file.
+    folds : int
+        At most this many folds for the estimator choice.
+    phase : callable, optional
+        ``phase(text)`` hears the steps as they start (progress output).
+    where : str
+        Names the record in error messages (``bag PATH``).
+
+    Returns
+    -------
+    GravityPipelineFit
+
+    Raises
+    ------
+    DataError
+        Shapes that do not match, no markers, no forward/backward pair.
+    RankDeficientError
+        The training pairs cannot identify some base parameter (named).
+    ValueError
+        ``holdout`` outside [0, 1), an unknown estimator or segments mode.
+    """
+    if not 0 <= holdout < 1:
+        raise ValueError(f'holdout {holdout} must be in [0, 1)')
+    t = np.asarray(t, dtype=float)
+    q = np.asarray(q, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    if t.ndim != 1 or q.shape != tau.shape or q.ndim != 2 or q.shape[0] != t.shape[0]:
+        raise DataError(f'times {t.shape}, positions {q.shape} and torques {tau.shape} '
+                        'must be (N,), (N, n), (N, n)')
+    if len(t) and np.any(np.diff(t) < 0):
+        order = np.argsort(t, kind='stable')
+        t, q, tau = t[order], q[order], tau[order]
+    joints = list(robot.joint_names if joints is None else joints)
+    say = phase or (lambda text: None)
+    markers, source = choose_markers(t, q, joints, markers, segments, where, phase)
+    fit_markers, held, train = split_pairs(t, markers, holdout, seed)
+    say(f'segments from {source}: {len(held) + len(train)} forward/backward pairs, '
+        f'{len(held)} held out for validation')
+    say(f'fitting ({", ".join(methods)}) on {len(train)} pairs')
+    started = time.perf_counter()
+    fit = identify_gravity(robot, t, q, tau, fit_markers, noise=noise, methods=tuple(methods),
+                           average=True, provenance=provenance, folds=folds, seed=seed)
+    seconds = time.perf_counter() - started
+    model = fit.model
+    noise_std = noise_estimate(tau)
+    validation, cases = {}, {}
+    for case, pairs in (('held_out', held), ('training', train)):
+        if not pairs:
+            continue
+        metrics, paired, predicted = pair_metrics(model, t, q, tau, pairs, joints, noise_std)
+        validation[case] = metrics_dict(metrics, noise_std)
+        cases[case] = (paired, predicted)
+    model.metadata['validation'] = dict(validation)
+    if robot_name is not None:
+        model.metadata['robot_name'] = robot_name
+    return GravityPipelineFit(model=model, fit=fit, validation=validation, cases=cases,
+                              held_out=held, training=train, markers=markers,
+                              marker_source=source, noise_std=noise_std, holdout=holdout,
+                              seed=seed, seconds=seconds)
+
+
+def fit_gravity_recording(recording, robot, config=None, **options):
+    """:func:`fit_gravity` on a recording read from a bag.
+
+    Parameters
+    ----------
+    recording : Recording
+        From :func:`arm_dyn_id.data.bag_reader.read_bag` (``t``, ``q``, ``tau``,
+        ``markers``, ``joints``, ``source``, ``states_topic``).
+    robot : RobotModel
+        With the recording's joints, in its order.
+    config : ArmConfig, optional
+        Supplies ``torque_noise`` (weights) and ``robot_name`` unless given in
+        ``options``.
+    **options
+        Keyword arguments of :func:`fit_gravity`; ``provenance`` entries are
+        added to ``{data: recording.source, states_topic}``.
+
+    Returns
+    -------
+    GravityPipelineFit
+    """
+    if config is not None:
+        if options.get('noise') is None:
+            options['noise'] = np.asarray(config.torque_noise, dtype=float)
+        if options.get('robot_name') is None:
+            options['robot_name'] = config.robot_name
+    provenance = {'data': str(recording.source), 'states_topic': recording.states_topic}
+    provenance.update(options.pop('provenance', None) or {})
+    options.setdefault('joints', list(recording.joints))
+    options.setdefault('where', f'bag {recording.source}')
+    return fit_gravity(robot, recording.t, recording.q, recording.tau, recording.markers,
+                       provenance=provenance, **options)
+
+
+__all__ = ['DEFAULT_HOLDOUT', 'GravityPipelineFit', 'choose_markers', 'clean_markers',
+           'fit_gravity', 'fit_gravity_recording', 'metrics_dict', 'noise_estimate',
+           'pair_metrics', 'split_pairs']

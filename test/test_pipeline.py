@@ -1,0 +1,65 @@
+"""identification.pipeline: arrays in, validated gravity model out (CLI and nodes)."""
+
+import numpy as np
+import pytest
+
+from arm_dyn_id.errors import DataError
+from arm_dyn_id.identification.gravity import identify_gravity
+from arm_dyn_id.identification.pipeline import clean_markers, fit_gravity, split_pairs
+from arm_dyn_id.model.robot import RobotModel
+from test_estimation import NOISE, URDF, sweep_data
+
+
+@pytest.fixture(scope='module')
+def robot():
+    return RobotModel.from_urdf(URDF)
+
+
+@pytest.fixture(scope='module')
+def data(robot):
+    return sweep_data(robot, np.random.default_rng(30), noise=NOISE, coulomb=0.05)
+
+
+def test_fit_holds_out_pairs_and_validates_on_them(robot, data):
+    t, q, tau, markers = data
+    said = []
+    fit = fit_gravity(robot, t, q, tau, markers, noise=NOISE, holdout=0.25, seed=2,
+                      phase=said.append)
+    assert len(fit.held_out) == 4 and len(fit.training) == 14
+    assert set(fit.validation) == {'held_out', 'training'}
+    assert fit.model.metadata['validation'] == fit.validation
+    assert fit.selection.by == 'held_out'
+    for joint, m in fit.validation['held_out'].items():
+        assert m['rmse'] < 3 * max(m['noise_std'], 1e-4), (joint, m)
+    summary = fit.summary()
+    assert summary['holdout']['held_out_pairs'] == 4
+    assert summary['selection']['by'] == 'held_out'
+    assert any('4 held out' in text for text in said)
+    # the held-out pairs were not fitted
+    assert fit.result.n_samples < len(identify_gravity(robot, t, q, tau, markers).paired.q)
+
+
+def test_holdout_zero_is_what_the_identifier_node_fits(robot, data):
+    t, q, tau, markers = data
+    fit = fit_gravity(robot, t, q, tau, markers, noise=NOISE, holdout=0.0,
+                      segments='markers', robot_name='arm')
+    direct = identify_gravity(robot, t, q, tau, markers, noise=NOISE)
+    np.testing.assert_allclose(fit.model.beta, direct.model.beta, rtol=1e-12)
+    assert 'held_out' not in fit.validation and fit.model.metadata['robot_name'] == 'arm'
+    # samples out of order (two buffers merged) are sorted first
+    order = np.random.default_rng(0).permutation(len(t))
+    shuffled = fit_gravity(robot, t[order], q[order], tau[order], markers, noise=NOISE,
+                           holdout=0.0)
+    np.testing.assert_allclose(shuffled.model.beta, fit.model.beta, rtol=1e-12)
+
+
+def test_refusals_name_the_problem(robot, data):
+    t, q, tau, markers = data
+    with pytest.raises(DataError, match='no excitation_segments sweep markers'):
+        fit_gravity(robot, t, q, tau, [], segments='markers', where='live data')
+    with pytest.raises(ValueError, match='holdout'):
+        fit_gravity(robot, t, q, tau, markers, holdout=1.0)
+    with pytest.raises(DataError, match='no forward/backward sweep pair'):
+        split_pairs(t, [m for m in markers if m.get('direction') != -1], 0.2, 0)
+    assert clean_markers([{'t': 0.0, 'phase': 'sweep'}, {'error': 'x'}, 'x',
+                          {'t': 1.0, 'phase': 'settle'}]) == [{'t': 1.0, 'phase': 'settle'}]
