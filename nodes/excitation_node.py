@@ -17,28 +17,55 @@ import json
 import time
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from arm_dyn_id.config import load_arm_config
+from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
-from arm_dyn_id.nodes.executors import shutting_down
+from arm_dyn_id.nodes.executors import run_node
+from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
 
 NODE_NAME = 'excitation_node'
 MARKER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _CORE_ERRORS = (ConfigError, DataError, JointNameError, URDFError, OSError, ValueError)
+
+
+PARAMETERS = (
+    Param('plan_file', '', 'plan YAML from `arm-dyn-id design`; empty: design at start-up',
+          read_only=True),
+    Param('controller', 'arm_controller', 'controller namespace of the command topics',
+          read_only=True),
+    Param('output', 'trajectory', 'trajectory (JointTrajectory) or commands (streamed '
+          'Float64MultiArray positions)', read_only=True),
+    Param('command_rate', 100.0, 'command stream and progress rate (Hz), > 0', read_only=True),
+    Param('trajectory_point_period', 0.1, 'spacing of JointTrajectory points (s), > 0'),
+    Param('start_delay', 0.2, 'the run starts this long after ~/start (s, >= 0): the '
+          'trajectory is stamped with that future start time so that the controller and '
+          'this node share it however late the message arrives'),
+    Param('approach_speed', 0.2, 'peak speed of the approach to the plan start (rad/s), > 0'),
+    Param('approach_acceleration', 0.5, 'peak acceleration of the approach (rad/s²), > 0'),
+    Param('joint_state_timeout', 0.5, 'watchdog: hold when joint_states are older (s), > 0'),
+    Param('tracking_error_threshold', 0.1, 'watchdog: hold when |measured - commanded| '
+          'exceeds this (rad), > 0'),
+    Param('hold_time', 0.02, 'time_from_start of a hold trajectory point (s), >= 0'),
+    Param('plan_kind', 'reciprocating', 'plan designed at start-up: reciprocating or fourier'),
+    Param('quick', False, 'design the short plan (about 3 min)'),
+    Param('optimise', False, 'optimise the static poses at start-up (takes a while)'),
+    Param('optimiser_budget', 1000, 'objective evaluations of the start-up optimisation'),
+    Param('seed', 0, 'random seed of the start-up design'),
+    Param('speed', float(np.deg2rad(3.0)), 'sweep speed (rad/s), > 0'),
+    Param('sweep_range', 0.0, 'angle swept per pose (rad); 0: default (1.2, quick 0.5)'),
+    Param('settle_time', -1.0, 'hold before each sweep (s); < 0: default (2, quick 1)'),
+)
 
 
 def _stamp(seconds):
@@ -78,22 +105,20 @@ def design_plan(config, kind='reciprocating', quick=False, optimise=False, budge
 class ExcitationNode(Node):
     """Runs excitation plans on a position-controlled arm (see the module docstring)."""
 
+    node_name = NODE_NAME
+
     def __init__(self):
         super().__init__(NODE_NAME)
-        self._defaults = {}
-        self._extra = {}
-        self._declare_parameters()
         self.config = None
         self.load_error = None
+        declare_arm_parameters(self)
         try:
-            if not self.get_parameter('config_file').value:
-                raise ConfigError('parameter config_file is empty: give the arm config YAML')
-            self.config = load_arm_config(self.get_parameter('config_file').value,
-                                          node_name=NODE_NAME)
-            self._extra = dict(self.config.extra or {})
+            self.config = arm_config(self, NODE_NAME)
         except _CORE_ERRORS as exc:
+            # stays up refusing ~/start with this message (diagnostics say why)
             self.load_error = str(exc)
             self.get_logger().error(f'no config: {exc}')
+        declare_parameters(self, PARAMETERS, self.config)
         p = self._param
         self.controller = p('controller').rstrip('/')
         self.output = p('output')
@@ -111,8 +136,8 @@ class ExcitationNode(Node):
         self.q_meas = None
         self.js_node_time = None
         self.js_steady_time = None
-        self._index = None
-        self._names_len = 0
+        self.check = JointStateCheck(self.config.joints) if self.config else None
+        self.rejected = {}      # joint_states rejection reason -> count
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._load()
 
@@ -136,43 +161,10 @@ class ExcitationNode(Node):
                 f'{self.controller}/; call ~/start')
 
     # parameters ---------------------------------------------------------------
-    def _declare_parameters(self):
-        def d(name, default, text, read_only=False):
-            self._defaults[name] = default
-            self.declare_parameter(name, default, ParameterDescriptor(
-                description=text, read_only=read_only))
-        d('config_file', '', 'arm config YAML (path or shipped name)', True)
-        d('plan_file', '', 'plan YAML from `arm-dyn-id design`; empty: design at start-up', True)
-        d('controller', 'arm_controller', 'controller namespace of the command topics', True)
-        d('output', 'trajectory', 'trajectory (JointTrajectory) or commands (streamed '
-          'Float64MultiArray positions)', True)
-        d('command_rate', 100.0, 'command stream and progress rate (Hz), > 0', True)
-        d('trajectory_point_period', 0.1, 'spacing of JointTrajectory points (s), > 0')
-        d('start_delay', 0.2, 'the run starts this long after ~/start (s, >= 0): the '
-          'trajectory is stamped with that future start time so that the controller and '
-          'this node share it however late the message arrives')
-        d('approach_speed', 0.2, 'peak speed of the approach to the plan start (rad/s), > 0')
-        d('approach_acceleration', 0.5, 'peak acceleration of the approach (rad/s²), > 0')
-        d('joint_state_timeout', 0.5, 'watchdog: hold when joint_states are older (s), > 0')
-        d('tracking_error_threshold', 0.1, 'watchdog: hold when |measured - commanded| '
-          'exceeds this (rad), > 0')
-        d('hold_time', 0.02, 'time_from_start of a hold trajectory point (s), >= 0')
-        d('plan_kind', 'reciprocating', 'plan designed at start-up: reciprocating or fourier')
-        d('quick', False, 'design the short plan (about 3 min)')
-        d('optimise', False, 'optimise the static poses at start-up (takes a while)')
-        d('optimiser_budget', 1000, 'objective evaluations of the start-up optimisation')
-        d('seed', 0, 'random seed of the start-up design')
-        d('speed', float(np.deg2rad(3.0)), 'sweep speed (rad/s), > 0')
-        d('sweep_range', 0.0, 'angle swept per pose (rad); 0: default (1.2, quick 0.5)')
-        d('settle_time', -1.0, 'hold before each sweep (s); < 0: default (2, quick 1)')
-
     def _param(self, name):
-        """A ROS parameter; when left at its default, the value of the config file's
-        ``excitation_node:`` section (launch files may pass only ``config_file``)."""
-        value = self.get_parameter(name).value
-        if value == self._defaults.get(name) and name in self._extra:
-            return type(value)(self._extra[name])
-        return value
+        """A parameter's value: given to the node, else the config file's, else the default
+        (nodes/params.py); the writable ones may change at run time."""
+        return self.get_parameter(name).value
 
     def _load(self):
         p = self._param
@@ -203,21 +195,17 @@ class ExcitationNode(Node):
 
     # inputs ---------------------------------------------------------------------
     def _on_joint_states(self, msg):
-        if self.config is None or not msg.position:
+        if self.config is None:
             return
-        if self._index is None or len(msg.name) != self._names_len:
-            lookup = {n: i for i, n in enumerate(msg.name)}
-            if any(j not in lookup for j in self.config.joints):
-                self.get_logger().warn(
-                    f'joint_states lacks some of {list(self.config.joints)} '
-                    f'(has {list(msg.name)})', throttle_duration_sec=5.0)
-                return
-            self._index = np.array([lookup[j] for j in self.config.joints])
-            self._names_len = len(msg.name)
-        pos = np.asarray(msg.position, dtype=float)
-        if pos.size <= self._index.max():
+        sample = self.check.check(msg.name, position=msg.position)
+        if isinstance(sample, Rejection):
+            # not a measurement: the watchdog holds the arm if no usable one follows
+            self.rejected[sample.reason] = self.rejected.get(sample.reason, 0) + 1
+            self.get_logger().warn(f'joint_states rejected ({sample.reason}): {sample.detail}; '
+                                   f'{self.rejected[sample.reason]} so far',
+                                   throttle_duration_sec=5.0)
             return
-        self.q_meas = pos[self._index]
+        self.q_meas = sample.position
         # when the arm measured it (header stamp; receipt time if the driver leaves it 0):
         # the tracking error compares with the plan at that instant, not at processing
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
@@ -431,6 +419,7 @@ class ExcitationNode(Node):
                          KeyValue(key='reason', value=self.reason),
                          KeyValue(key='progress', value=f'{progress:.3f}'),
                          KeyValue(key='plan', value=self.plan.name if self.plan else ''),
+                         KeyValue(key='rejected', value=json.dumps(self.rejected)),
                          # ready: ~/start would be accepted now (plan loaded, arm heard)
                          KeyValue(key='ready', value=str(self.plan is not None
                                                          and self._has_recent_state()).lower())]
@@ -440,30 +429,8 @@ class ExcitationNode(Node):
 
 
 def main(args=None):
-    """Run the node; returns 0 (the process exit code)."""
-    rclpy.init(args=args)
-    node = None
-    executor = SingleThreadedExecutor()
-    try:
-        node = ExcitationNode()
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except RuntimeError:
-            # a take interrupted by the shutdown of the context (SIGINT): seen as
-            # "Unable to convert call argument '0'" with joint_states at 200 Hz
-            if not shutting_down(node.context):
-                raise
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        # stop the executor before its node goes: destroying a node that an executor
-        # may still be waiting on crashed the process now and then at Ctrl-C
-        executor.shutdown(timeout_sec=1.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Run the node; returns the process exit code (nodes/executors.py ``run_node``)."""
+    return run_node(ExcitationNode, args)
 
 
 if __name__ == '__main__':

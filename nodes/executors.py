@@ -1,4 +1,4 @@
-"""How the 1 kHz nodes are spun.
+"""How the nodes are spun: :func:`run_node` is every node's ``main()``.
 
 The 1 kHz subscriptions need ``rclpy.experimental.EventsExecutor`` (measured: the
 single-threaded executor loses 0.2-1 % at 1 kHz, the multi-threaded one over half).
@@ -12,12 +12,14 @@ owning node's names (``/<node>/<service>``).
 
 import threading
 import time
+import traceback
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (
+    ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor)
 from rclpy.experimental import EventsExecutor
 
-from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.errors import ConfigError, URDFError
 
 
 def create_command_node(node):
@@ -115,29 +117,64 @@ def spin_split(node, commands, threads=2, period=0.2):
         thread.join(5.0)
 
 
-def run_split_node(node_class, node_name, args=None, threads=2):
-    """``main()`` of a node with a companion: init, spin_split, clean shutdown.
+def run_node(node_class, args=None, split=False, threads=2):
+    """``main()`` of every node: init, spin, clean shutdown; returns the exit code.
 
-    ``node_class()`` builds the node, which has a ``commands`` companion and a
-    ``shutdown()`` method. A ConfigError is logged as one fatal line (exit 2);
-    Ctrl-C ends it normally (exit 0).
+    ``node_class()`` builds the node; its class attribute ``node_name`` names the
+    logger of a start-up failure. ``split``: the node has a ``commands`` companion
+    and is spun by :func:`spin_split` (1 kHz paths on the EventsExecutor);
+    otherwise a SingleThreadedExecutor spins it, and a ``start()`` method, if the
+    node has one, is called once the executor holds the node. A ``shutdown()``
+    method, if any, runs after the executors stopped and before the nodes are
+    destroyed.
+
+    Exit codes, the same for every node: 0 on a normal end, Ctrl-C, SIGTERM or an
+    external shutdown; 2 for a configuration error refused at start-up (ConfigError,
+    URDFError: one FATAL line naming the parameter, no traceback); 1 for an
+    unexpected crash (FATAL line and traceback).
     """
     rclpy.init(args=args)
+    name = getattr(node_class, 'node_name', node_class.__name__)
     node = None
+    executor = None
     code = 0
     try:
         node = node_class()
-        spin_split(node, node.commands, threads=threads)
+        if split:
+            spin_split(node, node.commands, threads=threads)
+        else:
+            executor = SingleThreadedExecutor(context=node.context)
+            executor.add_node(node)
+            start = getattr(node, 'start', None)
+            if start is not None:
+                start()
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except ConfigError as exc:
+    except (ConfigError, URDFError) as exc:
         # a configuration error is reported, not a traceback
-        rclpy.logging.get_logger(node_name).fatal(str(exc))
+        rclpy.logging.get_logger(name).fatal(str(exc))
         code = 2
+    except Exception as exc:    # noqa: BLE001 - reported once, with its exit code
+        context = node.context if node is not None else rclpy.utilities.get_default_context()
+        # a take interrupted by the shutdown of the context (SIGINT) is a normal end: seen
+        # as "Unable to convert call argument '0'" with joint_states at 200 Hz
+        if not (isinstance(exc, RuntimeError) and shutting_down(context)):
+            rclpy.logging.get_logger(name).fatal(
+                f'crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}')
+            code = 1
     finally:
+        if executor is not None:
+            # stop the executor before its node goes: destroying a node that an executor
+            # may still be waiting on crashed the process now and then at Ctrl-C
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
-            node.shutdown()
-            node.commands.destroy_node()
+            shutdown = getattr(node, 'shutdown', None)
+            if shutdown is not None:
+                shutdown()
+            commands = getattr(node, 'commands', None)
+            if commands is not None:
+                commands.destroy_node()
             node.destroy_node()
         rclpy.try_shutdown()
     return code

@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import ParameterUninitializedException
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -36,73 +35,30 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from arm_dyn_id.config import ArmConfig, load_arm_config
+from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.identification.gravity import identify_gravity
 from arm_dyn_id.model.robot import RobotModel
-from arm_dyn_id.nodes.executors import create_command_node, run_split_node, try_publish
+from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
+from arm_dyn_id.nodes.params import (
+    Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
 from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
-from arm_dyn_id.service.gravity import FastGravity, JointOrder, payload_from
+from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
+from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
 
 NODE_NAME = 'identifier_node'
 BASE_PREFIX = 'base_parameters.'
+ARM_FIELDS = ('joints', 'urdf')     # arm config fields that parameters may override
 FIT_TIMEOUT = 600.0     # s a Trigger reply waits for a fit
-
-
-def _descriptor(description, read_only=False, low=None, high=None, dynamic=False):
-    d = ParameterDescriptor(description=description, read_only=read_only,
-                            dynamic_typing=dynamic)
-    if low is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high))]
-    return d
-
-
-class SampleBuffer:
-    """Growing (t, q, tau) arrays: amortised doubling, no per-sample Python objects."""
-
-    def __init__(self, n_joints, capacity=65536):
-        self.n = n_joints
-        self.count = 0
-        self._t = np.empty(capacity)
-        self._q = np.empty((capacity, n_joints))
-        self._tau = np.empty((capacity, n_joints))
-        self._lock = threading.Lock()
-
-    def append(self, t, q, tau):
-        with self._lock:
-            k = self.count
-            if k == len(self._t):
-                cap = 2 * len(self._t)
-                self._t = np.resize(self._t, cap)
-                self._q = np.resize(self._q, (cap, self.n))
-                self._tau = np.resize(self._tau, (cap, self.n))
-            self._t[k] = t
-            self._q[k] = q
-            self._tau[k] = tau
-            self.count = k + 1
-
-    def snapshot(self):
-        """Views of the samples so far (rows below ``count`` are never rewritten)."""
-        with self._lock:
-            k = self.count
-            return self._t[:k], self._q[:k], self._tau[:k]
-
-
-class Served:
-    """What the serving paths read: swapped as one reference, never mutated."""
-
-    def __init__(self, model, gravity, payload):
-        self.model = model
-        self.fast = FastGravity(model, gravity=gravity or None, payload=payload)
-        self.joints = list(model.joint_names)
-        self.order = JointOrder(model.joint_names)
 
 
 class IdentifierNode(Node):
     """Fit the gravity model from live data and serve gravity torques."""
+
+    node_name = NODE_NAME
 
     def __init__(self):
         super().__init__(NODE_NAME)
@@ -124,9 +80,8 @@ class IdentifierNode(Node):
             raise ConfigError(f'{NODE_NAME}: {exc}') from exc
         self.buffer = SampleBuffer(self.config.n_joints, p('initial_capacity').value) \
             if self.config else None
-        self.torque_order = JointOrder(self.config.joints) if self.config else None
-        self.markers = []
-        self._marker_keys = set()
+        self.torque_check = JointStateCheck(self.config.joints) if self.config else None
+        self.marker_log = MarkerLog()
         self.model = None
         self.served = None
         self.model_source = ''
@@ -181,63 +136,42 @@ class IdentifierNode(Node):
 
     # -- parameters -------------------------------------------------------
     def _load_config(self):
-        d = self.declare_parameter
-        d('config_file', '', _descriptor(
-            'arm config YAML (ROS parameter file: joints, urdf, gravity, torque_noise); '
-            'optional with serve_only', read_only=True))
-        d('joints', Parameter.Type.STRING_ARRAY, _descriptor(
-            'joint names; overrides the config file', read_only=True))
-        d('urdf', Parameter.Type.STRING, _descriptor(
-            'URDF path or shipped name; overrides the config file', read_only=True))
-        d('serve_only', False, _descriptor(
+        declare_arm_parameters(self, ARM_FIELDS, required=False)
+        self.declare_parameter('serve_only', False, descriptor(
             'only serve model_file (no fitting); reload it when it changes', read_only=True))
-        path = self.get_parameter('config_file').value
-        overrides = {}
-        for name in ('joints', 'urdf'):
-            try:
-                value = self.get_parameter(name).value
-            except ParameterUninitializedException:
-                continue
-            if value:
-                overrides[name] = list(value) if name == 'joints' else value
         try:
-            if path:
-                return load_arm_config(path, node_name=NODE_NAME, overrides=overrides)
-            if self.get_parameter('serve_only').value and not overrides:
-                return None
-            return ArmConfig.from_params(overrides)
+            return arm_config(self, NODE_NAME, ARM_FIELDS,
+                              required=not self.get_parameter('serve_only').value)
         except ConfigError as exc:
             raise ConfigError(f'{NODE_NAME}: {exc} (give config_file:=<arm yaml>, or '
                               'serve_only:=true with model_file)') from exc
 
     def _declare_parameters(self):
-        d = self.declare_parameter
         default_g = self.config.gravity if self.config else 0.0
-        d('gravity', float(default_g), _descriptor(
-            'gravity magnitude served (m/s^2; 9.81 Earth, 1.63 Moon); 0 = the gravity the '
-            'model was fitted at. Changeable at run time', low=0.0, high=100.0))
-        d('payload_mass', 0.0, _descriptor(
-            'known payload mass added analytically to the served model (kg)',
-            low=0.0, high=1000.0))
-        d('payload_com', [0.0, 0.0, 0.0], _descriptor(
-            'payload centre of mass [x, y, z] in payload_frame (m)'))
-        d('payload_frame', 'flange', _descriptor('URDF frame carrying the payload'))
-        d('methods', ['wls', 'joint_by_joint'], _descriptor(
-            f'estimators to run; the best is kept ({", ".join(sorted(ESTIMATORS))})'))
-        d('fit_on_done', True, _descriptor(
-            'fit automatically when a segment marker with phase "done" arrives'))
-        d('model_file', '', _descriptor(
-            'model YAML written by ~/save and read by ~/reload (path)', read_only=True))
-        d('model_poll_period', 1.0, _descriptor(
-            'serve_only: period of the model_file modification check (s)', read_only=True,
-            low=0.05, high=3600.0))
-        d('diagnostics_period', 1.0, _descriptor('period of diagnostics messages (s)',
-                                                 read_only=True, low=0.05, high=60.0))
-        d('queue_depth', 1000, _descriptor(
-            'QoS depth of joint_torques, joint_states, gravity_* topics (messages)',
-            read_only=True))
-        d('initial_capacity', 65536, _descriptor(
-            'initial sample buffer size (samples); it doubles when full', read_only=True))
+        declare_parameters(self, [
+            Param('gravity', float(default_g), 'gravity magnitude served (m/s^2; 9.81 Earth, '
+                  '1.63 Moon); 0 = the gravity the model was fitted at. Changeable at run '
+                  'time', low=0.0, high=100.0),
+            Param('payload_mass', 0.0, 'known payload mass added analytically to the served '
+                  'model (kg)', low=0.0, high=1000.0),
+            Param('payload_com', [0.0, 0.0, 0.0],
+                  'payload centre of mass [x, y, z] in payload_frame (m)'),
+            Param('payload_frame', 'flange', 'URDF frame carrying the payload'),
+            Param('methods', ['wls', 'joint_by_joint'], 'estimators to run; the best is kept '
+                  f'({", ".join(sorted(ESTIMATORS))})'),
+            Param('fit_on_done', True,
+                  'fit automatically when a segment marker with phase "done" arrives'),
+            Param('model_file', '', 'model YAML written by ~/save and read by ~/reload (path)',
+                  read_only=True),
+            Param('model_poll_period', 1.0, 'serve_only: period of the model_file '
+                  'modification check (s)', read_only=True, low=0.05, high=3600.0),
+            Param('diagnostics_period', 1.0, 'period of diagnostics messages (s)',
+                  read_only=True, low=0.05, high=60.0),
+            Param('queue_depth', 1000, 'QoS depth of joint_torques, joint_states, gravity_* '
+                  'topics (messages)', read_only=True),
+            Param('initial_capacity', 65536, 'initial sample buffer size (samples); it '
+                  'doubles when full', read_only=True),
+        ], self.config)
         methods = list(self.get_parameter('methods').value)
         unknown = [m for m in methods if m not in ESTIMATORS]
         if unknown or not methods:
@@ -269,7 +203,7 @@ class IdentifierNode(Node):
                     new.get('payload_mass', self.get_parameter('payload_mass').value),
                     new.get('payload_com', self.get_parameter('payload_com').value),
                     new.get('payload_frame', self.get_parameter('payload_frame').value))
-                served = Served(self.model, g, payload) if self.model is not None else None
+                served = ServedModel(self.model, g, payload) if self.model is not None else None
             except (ValueError, KeyError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             self.gravity, self.payload = g, payload
@@ -290,7 +224,7 @@ class IdentifierNode(Node):
                 if self.has_parameter(name):
                     self.set_parameters([Parameter(name, Parameter.Type.DOUBLE, value)])
                 else:
-                    self.declare_parameter(name, value, _descriptor(
+                    self.declare_parameter(name, value, descriptor(
                         'identified gravity base parameter (kg·m; set by ~/fit and '
                         '~/reload, read-only for others)'))
         finally:
@@ -301,45 +235,32 @@ class IdentifierNode(Node):
         self.errors[kind] = self.errors.get(kind, 0) + 1
 
     def _on_torques(self, msg):
-        n = len(msg.name)
-        if len(msg.position) != n or len(msg.effort) != n:
-            self._reject('length mismatch', f'{n} names, {len(msg.position)} positions, '
-                         f'{len(msg.effort)} efforts')
-            return
-        try:
-            idx = self.torque_order.index(msg.name)
-        except JointNameError as exc:
-            self._reject('joint names', str(exc))
-            return
-        q = np.asarray(msg.position)[idx]
-        tau = np.asarray(msg.effort)[idx]
-        if not (np.isfinite(q).all() and np.isfinite(tau).all()):
-            self._reject('non-finite sample', 'NaN/inf position or torque')
+        sample = self.torque_check.check(msg.name, position=msg.position, effort=msg.effort,
+                                         require=('position', 'effort'),
+                                         finite=('position', 'effort'))
+        if isinstance(sample, Rejection):
+            self._reject(sample)
             return
         stamp = msg.header.stamp
-        self.buffer.append(stamp.sec + stamp.nanosec * 1e-9, q, tau)
+        self.buffer.append(stamp.sec + stamp.nanosec * 1e-9, sample.position, sample.effort)
 
-    def _reject(self, kind, detail):
+    def _reject(self, rejection):
         self.counts['samples_rejected'] += 1
-        self._error(f'joint_torques {kind}')
-        self.get_logger().warning(f'joint_torques sample rejected ({kind}): {detail}; '
-                                  f'{self.counts["samples_rejected"]} so far',
+        self._error(f'joint_torques {rejection.reason}')
+        self.get_logger().warning(f'joint_torques sample rejected ({rejection.reason}): '
+                                  f'{rejection.detail}; {self.counts["samples_rejected"]} so far',
                                   throttle_duration_sec=self._throttle)
 
     def _on_marker(self, msg):
         try:
-            marker = json.loads(msg.data)
-            key = (marker.get('segment_id'), marker['phase'], float(marker['t']))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            marker = self.marker_log.add(msg.data)
+        except DataError as exc:
             self._error('bad marker')
-            self.get_logger().warning(f'excitation_segments message ignored: {exc} '
-                                      f'({msg.data[:80]!r}); see docs/interfaces.md',
+            self.get_logger().warning(f'excitation_segments message ignored: {exc}',
                                       throttle_duration_sec=self._throttle)
             return
-        if key in self._marker_keys:
+        if marker is None:
             return          # transient_local re-delivery
-        self._marker_keys.add(key)
-        self.markers.append(marker)
         if marker['phase'] == 'done' and self.fit_on_done:
             self.get_logger().info('excitation done: fitting')
             future = self.request_fit('excitation done')
@@ -358,7 +279,7 @@ class IdentifierNode(Node):
                              'without serve_only to fit'))
             return done
         t, q, tau = self.buffer.snapshot()
-        markers = list(self.markers)
+        markers = list(self.marker_log.markers)
         if len(t) == 0:
             done.set_result((False, 'no data: no joint_torques samples received yet; run the '
                              'excitation (or play a bag) with the recorder publishing '
@@ -370,6 +291,21 @@ class IdentifierNode(Node):
         return done
 
     def _fit_job(self, t, q, tau, markers):
+        """In the worker: fit, then prepare the model for serving."""
+        started = time.monotonic()
+        fit = self._fit(t, q, tau, markers)
+        seconds = time.monotonic() - started
+        return self._prepare(fit.model, source=f'fit of {len(t)} samples'), (
+            f'fitted {fit.model.base.count} base parameters from {len(t)} samples with '
+            f'{fit.result.method} in {seconds:.2f} s; residual RMS '
+            f'{np.round(fit.result.residual_rms(), 4).tolist()} N·m')
+
+    def _fit(self, t, q, tau, markers):
+        """The fit itself: samples (N,), (N, n), (N, n) and markers in, a fit out.
+
+        The one place that calls the identification core; the data checks here
+        give the node's own messages before the core is asked.
+        """
         if not markers:
             raise DataError(f'no segment markers: {len(t)} samples but nothing on '
                             'excitation_segments; forward/backward averaging needs them')
@@ -381,24 +317,19 @@ class IdentifierNode(Node):
             raise DataError(f'no sweep pairs: {len(markers)} markers (phases {phases}) and '
                             f'{len(t)} samples give no forward sweep followed by a backward '
                             'sweep of the same joint with samples in both')
-        started = time.monotonic()
         fit = identify_gravity(self.robot, t, q, tau, markers,
                                noise=self.config.torque_noise, methods=self.methods,
                                provenance={'data': 'live joint_torques',
                                            'config': str(self.config.source or '')})
         fit.model.metadata['robot_name'] = self.config.robot_name
-        seconds = time.monotonic() - started
-        return self._prepare(fit.model, source=f'fit of {len(t)} samples'), (
-            f'fitted {fit.model.base.count} base parameters from {len(t)} samples with '
-            f'{fit.result.method} in {seconds:.2f} s; residual RMS '
-            f'{np.round(fit.result.residual_rms(), 4).tolist()} N·m')
+        return fit
 
     def _prepare(self, model, source):
         """Everything that is slow about a new model, done in the worker."""
         if self.config is not None and tuple(model.joint_names) != tuple(self.config.joints):
             raise DataError(f'model joints {list(model.joint_names)} differ from the config '
                             f'joints {list(self.config.joints)}')
-        served = Served(model, self.gravity, self.payload)
+        served = ServedModel(model, self.gravity, self.payload)
         urdf = None
         nominal = self.config.urdf if self.config is not None else model.robot.source
         try:
@@ -464,7 +395,7 @@ class IdentifierNode(Node):
         served = prepared['served']
         if served.fast.gravity != (self.gravity or self.model.fit_gravity) or \
                 served.fast.payload != self.payload:
-            served = Served(self.model, self.gravity, self.payload)   # changed meanwhile
+            served = ServedModel(self.model, self.gravity, self.payload)   # changed meanwhile
         self.served = served
         self.model_source = prepared['source']
         self.model_pub.publish(String(data=prepared['yaml']))
@@ -515,62 +446,40 @@ class IdentifierNode(Node):
         served = self.served
         if served is None:
             self.counts['stream_skipped'] += 1
-            self._error('stream: no model')
+            self._error('stream: no_model')
             return
-        names = msg.name
-        if len(msg.position) != len(names):
-            return self._skip('stream: length mismatch', f'{len(names)} names, '
-                              f'{len(msg.position)} positions')
-        try:
-            idx = served.order.index(names)
-        except JointNameError as exc:
-            return self._skip('stream: joint names', str(exc))
-        q = np.asarray(msg.position)[idx]
-        if not np.isfinite(q).all():
-            return self._skip('stream: non-finite position', 'NaN/inf position')
+        answer = served.stream(msg.name, msg.position)
+        if isinstance(answer, Rejection):
+            self.counts['stream_skipped'] += 1
+            self._error(f'stream: {answer.reason}')
+            self.get_logger().warning(
+                f'joint_states message not served ({answer.reason}): {answer.detail}',
+                throttle_duration_sec=self._throttle)
+            return
+        q, tau = answer
         out = JointState()
         out.header = msg.header
         out.name = served.joints
         out.position = q.tolist()
-        out.effort = served.fast.torques(q).tolist()
+        out.effort = tau.tolist()
         if try_publish(self, self.gravity_pub, out):
             self.counts['stream'] += 1
 
-    def _skip(self, kind, detail):
-        self.counts['stream_skipped'] += 1
-        self._error(kind)
-        self.get_logger().warning(f'joint_states message not served ({kind}): {detail}',
-                                  throttle_duration_sec=self._throttle)
-
     def _on_query(self, msg):
         served = self.served
+        answer = answer_query(served, msg.name, msg.position)
         out = JointState()
         out.header = msg.header
-        error = None
-        names = msg.name
-        if served is None:
-            error = ('no model', 'no model loaded yet: fit one (~/fit) or give model_file')
-        elif len(msg.position) != len(names):
-            error = ('wrong length', f'{len(names)} names but {len(msg.position)} positions')
+        if isinstance(answer, Rejection):
+            out.name = [f'error: {answer.detail}']
+            self.counts['query_errors'] += 1
+            self._error(f'query: {answer.reason}')
         else:
-            try:
-                idx = served.order.index(names, strict=True)
-            except JointNameError as exc:
-                error = ('joint names', str(exc))
-            else:
-                q = np.asarray(msg.position)[idx]
-                if not np.isfinite(q).all():
-                    bad = [served.joints[i] for i in np.flatnonzero(~np.isfinite(q))]
-                    error = ('non-finite', f'position of {bad[0]} is NaN or inf')
-        if error is None:
+            q, tau = answer
             out.name = served.joints
             out.position = q.tolist()
-            out.effort = served.fast.torques(q).tolist()
+            out.effort = tau.tolist()
             self.counts['queries'] += 1
-        else:
-            out.name = [f'error: {error[1]}']
-            self.counts['query_errors'] += 1
-            self._error(f'query: {error[0]}')
         try_publish(self, self.result_pub, out)
 
     # -- services -----------------------------------------------------------
@@ -633,7 +542,7 @@ class IdentifierNode(Node):
         status.message = '; '.join(problems) or f'serving {self.model_source}'
         values = {
             'samples': self.buffer.count if self.buffer else 0,
-            'markers': len(self.markers),
+            'markers': len(self.marker_log),
             'fit_status': self.fit_status,
             'model_loaded': self.served is not None,
             'model_source': self.model_source,
@@ -663,7 +572,7 @@ class IdentifierNode(Node):
 def main(args=None):
     """Run the node and its service helper (nodes/executors.py); returns the exit code."""
     # three threads for the services: ~/fit waits for the fit, queries keep going
-    return run_split_node(IdentifierNode, NODE_NAME, args, threads=3)
+    return run_node(IdentifierNode, args, split=True, threads=3)
 
 
 if __name__ == '__main__':

@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -25,10 +24,13 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 import yaml
 
-from arm_dyn_id.config import ArmConfig, file_sha256, load_arm_config
+from arm_dyn_id.config import file_sha256
+from arm_dyn_id.data.joint_states import LENGTH_MISMATCH, JointStateCheck, Rejection
 from arm_dyn_id.nodes.executors import (
-    create_command_node, run_split_node, service_name, try_publish)
-from arm_dyn_id.errors import ConfigError, JointNameError
+    create_command_node, run_node, service_name, try_publish)
+from arm_dyn_id.nodes.params import (
+    ARM_FIELDS, Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
+from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.data.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.data.quality import StreamQuality
 from arm_dyn_id.data.bag_format import FLOAT64_ARRAY, JOINT_STATE, STRING
@@ -40,40 +42,18 @@ NODE_NAME = 'recorder_node'
 JOINED_TOPIC = '/arm_dyn_id/joint_states_with_current'
 DIAGNOSTIC_ARRAY = 'diagnostic_msgs/msg/DiagnosticArray'
 
-# ArmConfig fields that may be given as individual parameters (numbers: int or float arrays)
-_ARRAY_FIELDS = {
-    'torque_constants': 'torque constant k_e per joint at the joint side (N·m/A)',
-    'current_signs': 'sign (+1 or -1) per joint applied to the current',
-    'current_offsets': 'current offset per joint subtracted before scaling (A)',
-    'gear_ratios': 'gear ratio per joint, separate factor of k_e (1)',
-    'efficiencies': 'gear efficiency per joint, separate factor of k_e (1)',
-    'position_limits_lower': 'lower joint limits (rad)',
-    'position_limits_upper': 'upper joint limits (rad)',
-    'velocity_limits': 'joint velocity limits (rad/s)',
-    'acceleration_limits': 'joint acceleration limits (rad/s^2)',
-    'torque_noise': 'expected torque noise sigma per joint (N·m)',
-}
-
-
-def _descriptor(description, read_only=False, low=None, high=None, dynamic=False):
-    d = ParameterDescriptor(description=description, read_only=read_only,
-                            dynamic_typing=dynamic)
-    if low is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high))]
-    return d
-
-
 class RecorderNode(Node):
     """Convert motor currents to torques, republish, record and report quality."""
 
+    node_name = NODE_NAME
+
     def __init__(self):
         super().__init__(NODE_NAME)
-        self._declare_parameters()
         self.config = self._load_config()
+        self._declare_parameters()
         self.converter = CurrentToTorque.from_config(self.config)
         self.joint_names = list(self.config.joints)
-        self.gains = self.converter.gains
-        self.offsets = self.converter.current_offsets
+        self.check = JointStateCheck(self.config.joints)
         p = self.get_parameter
         self.expected_rate = p('expected_rate').value
         self.gap_threshold = p('gap_threshold').value
@@ -119,7 +99,10 @@ class RecorderNode(Node):
                 self.current_joints = self.joint_names
             if self.current_type == 'float64_array':
                 # the array's order is given once; map it onto the config's order
-                self._current_index = self.converter.index_for(self.current_joints)
+                self._current_index = self.check.index(self.current_joints)
+                if isinstance(self._current_index, Rejection):
+                    raise ConfigError(f'parameter current_joints = {self.current_joints}: '
+                                      f'{self._current_index.detail}')
             self.joiner = StampJoiner(p('pairing_tolerance').value)
             self.current_sub = self.create_subscription(
                 types[self.current_type], current_topic, self._on_current, sensor_qos,
@@ -145,7 +128,7 @@ class RecorderNode(Node):
                         f'stopped without closing it): {result["messages"]} messages kept')
         self.get_logger().info(
             f'converting currents of {self.joint_names} with gains '
-            f'{np.round(self.gains, 6).tolist()} N·m/A; output_dir {self.output_dir}')
+            f'{np.round(self.converter.gains, 6).tolist()} N·m/A; output_dir {self.output_dir}')
         if p('record_on_start').value:
             ok, message = self.start_recording()   # a failure is logged there
             if ok:
@@ -153,86 +136,55 @@ class RecorderNode(Node):
 
     # -- parameters -------------------------------------------------------
     def _declare_parameters(self):
-        d = self.declare_parameter
-        d('config_file', '', _descriptor(
-            'arm config YAML (ROS parameter file); individual parameters override it',
-            read_only=True))
-        d('robot_name', Parameter.Type.STRING, _descriptor('robot name', read_only=True))
-        d('urdf', Parameter.Type.STRING, _descriptor(
-            'URDF path or shipped name (recorded with its SHA-256)', read_only=True))
-        d('joints', Parameter.Type.STRING_ARRAY, _descriptor(
-            'joint names; order of every per-joint array and of joint_torques', read_only=True))
-        d('gravity', None, _descriptor('gravity magnitude during recording (m/s^2)',
-                                       read_only=True, dynamic=True))
-        for name, text in _ARRAY_FIELDS.items():
-            d(name, None, _descriptor(text + ', in the order of joints (int or double array)',
-                                      read_only=True, dynamic=True))
-        d('current_topic', '', _descriptor(
-            'topic carrying the motor currents when joint_states.effort does not; empty: '
-            'currents in joint_states.effort', read_only=True))
-        d('current_type', 'joint_state', _descriptor(
-            'type of current_topic: joint_state (sensor_msgs/JointState, currents in effort, '
-            'paired by header stamp) or float64_array (std_msgs/Float64MultiArray in the order '
-            'of current_joints, paired by arrival time)', read_only=True))
-        d('current_joints', Parameter.Type.STRING_ARRAY, _descriptor(
+        declare_parameters(self, [
+            Param('current_topic', '', 'topic carrying the motor currents when '
+                  'joint_states.effort does not; empty: currents in joint_states.effort',
+                  read_only=True),
+            Param('current_type', 'joint_state', 'type of current_topic: joint_state '
+                  '(sensor_msgs/JointState, currents in effort, paired by header stamp) or '
+                  'float64_array (std_msgs/Float64MultiArray in the order of current_joints, '
+                  'paired by arrival time)', read_only=True),
+            Param('pairing_tolerance', 0.0005, 'largest time difference between a position '
+                  'and its current (s)', read_only=True, low=0.0, high=1.0),
+            Param('record_on_start', False, 'start recording when the node starts'),
+            Param('output_dir', 'recordings', 'folder of the bags; each recording is a new '
+                  'timestamped bag folder', read_only=True),
+            Param('file_prefix', 'recording', 'bag folder name prefix', read_only=True),
+            Param('expected_rate', 1000.0, 'nominal joint_states rate (Hz); drops are '
+                  'inferred at this period', read_only=True, low=1.0, high=100000.0),
+            Param('gap_threshold', 0.002, 'stamp step counted as a gap (s)', read_only=True,
+                  low=1e-6, high=10.0),
+            Param('flush_period', 0.5, 'seconds between file flushes; data older than this '
+                  'survives a crash (s)', read_only=True, low=0.01, high=1.0),
+            Param('fsync', False, 'fsync at every flush (survives power loss)',
+                  read_only=True),
+            Param('queue_depth', 1000, 'QoS depth of joint_states and joint_torques',
+                  read_only=True),
+            Param('diagnostics_period', 1.0, 'period of diagnostics messages (s)',
+                  read_only=True, low=0.05, high=60.0),
+            Param('recover_on_start', True, 'recover unfinished bags found in output_dir at '
+                  'start', read_only=True),
+        ], self.config)
+        self.declare_parameter('current_joints', Parameter.Type.STRING_ARRAY, descriptor(
             'joint order of a float64_array current topic (default: joints)', read_only=True))
-        d('pairing_tolerance', 0.0005, _descriptor(
-            'largest time difference between a position and its current (s)',
-            read_only=True, low=0.0, high=1.0))
-        d('record_on_start', False, _descriptor('start recording when the node starts'))
-        d('output_dir', 'recordings', _descriptor(
-            'folder of the bags; each recording is a new timestamped bag folder',
-            read_only=True))
-        d('file_prefix', 'recording', _descriptor('bag folder name prefix', read_only=True))
-        d('expected_rate', 1000.0, _descriptor(
-            'nominal joint_states rate (Hz); drops are inferred at this period',
-            read_only=True, low=1.0, high=100000.0))
-        d('gap_threshold', 0.002, _descriptor('stamp step counted as a gap (s)',
-                                              read_only=True, low=1e-6, high=10.0))
-        d('flush_period', 0.5, _descriptor(
-            'seconds between file flushes; data older than this survives a crash (s)',
-            read_only=True, low=0.01, high=1.0))
-        d('fsync', False, _descriptor('fsync at every flush (survives power loss)',
-                                      read_only=True))
-        d('queue_depth', 1000, _descriptor('QoS depth of joint_states and joint_torques',
-                                           read_only=True))
-        d('diagnostics_period', 1.0, _descriptor('period of diagnostics messages (s)',
-                                                 read_only=True, low=0.05, high=60.0))
-        d('recover_on_start', True, _descriptor(
-            'recover unfinished bags found in output_dir at start', read_only=True))
-
-    def _given_params(self):
-        params = {}
-        names = ['robot_name', 'urdf', 'joints', 'gravity'] + list(_ARRAY_FIELDS)
-        for name in names:
-            try:
-                value = self.get_parameter(name).value
-            except ParameterUninitializedException:
-                continue
-            if value is not None:
-                params[name] = list(value) if not isinstance(value, (str, float, int)) \
-                    else value
-        return params
 
     def _load_config(self):
-        path = self.get_parameter('config_file').value
-        params = self._given_params()
+        declare_arm_parameters(self, tuple(ARM_FIELDS))
         try:
-            if path:
-                return load_arm_config(path, node_name=NODE_NAME, overrides=params)
-            return ArmConfig.from_params(params)
+            return arm_config(self, NODE_NAME, tuple(ARM_FIELDS))
         except ConfigError as exc:
             raise ConfigError(f'{NODE_NAME}: {exc} (give config_file:=<arm yaml> or the '
                               f'parameters joints, urdf, torque_constants, ... in a '
                               f'--params-file)') from exc
 
     # -- hot path ---------------------------------------------------------
-    def _reject(self, reason, detail):
+    def _reject(self, rejection, what='joint_states'):
+        reason = rejection.reason
         self.quality.reject(reason)
         file_quality = self.file_quality
         if file_quality is not None:
             file_quality.reject(reason)
-        self.get_logger().warning(f'rejected joint_states message ({reason}): {detail}; '
+        self.get_logger().warning(f'rejected {what} message ({reason}): {rejection.detail}; '
                                   f'{self.quality.rejected[reason]} so far',
                                   throttle_duration_sec=self._log_throttle)
 
@@ -242,32 +194,23 @@ class RecorderNode(Node):
         if recorder is not None:
             recorder.write(self._h_states, now, data)
         msg = deserialize_message(data, JointState)
-        names = msg.name
-        n = len(names)
         separate = self.joiner is not None
-        if not separate and len(msg.effort) == 0:
-            self._reject('missing effort', 'effort is empty; it must carry the motor current '
-                         '(or set current_topic)')
-            return
-        if len(msg.position) != n or (not separate and len(msg.effort) != n):
-            self._reject('length mismatch', f'{n} names, {len(msg.position)} positions, '
-                         f'{len(msg.effort)} efforts')
-            return
-        try:
-            idx = self.converter.index_for(names)
-        except JointNameError as exc:
-            self._reject('missing joint', str(exc))
+        # currents in effort unless they come on a topic of their own; NaN/inf are
+        # counted by the stream quality after joining, not rejected here
+        sample = self.check.check(msg.name, msg.position, msg.velocity, msg.effort,
+                                  require=('position',) if separate else ('effort', 'position'),
+                                  finite=())
+        if isinstance(sample, Rejection):
+            self._reject(sample)
             return
         stamp = msg.header.stamp
         t = stamp.sec + stamp.nanosec * 1e-9
-        position = np.asarray(msg.position)[idx]
-        velocity = np.asarray(msg.velocity)[idx] if len(msg.velocity) == n else None
         if not separate:
-            self._emit(msg.header, t, position, velocity, np.asarray(msg.effort)[idx], now)
+            self._emit(msg.header, t, sample.position, sample.velocity, sample.effort, now)
             return
         key = t if self.current_type == 'joint_state' else now * 1e-9
         for (header, t_s, pos, vel, now_s), current in self.joiner.add_position(
-                key, (msg.header, t, position, velocity, now)):
+                key, (msg.header, t, sample.position, sample.velocity, now)):
             self._emit(header, t_s, pos, vel, current, now_s)
 
     def _on_current(self, data):
@@ -277,22 +220,18 @@ class RecorderNode(Node):
             recorder.write(self._h_currents, now, data)
         if self.current_type == 'joint_state':
             msg = deserialize_message(data, JointState)
-            if len(msg.effort) != len(msg.name):
-                self._reject('current length mismatch', f'{len(msg.name)} names, '
-                             f'{len(msg.effort)} currents in effort')
-                return
-            try:
-                idx = self.converter.index_for(msg.name)
-            except JointNameError as exc:
-                self._reject('missing joint', f'current topic: {exc}')
+            sample = self.check.check(msg.name, effort=msg.effort, require=('effort',),
+                                      finite=())
+            if isinstance(sample, Rejection):
+                self._reject(sample, 'current')
                 return
             key = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-            current = np.asarray(msg.effort)[idx]
+            current = sample.effort
         else:
             msg = deserialize_message(data, Float64MultiArray)
             if len(msg.data) != len(self.current_joints):
-                self._reject('current length mismatch', f'{len(msg.data)} currents for '
-                             f'current_joints {self.current_joints}')
+                self._reject(Rejection(LENGTH_MISMATCH, f'{len(msg.data)} currents for '
+                                       f'current_joints {self.current_joints}'), 'current')
                 return
             key = now * 1e-9
             current = np.asarray(msg.data)[self._current_index]
@@ -318,7 +257,7 @@ class RecorderNode(Node):
         out.position = position.tolist()
         if velocity is not None:
             out.velocity = velocity.tolist()
-        out.effort = (self.gains * (current - self.offsets)).tolist()
+        out.effort = self.converter.convert_many(current[np.newaxis])[0].tolist()
         try_publish(self, self.torque_pub, out)     # recorded whether or not it went out
         if recorder is not None:
             recorder.write(self._h_torques, now, out)
@@ -509,7 +448,7 @@ class RecorderNode(Node):
 
 def main(args=None):
     """Run the recorder node (hot path on an EventsExecutor); returns the exit code."""
-    return run_split_node(RecorderNode, NODE_NAME, args, threads=2)
+    return run_node(RecorderNode, args, split=True, threads=2)
 
 
 if __name__ == '__main__':

@@ -23,10 +23,8 @@ import threading
 import time
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -35,9 +33,11 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from arm_dyn_id.config import load_arm_config
-from arm_dyn_id.errors import ConfigError, URDFError
-from arm_dyn_id.nodes.executors import shutting_down, try_publish
+from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
+from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.nodes.executors import run_node, try_publish
+from arm_dyn_id.nodes.params import (
+    Param, arm_config, declare_arm_parameters, declare_parameters, plain)
 from arm_dyn_id.sim.arm import SimArm, SimParams
 from arm_dyn_id.excitation.follow import JointTrajectoryFollower
 
@@ -72,56 +72,34 @@ _DESCRIPTIONS = {
 }
 
 
-def _descriptor(description, read_only=False, dynamic=False, low=None, high=None):
-    d = ParameterDescriptor(description=description, read_only=read_only,
-                            dynamic_typing=dynamic)
-    if low is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=float(low),
-                                                     to_value=float(high))]
-    return d
-
-
-def _plain(value):
-    """ROS parameter value -> plain Python (array.array -> list)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return list(value)
-
-
 class SimArmNode(Node):
     """MuJoCo arm behind a ros2_control-like interface (see module docstring)."""
 
+    node_name = NODE_NAME
+
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
-        self.declare_parameter('config_file', 'humanoid_arm.yaml', _descriptor(
-            'arm YAML (path or shipped name); its sim_arm_node section gives the defaults',
-            read_only=True))
-        self.declare_parameter('controller', 'arm_controller', _descriptor(
-            'controller namespace of the command topics', read_only=True))
-        path = self.get_parameter('config_file').value
-        self.config = load_arm_config(path, node_name=NODE_NAME)
-        extra = self.config.extra
-        self.declare_parameter('publish_rate', float(extra.get('publish_rate', 1000.0)),
-                               _descriptor('joint_states rate (Hz), a divisor of the step rate',
-                                           read_only=True, low=1.0, high=1000.0))
-        self.declare_parameter('real_time_factor', float(extra.get('real_time_factor', 1.0)),
-                               _descriptor('sim time only: simulated/wall speed; 0 = as fast '
-                                           'as possible', low=0.0, high=1000.0))
-        values = {}
+        declare_arm_parameters(self, config_file='humanoid_arm.yaml')
+        self.config = arm_config(self, NODE_NAME)
+        specs = [
+            Param('controller', 'arm_controller', 'controller namespace of the command topics',
+                  read_only=True),
+            Param('publish_rate', 1000.0, 'joint_states rate (Hz), a divisor of the step rate',
+                  read_only=True, low=1.0, high=1000.0),
+            Param('real_time_factor', 1.0, 'sim time only: simulated/wall speed; 0 = as fast '
+                  'as possible', low=0.0, high=1000.0)]
         for key in SimParams.keys():
-            if key == 'gravity':
-                default = float(extra.get('gravity', self.config.gravity))
-            else:
-                default = _plain(extra.get(key))
-            read_only = key not in _RUNTIME_KEYS
-            param = self.declare_parameter(key, default, _descriptor(
-                _DESCRIPTIONS[key], read_only=read_only, dynamic=True))
-            values[key] = _plain(param.value)
+            # the sim_arm_node section of the config gives the defaults; None: SimParams'
+            default = float(self.config.gravity) if key == 'gravity' else None
+            specs.append(Param(key, default, _DESCRIPTIONS[key],
+                               read_only=key not in _RUNTIME_KEYS, dynamic=True))
+        values = declare_parameters(self, specs, self.config)
+        values = {key: values[key] for key in SimParams.keys()}
         self.params = SimParams.from_params(values, self.config.n_joints)
         self.arm = SimArm(self.config, self.params)
         n = self.config.n_joints
         self.joints = tuple(self.config.joints)
-        self._joint_lookup = {name: i for i, name in enumerate(self.joints)}
+        self.check = JointStateCheck(self.joints)
         self.follower = JointTrajectoryFollower(self.arm.initial_positions)
         self._lock = threading.Lock()
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
@@ -281,9 +259,10 @@ class SimArmNode(Node):
         self.pub_diag.publish(msg)
 
     # commands ----------------------------------------------------------------
-    def _reject(self, text):
+    def _reject(self, what, rejection):
         self._stats['rejected'] += 1
-        self.get_logger().warning(text, throttle_duration_sec=1.0)
+        self.get_logger().warning(f'{what} rejected ({rejection.reason}): {rejection.detail}',
+                                  throttle_duration_sec=1.0)
 
     def _on_trajectory(self, msg):
         if not msg.points:
@@ -292,11 +271,9 @@ class SimArmNode(Node):
                 q, _, _ = self.follower.sample(self.arm.time)
                 self.follower.hold(q)
             return
-        try:
-            index = [self._joint_lookup[name] for name in msg.joint_names]
-        except KeyError as exc:
-            self._reject(f'trajectory rejected: joint {exc.args[0]!r} is not one of '
-                         f'{list(self.joints)}')
+        index = self.check.place(msg.joint_names)
+        if isinstance(index, Rejection):
+            self._reject('trajectory', index)
             return
         m, k = len(msg.points), len(index)
         times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
@@ -322,13 +299,12 @@ class SimArmNode(Node):
                 self.follower.replace(max(start, self.arm.time), times, positions,
                                       velocities, accelerations, joint_index=index)
         except ValueError as exc:
-            self._reject(f'trajectory rejected: {exc}')
+            self._reject('trajectory', Rejection('invalid_trajectory', str(exc)))
 
     def _on_commands(self, msg):
-        data = np.asarray(msg.data, dtype=float)
-        if data.shape != (len(self.joints),) or not np.all(np.isfinite(data)):
-            self._reject(f'command rejected: {data.size} values, expected one finite position '
-                         f'per joint {list(self.joints)}')
+        data = self.check.check_values(msg.data, 'positions')
+        if isinstance(data, Rejection):
+            self._reject('command', data)
             return
         with self._lock:
             self.follower.hold(data)
@@ -336,7 +312,7 @@ class SimArmNode(Node):
     # payload and gravity -------------------------------------------------------
     def _payload_from_parameters(self):
         mass = float(self.get_parameter('payload_mass').value)
-        com = np.asarray(_plain(self.get_parameter('payload_com').value), dtype=float)
+        com = np.asarray(plain(self.get_parameter('payload_com').value), dtype=float)
         return mass, com
 
     def _attach(self, mass, com):
@@ -377,7 +353,7 @@ class SimArmNode(Node):
         return response
 
     def _on_set_parameters(self, parameters):
-        changes = {p.name: _plain(p.value) for p in parameters}
+        changes = {p.name: plain(p.value) for p in parameters}
         try:
             if 'real_time_factor' in changes:
                 rtf = float(changes['real_time_factor'])
@@ -409,34 +385,14 @@ class SimArmNode(Node):
 
 
 def main(args=None):
-    """Run the node; returns the process exit code (1 on a configuration error)."""
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = SimArmNode()
-        # The 1 kHz path is the stepping thread's publishing; the executor only serves
-        # commands and services. EventsExecutor (Kilted wheels) stopped dispatching
-        # callbacks here while another thread published, so this one is used.
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        node.start()
-        executor.spin()
-    except (ConfigError, URDFError) as exc:
-        rclpy.logging.get_logger(NODE_NAME).fatal(f'configuration error: {exc}')
-        code = 1
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
-        # a take interrupted by the shutdown of the context (SIGINT)
-        if not shutting_down(rclpy.utilities.get_default_context()):
-            raise
-    finally:
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    """Run the node; returns the process exit code (nodes/executors.py ``run_node``).
+
+    The 1 kHz path is the stepping thread's publishing; the executor only serves
+    commands and services. EventsExecutor (Kilted wheels) stopped dispatching
+    callbacks here while another thread published, so ``run_node`` spins it on a
+    SingleThreadedExecutor and calls ``start()`` once the executor holds the node.
+    """
+    return run_node(SimArmNode, args)
 
 
 if __name__ == '__main__':

@@ -4,7 +4,7 @@ Each node is started as a real process with one bad arm config and must refuse i
 with a message naming the parameter and the offending value:
 
 * recorder_node and identifier_node log it as one FATAL line and exit with code 2
-  (nodes/executors.py ``run_split_node``), no traceback;
+  (nodes/executors.py ``run_node``, the same in every node), no traceback;
 * excitation_node stays up refusing to work: it logs the error, and ``~/start``
   answers ``success=False`` with the same message (it commands nothing).
 """

@@ -13,14 +13,17 @@ consistent (that is :mod:`arm_dyn_id.model.export`'s job); only a body mass of e
 zero with a non-zero first moment cannot be represented, and then the slow exact
 path is used.
 
-:class:`JointOrder` maps joint names of incoming messages onto the model's order,
-cached per name tuple.
+:class:`ServedModel` is what a gravity service serves: the fast path plus the
+validation of every query (joint names and positions checked by
+:class:`arm_dyn_id.data.joint_states.JointStateCheck`), with a named rejection
+reason for every refused request.
 """
 
 import numpy as np
 import pinocchio as pin
 
-from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
+from arm_dyn_id.errors import DataError
 from arm_dyn_id.model.robot import Payload
 
 _MIN_MASS = 1e-9     # kg; below this a body cannot carry a first moment in pinocchio
@@ -127,55 +130,63 @@ def payload_from(mass, com, frame):
     return Payload(mass=mass, com=com, frame=str(frame))
 
 
-class JointOrder:
-    """Index arrays from message joint names to the model's joint order, cached.
+NO_MODEL = 'no_model'
+
+
+class ServedModel:
+    """An identified model as served: G(q) plus the checks of every request.
+
+    Swapped as one reference by the node, never mutated, so the serving paths read
+    it without a lock.
 
     Parameters
     ----------
-    joints : sequence of str
-        The model's joint order.
+    model : GravityModel
+    gravity : float or None
+        Gravity served (m/s²); None or 0: the model's fit gravity.
+    payload : Payload or None
+
+    Attributes
+    ----------
+    fast : FastGravity
+    joints : list of str
+        The model's joint order, that of every reply.
     """
 
-    def __init__(self, joints, max_cached=64):
-        self.joints = tuple(joints)
-        self._lookup = {}
-        self._max = max_cached
+    def __init__(self, model, gravity=None, payload=None):
+        self.model = model
+        self.fast = FastGravity(model, gravity=gravity or None, payload=payload)
+        self.joints = list(model.joint_names)
+        # queries must name exactly the model's joints; a stream may carry more
+        self._query = JointStateCheck(model.joint_names, strict=True)
+        self._stream = JointStateCheck(model.joint_names)
 
-    def index(self, names, strict=False):
-        """Indices into ``names`` of the model's joints, (n,).
+    def query(self, names, positions):
+        """Answer one query: (q, tau) in model order, each (n,), or a Rejection.
 
         Parameters
         ----------
         names : sequence of str
-        strict : bool
-            Refuse names the model does not have (queries); otherwise extra joints
-            are ignored (streams).
-
-        Raises
-        ------
-        JointNameError
-            A model joint is missing, a name repeats, or (strict) a name is unknown.
+            Exactly the model's joints, any order (``unknown_joints``,
+            ``missing_joints``, ``duplicate_joints`` otherwise).
+        positions : sequence of float, (len(names),)
+            rad; ``length_mismatch`` / ``empty_array`` / ``non_finite`` otherwise.
         """
-        key = tuple(names)
-        idx = self._lookup.get(key)
-        if idx is not None:
-            return idx
-        where = {}
-        for i, name in enumerate(key):
-            if name in where:
-                raise JointNameError(f'joint {name!r} appears twice in {list(key)}')
-            where[name] = i
-        if strict:
-            unknown = [n for n in key if n not in self.joints]
-            if unknown:
-                raise JointNameError(f'unknown joint {unknown[0]!r}; the model has '
-                                     f'{list(self.joints)}')
-        missing = [j for j in self.joints if j not in where]
-        if missing:
-            raise JointNameError(f'joint {missing[0]!r} is missing (got {list(key)}); '
-                                 f'give all of {list(self.joints)}')
-        idx = np.array([where[j] for j in self.joints], dtype=int)
-        if len(self._lookup) >= self._max:
-            self._lookup.clear()
-        self._lookup[key] = idx
-        return idx
+        return self._answer(self._query, names, positions)
+
+    def stream(self, names, positions):
+        """Like :meth:`query` for a joint_states stream: extra joints are ignored."""
+        return self._answer(self._stream, names, positions)
+
+    def _answer(self, check, names, positions):
+        sample = check.check(names, position=positions)
+        if isinstance(sample, Rejection):
+            return sample
+        return sample.position, self.fast.torques(sample.position)
+
+
+def answer_query(served, names, positions):
+    """(q, tau) of a gravity query, or a Rejection; ``served`` None -> ``no_model``."""
+    if served is None:
+        return Rejection(NO_MODEL, 'no model loaded yet: fit one (~/fit) or give model_file')
+    return served.query(names, positions)
