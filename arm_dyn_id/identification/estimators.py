@@ -254,6 +254,31 @@ def _row_rss(neq, beta):
     return np.clip(rss, 0.0, None)
 
 
+def sample_moments(Yb, tau, w, mask):
+    """:class:`NormalEquations` of stacked samples.
+
+    Parameters
+    ----------
+    Yb : ndarray, (M, n, r)
+    tau : ndarray, (M, n)
+        N·m.
+    w : ndarray, (n,)
+        Per-joint weights 1/σ².
+    mask : ndarray of bool, (M,)
+        Samples to accumulate (finite ones).
+
+    Returns
+    -------
+    NormalEquations
+    """
+    H, y = Yb[mask], tau[mask]
+    n = tau.shape[1]
+    A_joint = np.stack([H[:, i, :].T @ H[:, i, :] for i in range(n)])
+    b_joint = np.stack([H[:, i, :].T @ y[:, i] for i in range(n)])
+    return NormalEquations(np.einsum('j,jrs->rs', w, A_joint), w @ b_joint, A_joint, b_joint,
+                           np.sum(y ** 2, axis=0), int(mask.sum()), w)
+
+
 def _chunk_moments(robot, base, q, tau, weights):
     Yn = robot.gravity_regressor_joint_major(q)[:, base.independent, :]     # (n, r, c)
     A_joint = Yn @ Yn.transpose(0, 2, 1)                               # (n, r, r)
@@ -483,17 +508,17 @@ def fit_joint_by_joint(Yb, tau, names, noise=None, mask=None):
     n = tau.shape[1]
     w = _weights(noise, n)
     mask = finite if mask is None else (finite & mask)
-    owners = parameter_owners(Yb[mask])
     H, y = Yb[mask], tau[mask]
-    A_joint = np.stack([H[:, i, :].T @ H[:, i, :] for i in range(n)])
-    b_joint = np.stack([H[:, i, :].T @ y[:, i] for i in range(n)])
+    owners = parameter_owners(H)
+    neq = sample_moments(Yb, tau, w, mask)
 
     def row_rss(i, beta):
+        # from the residuals, not the moments: no cancellation on exact data
         resid = y[:, i] - H[:, i, :] @ beta
         return resid @ resid
 
-    beta, cov, condition = _joint_by_joint(A_joint, b_joint, owners, names, row_rss,
-                                           int(mask.sum()))
+    beta, cov, condition = _joint_by_joint(neq.A_joint, neq.b_joint, owners, names, row_rss,
+                                           neq.count)
     return _finish('joint_by_joint', names, Yb, tau, beta, None, condition, mask, w, t0,
                    info={'owners': owners.tolist()}, cov=cov)
 
@@ -937,12 +962,17 @@ def fit_best(Yb, tau, names, noise=None, methods=('wls', 'joint_by_joint'), grou
     tau = np.asarray(tau, dtype=float)
     w = _weights(noise, tau.shape[1])
     full = {}
+    parts = {}        # fold (-1: always fitted) -> NormalEquations of its samples
 
     def fit(method, fold):
         if fold is None or validation is not None:
             if method not in full:
                 full[method] = ESTIMATORS[method](Yb, tau, names, noise=noise)
             return full[method]
+        if method in MOMENT_ESTIMATORS:
+            # the same estimate from the other folds' moments, without a pass over Yb
+            return MOMENT_ESTIMATORS[method](
+                NormalEquations.total(p for f, p in parts.items() if f != fold), names)
         return ESTIMATORS[method](Yb, tau, names, noise=noise, mask=sample_fold != fold)
 
     def score(result, fold):
@@ -951,12 +981,11 @@ def fit_best(Yb, tau, names, noise=None, methods=('wls', 'joint_by_joint'), grou
             return float(np.nanmean(w * r ** 2))
         if validation is not None:
             Yv, tv = (np.asarray(a, dtype=float) for a in validation)
-        else:
-            held = sample_fold == fold
-            Yv, tv = Yb[held], tau[held]
-        r = tv - _predict(Yv, result.beta)
-        r = r[np.all(np.isfinite(r), axis=1)]
-        return float(np.sum(w * r ** 2)), int(r.size)
+            r = tv - _predict(Yv, result.beta)
+            r = r[np.all(np.isfinite(r), axis=1)]
+            return float(np.sum(w * r ** 2)), int(r.size)
+        held = parts[fold]
+        return float(w @ _row_rss(held, result.beta)), held.count * len(w)
 
     if validation is not None:
         return select(methods, fit, score, 1)
@@ -968,7 +997,11 @@ def fit_best(Yb, tau, names, noise=None, methods=('wls', 'joint_by_joint'), grou
     sample_fold = np.full(len(tau), -1)
     inside = groups >= 0
     sample_fold[inside] = group_fold[np.searchsorted(ids, groups[inside])]
-    return select(methods, fit, score, n_folds, _no_folds_reason(labels))
+    if n_folds:
+        finite = np.all(np.isfinite(tau), axis=1) & np.all(np.isfinite(Yb), axis=(1, 2))
+        for f in range(-1, n_folds):
+            parts[f] = sample_moments(Yb, tau, w, finite & (sample_fold == f))
+    return select(methods, fit, score, n_folds, _no_folds_reason(labels, folds))
 
 
 def fit_best_moments(parts, names, methods=('wls', 'joint_by_joint'), strata=None,
@@ -1014,10 +1047,12 @@ def fit_best_moments(parts, names, methods=('wls', 'joint_by_joint'), strata=Non
         held = NormalEquations.total(p for p, f in zip(parts, group_fold) if f == fold)
         return float(total.weights @ _row_rss(held, result.beta)), held.count * len(held.tau_sq)
 
-    return select(methods, fit, score, n_folds, _no_folds_reason(labels))
+    return select(methods, fit, score, n_folds, _no_folds_reason(labels, folds))
 
 
-def _no_folds_reason(strata):
+def _no_folds_reason(strata, folds):
+    if folds < 2:
+        return f'hold-out turned off (folds={folds})'
     if len(strata) < 2:
         return f'{len(strata)} group of samples: nothing to hold out'
     return (f'{len(strata)} groups of samples (pairs), none sharing its stratum (joint) '
