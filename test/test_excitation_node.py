@@ -126,7 +126,7 @@ class FakeArm:
                 msg = JointState(name=JOINTS, position=q)
                 msg.header.stamp = self.ros.node.get_clock().now().to_msg()
                 self.pub.publish(msg)
-            time.sleep(0.005)
+            time.sleep(0.005)   # paces joint_states at 200 Hz
 
     def close(self):
         self._stop = True
@@ -134,6 +134,40 @@ class FakeArm:
 
     def phases(self):
         return [m['phase'] for m in self.markers]
+
+
+def _wait_until_ready(ros, timeout=30.0):
+    """Wait for the excitation node's own word that ~/start would be accepted now:
+    ``ready=true`` on its diagnostics (plan loaded, recent joint_states of every joint).
+    The test's subscription matching says nothing about the node having heard the arm."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    ready = []
+
+    def on_diagnostics(msg):
+        for status in msg.status:
+            if status.name.startswith('excitation_node'):
+                values = {kv.key: kv.value for kv in status.values}
+                ready.append(values.get('ready') == 'true')
+
+    sub = ros.node.create_subscription(DiagnosticArray, 'diagnostics', on_diagnostics, 10)
+    try:
+        ros.wait_for(lambda: ready and ready[-1], timeout,
+                     what='ready=true on the diagnostics of excitation_node')
+    finally:
+        ros.node.destroy_subscription(sub)
+
+
+def _wait_quiet(ros, items, quiet=0.3, timeout=10.0, what='messages'):
+    """Wait until ``items`` has not grown for ``quiet`` s: what was in flight has landed."""
+    last = {'n': len(items), 't': time.monotonic()}
+
+    def settled():
+        now = time.monotonic()
+        if len(items) != last['n']:
+            last['n'], last['t'] = len(items), now
+        return now - last['t'] >= quiet
+
+    ros.wait_for(settled, timeout, what=f'{what} to stop arriving')
 
 
 def _start(ros_env, tmp_path, extra=None):
@@ -154,7 +188,7 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
         try:
             # complete pass
             ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
-            time.sleep(0.3)
+            _wait_until_ready(ros)
             res = ros.trigger('/excitation_node/start', timeout=20)
             assert res.success, res.message + node_output(proc)
             ros.wait_for(lambda: 'done' in arm.phases(), plan.duration + 20,
@@ -179,15 +213,17 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
             res = ros.trigger('/excitation_node/stop', timeout=5)
             assert res.success
             ros.wait_for(lambda: 'stopped' in arm.phases()[len(phases):], 5)
-            time.sleep(0.3)
-            after = [c for c in arm.commands[n_before:] if c[0] >= t_call]
-            assert after, 'no hold command after ~/stop'
+            after = ros.wait_for(
+                lambda: [c for c in arm.commands[n_before:] if c[0] >= t_call], 10,
+                what='a hold command after ~/stop')
             print(f'\nfirst command after ~/stop: {1e3 * (after[0][0] - t_call):.0f} ms')
+            # ticks sent just before the stop may land next to the hold: count after them
+            _wait_quiet(ros, arm.commands, what='commands around the hold')
             n_stopped = len(arm.commands)
             hold = arm.commands[-1][1]
             # the hold is where the sweep was when stopped (0.2 rad/s for < 1 s at most)
             assert np.max(np.abs(hold - arm.commands[n_before - 1][1])) < 0.2
-            time.sleep(0.5)
+            time.sleep(0.5)     # a window to watch, not a wait: nothing may arrive in it
             assert len(arm.commands) == n_stopped, 'commands kept coming after the hold'
 
             # watchdog: joint states stop while running
@@ -222,7 +258,7 @@ def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output
         sent = arm.commands if output == 'commands' else arm.trajectories
         try:
             ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
-            time.sleep(0.3)
+            _wait_until_ready(ros)
             res = ros.trigger('/excitation_node/start', timeout=20)
             assert res.success, res.message + node_output(proc)
             ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
@@ -238,7 +274,7 @@ def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output
 
             # the hold is the last thing sent: at the measured (frozen) position, in limits
             n_hold = len(sent)
-            time.sleep(0.5)
+            time.sleep(0.5)     # a window to watch, not a wait: nothing may arrive in it
             assert len(sent) == n_hold, f'{len(sent) - n_hold} messages after the hold'
             if output == 'commands':
                 hold = sent[-1][1]
