@@ -2,7 +2,7 @@
 
 Accumulates ``joint_torques`` (sensor_msgs/JointState, effort in N·m) and
 ``excitation_segments`` markers, fits on ``~/fit`` or when the excitation is
-``done`` (arm_dyn_id.identification.gravity.identify_gravity, in a worker thread), and
+``done`` (arm_dyn_id.identification.pipeline.fit_gravity, in a worker thread), and
 publishes the model on ``~/model`` (YAML) and ``robot_description_identified``
 (URDF, arm_dyn_id.model.export), both transient_local, with the base parameters as
 parameters ``base_parameters.<name>``.
@@ -38,14 +38,13 @@ from std_srvs.srv import Trigger
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
+from arm_dyn_id.identification.pipeline import fit_gravity
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gravity import GravityModel
-from arm_dyn_id.identification.gravity import identify_gravity
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
-from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
 from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
 
@@ -303,26 +302,19 @@ class IdentifierNode(Node):
     def _fit(self, t, q, tau, markers):
         """The fit itself: samples (N,), (N, n), (N, n) and markers in, a fit out.
 
-        The one place that calls the identification core; the data checks here
-        give the node's own messages before the core is asked.
+        The same pipeline as ``arm-dyn-id fit`` (identification.pipeline), on every
+        pair (no hold-out: the node fits all it recorded) and on the excitation
+        node's markers only (no sweep detection on live data).
         """
         if not markers:
             raise DataError(f'no segment markers: {len(t)} samples but nothing on '
                             'excitation_segments; forward/backward averaging needs them')
-        order = np.argsort(t, kind='stable')
-        if np.any(np.diff(order) != 1):
-            t, q, tau = t[order], q[order], tau[order]
-        if not pair_sweeps(sweeps_from_markers(t, markers)):
-            phases = sorted({m.get('phase') for m in markers})
-            raise DataError(f'no sweep pairs: {len(markers)} markers (phases {phases}) and '
-                            f'{len(t)} samples give no forward sweep followed by a backward '
-                            'sweep of the same joint with samples in both')
-        fit = identify_gravity(self.robot, t, q, tau, markers,
-                               noise=self.config.torque_noise, methods=self.methods,
-                               provenance={'data': 'live joint_torques',
-                                           'config': str(self.config.source or '')})
-        fit.model.metadata['robot_name'] = self.config.robot_name
-        return fit
+        return fit_gravity(self.robot, t, q, tau, markers, noise=self.config.torque_noise,
+                           methods=self.methods, holdout=0.0, segments='markers',
+                           robot_name=self.config.robot_name,
+                           provenance={'data': 'live joint_torques',
+                                       'config': str(self.config.source or '')},
+                           where='live data')
 
     def _prepare(self, model, source):
         """Everything that is slow about a new model, done in the worker."""

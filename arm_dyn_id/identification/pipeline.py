@@ -98,8 +98,10 @@ def choose_markers(t, q, joints, markers=None, mode='auto', where='the data', ph
     markers = clean_markers(markers)
     has_sweeps = any(m['phase'] == 'sweep' for m in markers)
     if mode == 'markers' and not has_sweeps:
-        raise DataError(f'{where} has no excitation_segments sweep markers: pass '
-                        '--segments detect to find the sweeps in the joint angles')
+        phases = sorted({str(m['phase']) for m in markers})
+        raise DataError(f'no sweep pairs in {where}: {len(markers)} excitation_segments '
+                        f'markers (phases {phases}) and no sweep among them; detecting the '
+                        'sweeps in the joint angles (segments: detect) can find them')
     if mode == 'markers' or (mode == 'auto' and has_sweeps):
         return markers, 'markers'
     if phase is not None:
