@@ -88,7 +88,7 @@ def test_round_trip(tmp_path):
     assert rec.markers[0]['phase'] == 'sweep' and 'log_time' in rec.markers[0]
     assert rec.quality['recorded']['note'] == 'test'
     assert rec.quality['excluded_nonfinite'] == 1
-    assert rec.quality['rejected'] == {'length mismatch': 1, 'missing effort': 1}
+    assert rec.quality['rejected'] == {'length_mismatch': 1, 'empty_array': 1}
     side = json.loads((path / 'recording_summary.json').read_text())
     assert side['writer']['dropped'] == 0
     with Reader(path) as reader:  # a standard reader opens it

@@ -30,6 +30,8 @@ import yaml
 from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.data.bag_format import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, joint_state_layout, typestore)
+from arm_dyn_id.data.joint_states import (
+    EMPTY_ARRAY, LENGTH_MISMATCH, MISSING_JOINTS, JointStateCheck, Rejection)
 from arm_dyn_id.data.motor import CurrentToTorque
 from arm_dyn_id.data.quality import stream_quality
 from arm_dyn_id.data.recovery import is_unfinished, recover_bag
@@ -397,26 +399,31 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         conn = by_topic[topic]
         total = int(conn.msgcount)
         n = conv.n_joints
+        check = JointStateCheck(conv.joints)
         chunks = []
         rejected = {}
         seen_names = set()
         done = 0
         batch = []
 
+        def reject(rejection, count):
+            rejected[rejection] = rejected.get(rejection, 0) + count
+
         def flush():
             for rows, names, stamp, pos, vel, eff in _decode_batch(batch, store, fast):
                 k = len(names)
                 seen_names.add(names)
+                # the names and array lengths are shared by the whole run of rows: one
+                # check (data.joint_states, the nodes' own) stands for all of them
                 if eff.shape[1] == 0:
-                    rejected['missing effort'] = rejected.get('missing effort', 0) + len(rows)
+                    reject(EMPTY_ARRAY, len(rows))
                     continue
                 if eff.shape[1] != k or pos.shape[1] != k:
-                    rejected['length mismatch'] = rejected.get('length mismatch', 0) + len(rows)
+                    reject(LENGTH_MISMATCH, len(rows))
                     continue
-                try:
-                    idx = conv.index_for(names)
-                except JointNameError:
-                    rejected['missing joint'] = rejected.get('missing joint', 0) + len(rows)
+                idx = check.index(names)
+                if isinstance(idx, Rejection):
+                    reject(idx.reason, len(rows))
                     continue
                 vel = vel[:, idx] if vel.shape[1] == k else np.full((len(rows), n), np.nan)
                 chunks.append((rows + done, stamp, pos[:, idx], vel, eff[:, idx]))
@@ -440,14 +447,14 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
     if not chunks:
         if done == 0:
             raise DataError(f'bag {path}: topic {topic} holds no messages')
-        if rejected.get('missing joint'):
+        if rejected.get(MISSING_JOINTS):
             have = sorted({j for names in seen_names for j in names})
             missing = [j for j in conv.joints if j not in have]
             raise JointNameError(
                 f'joints {missing} are configured but missing from {topic} in bag {path} '
                 f'(it has {have}): pass --config for this arm, or the topic that carries '
                 'them with --states-topic')
-        if rejected.get('missing effort'):
+        if rejected.get(EMPTY_ARRAY):
             raise DataError(f'bag {path}: {topic} carries no effort values (the motor '
                             'current): record with the current in joint_states.effort '
                             '(ros2_control map_interface_to_joint_state), or pass '

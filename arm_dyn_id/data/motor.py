@@ -12,9 +12,9 @@ matched by name, and the mapping is computed once per distinct name list.
 
 import numpy as np
 
+from arm_dyn_id.data.joint_states import MISSING_JOINTS, JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError
 
-_CACHE_LIMIT = 32
 
 
 def _per_joint(values, n, name, default):
@@ -85,7 +85,7 @@ class CurrentToTorque:
         gains = signs * k_e * ratios * effs
         gains.setflags(write=False)
         self.gains = gains
-        self._index_cache = {}
+        self._check = JointStateCheck(self.joints)
 
     @classmethod
     def from_config(cls, config):
@@ -127,6 +127,9 @@ class CurrentToTorque:
     def index_for(self, names):
         """Indices into a message's arrays that give config order, (n,) int.
 
+        The mapping is the one JointState check of every consumer
+        (:class:`~arm_dyn_id.data.joint_states.JointStateCheck`), raised as an error.
+
         Parameters
         ----------
         names : sequence of str
@@ -136,25 +139,14 @@ class CurrentToTorque:
         ------
         JointNameError
             Naming the first configured joint that ``names`` lacks.
+        DataError
+            A name appears twice.
         """
-        key = names if isinstance(names, tuple) else tuple(names)
-        idx = self._index_cache.get(key)
-        if idx is not None:
-            return idx
-        position = {name: i for i, name in enumerate(key)}
-        missing = [j for j in self.joints if j not in position]
-        if missing:
-            raise JointNameError(
-                f'joint {missing[0]!r} is configured but missing from the data '
-                f'(data joints: {list(key)}; missing: {missing})')
-        if len(position) != len(key):
-            raise DataError(f'joint names {list(key)} repeat a name')
-        idx = np.fromiter((position[j] for j in self.joints), dtype=np.intp,
-                          count=len(self.joints))
-        idx.setflags(write=False)
-        if len(self._index_cache) >= _CACHE_LIMIT:
-            self._index_cache.clear()
-        self._index_cache[key] = idx
+        idx = self._check.index(names)
+        if isinstance(idx, Rejection):
+            if idx.reason == MISSING_JOINTS:
+                raise JointNameError(idx.detail)
+            raise DataError(idx.detail)
         return idx
 
     def reorder(self, names, values):
