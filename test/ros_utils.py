@@ -35,6 +35,8 @@ What each piece does:
   (``rclpy.init(context=..., domain_id=...)``), spun by a single-threaded
   executor in a background thread; ``wait_for(predicate, timeout)`` polls, ``call(client,
   request, timeout)`` calls a service. Everything is bounded by a timeout.
+* ``wait_for(predicate, timeout)`` / ``wait_quiet(items)``: wait on a condition, never a
+  fixed sleep; ``wait_quiet`` waits until a list of received messages stops growing.
 """
 
 import fcntl
@@ -68,6 +70,20 @@ def wait_for(predicate, timeout, poll=0.01, what=None):
         if time.monotonic() >= deadline:
             raise TimeoutError(f'timed out after {timeout} s waiting for {what or predicate}')
         time.sleep(poll)
+
+
+def wait_quiet(items, quiet=0.3, timeout=10.0, what='messages'):
+    """Wait until ``len(items)`` has not changed for ``quiet`` s (what was in flight has
+    landed); raise TimeoutError if it keeps changing for ``timeout`` s."""
+    last = {'n': len(items), 't': time.monotonic()}
+
+    def settled():
+        now = time.monotonic()
+        if len(items) != last['n']:
+            last['n'], last['t'] = len(items), now
+        return now - last['t'] >= quiet
+
+    return wait_for(settled, timeout, what=f'{what} to stop arriving')
 
 
 def _claim_domain():

@@ -46,11 +46,12 @@ from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.excitation.plans import (Plan, check_limits, fourier_plan, fourier_series,
                                    reciprocating_plan, rest_fourier_coefficients,
                                    validation_plan)
-from ros_utils import RosHarness, node_output, ros_environment, start_node, stop
+from ros_utils import RosHarness, node_output, ros_environment, start_node, stop, wait_quiet
 
 pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -284,6 +285,8 @@ class Bench:
         ros.node.create_subscription(String, 'excitation_segments',
                                      lambda m: self.markers.append(json.loads(m.data)),
                                      MARKER_QOS)
+        self.node_times = {}            # node name -> stamp of its last diagnostics (s)
+        ros.node.create_subscription(DiagnosticArray, 'diagnostics', self._on_diagnostics, 50)
         self._stop = False
         self._threads = [threading.Thread(target=self._states, daemon=True),
                          threading.Thread(target=self._clock, daemon=True)]
@@ -294,12 +297,12 @@ class Bench:
         while not self._stop:
             # stamp 0: the node takes the receipt time on its own clock (wall or sim)
             self.js_pub.publish(JointState(name=JOINTS, position=self.q.tolist()))
-            time.sleep(0.005)
+            time.sleep(0.005)   # paces joint_states at 200 Hz
 
     def _clock(self):
         while not self._stop:
             if not self.sim_on:
-                time.sleep(0.01)
+                time.sleep(0.01)    # idle poll: no /clock in a wall-time example
                 continue
             if self.sim_running:
                 self.sim_time += SIM_STEP
@@ -307,7 +310,7 @@ class Bench:
             msg = Clock()
             msg.clock.sec, msg.clock.nanosec = sec, nsec
             self.clock_pub.publish(msg)
-            time.sleep(SIM_PERIOD)
+            time.sleep(SIM_PERIOD)  # paces /clock (20x real time)
 
     def begin(self, controller, q_arm, sim):
         """New example: the arm stands at q_arm; record what goes to ``controller``;
@@ -323,6 +326,12 @@ class Bench:
                                               self.trajectories.append, RELIABLE),
             self.ros.node.create_subscription(Float64MultiArray, f'{controller}/commands',
                                               self._on_command, QoSProfile(depth=1000))]
+
+    def _on_diagnostics(self, msg):
+        # stamped on the node's own clock: > 0 once a sim-time node has heard /clock
+        for status in msg.status:
+            name = status.name.split(':')[0]
+            self.node_times[name] = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
 
     def _on_command(self, msg):
         self.commands.append(np.array(msg.data))
@@ -360,14 +369,15 @@ def _start(bench, name, proc):
     deadline = time.monotonic() + 30.0
     if bench.sim_on:        # the node must have the held clock before it stamps the start
         bench.ros.wait_for_subscribers(bench.clock_pub, timeout=30.0)
-        time.sleep(0.05)
+        bench.ros.wait_for(lambda: bench.node_times.get(name, 0.0) > 0.0, 30.0,
+                           what=f'diagnostics of {name} stamped on the simulated clock')
     while True:
         assert proc.poll() is None, node_output(proc)
         res = _trigger(bench, f'/{name}/start')
         if res.success or not res.message.startswith('no recent joint_states') or \
                 time.monotonic() > deadline:
             return res
-        time.sleep(0.1)
+        time.sleep(0.1)     # poll interval of a retry bounded by the deadline above
 
 
 def _within(q, c, what, tol=EPS):
@@ -402,9 +412,12 @@ def _check_refusal(bench, c, name, res, core, q_arm):
     assert core in res.message, (res.message, core)
     assert re.search(r'joint_\d|parameter \w+|speed', res.message), res.message
     assert re.search(r"\d|'[^']+'", res.message), res.message     # and a value
-    time.sleep(0.25)
+    time.sleep(0.25)    # a window to watch, not a wait: nothing may arrive in it
     assert not bench.trajectories and not bench.commands, \
         f'commands published after a refusal: {res.message}'
+    # matched before ~/stop, so that a hold it sends cannot be missed
+    bench.ros.wait_for(lambda: all(sub.get_publisher_count() > 0 for sub in bench._subs),
+                       30.0, what=f'the controller topics of {name}')
     # a ~/stop now holds where the arm is, or publishes nothing when it is
     # outside its limits: never a jump to the nearest limit
     res = _trigger(bench, f'/{name}/stop')
@@ -413,7 +426,11 @@ def _check_refusal(bench, c, name, res, core, q_arm):
         np.any(q_arm > np.array(c['upper']) + APPROACH_TOLERANCE)
     assert not outside or 'no hold command sent' in res.message or \
         'no plan loaded' in res.message or 'inverted' in core, res.message
-    time.sleep(0.25)
+    if res.message.startswith('holding'):
+        bench.ros.wait_for(lambda: bench.trajectories or bench.commands, 10.0,
+                           what=f'the hold {name} says it sent')
+    else:
+        time.sleep(0.25)    # a window to watch: a hold that should not come would land here
     held = [np.array(m.points[0].positions) for m in bench.trajectories] + \
         bench.commands
     for q in held:
@@ -445,7 +462,8 @@ def _check_run(bench, c, name, res, q_arm):
         bench.sim_running = True
         bench.ros.wait_for(lambda: bench.sim_time > end, 60, what='the approach')
         bench.sim_running = False
-        time.sleep(0.2)
+        # the clock stands still, so the stream stops: let what is in flight land
+        wait_quiet(bench.commands, quiet=0.2, what='streamed commands')
         assert bench.commands, 'no command streamed'
         _within(np.array(bench.commands), c, 'streamed commands')
         assert np.max(np.abs(bench.commands[0] - q_arm)) <= APPROACH_TOLERANCE + EPS

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from ros_utils import RosHarness, node_output, start_node, stop
+from ros_utils import RosHarness, node_output, start_node, stop, wait_quiet
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -157,19 +157,6 @@ def _wait_until_ready(ros, timeout=30.0):
         ros.node.destroy_subscription(sub)
 
 
-def _wait_quiet(ros, items, quiet=0.3, timeout=10.0, what='messages'):
-    """Wait until ``items`` has not grown for ``quiet`` s: what was in flight has landed."""
-    last = {'n': len(items), 't': time.monotonic()}
-
-    def settled():
-        now = time.monotonic()
-        if len(items) != last['n']:
-            last['n'], last['t'] = len(items), now
-        return now - last['t'] >= quiet
-
-    ros.wait_for(settled, timeout, what=f'{what} to stop arriving')
-
-
 def _start(ros_env, tmp_path, extra=None):
     cfg = _config(tmp_path)
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
@@ -218,7 +205,7 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
                 what='a hold command after ~/stop')
             print(f'\nfirst command after ~/stop: {1e3 * (after[0][0] - t_call):.0f} ms')
             # ticks sent just before the stop may land next to the hold: count after them
-            _wait_quiet(ros, arm.commands, what='commands around the hold')
+            wait_quiet(arm.commands, what='commands around the hold')
             n_stopped = len(arm.commands)
             hold = arm.commands[-1][1]
             # the hold is where the sweep was when stopped (0.2 rad/s for < 1 s at most)
