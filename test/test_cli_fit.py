@@ -241,6 +241,27 @@ def test_fit_plain_bag_with_markers(tmp_path, data):
     np.testing.assert_allclose(model.gravity_torques(q), robot.gravity_torques(q), atol=0.02)
 
 
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_fit_and_validate_a_bag_with_only_joint_states(tmp_path, data, storage):
+    """What `ros2 bag record /joint_states` writes: one topic, no markers, no stored
+    config. The stored-config lookup once asked rosbags for the messages of no
+    connection, which yields every message, and decoded a JointState as a String."""
+    bag = write_synthetic_bag(tmp_path / 'bag', data, markers=False, storage=storage)
+    from rosbags.rosbag2 import Reader
+    with Reader(bag) as reader:
+        assert [c.topic for c in reader.connections] == ['/joint_states']
+    cfg = write_config(tmp_path / 'arm.yaml')
+    out = tmp_path / 'fit'
+    res = run_cli('fit', bag, '--config', cfg, '--out', out, '--no-report')
+    assert res.returncode == 0, res.stderr
+    assert 'Traceback' not in res.stderr
+    val = json.loads((out / 'validation.json').read_text())
+    assert val['fit_summary']['segments']['source'] == 'detected'
+    res = run_cli('validate', out / 'model.yaml', bag, '--config', cfg)
+    assert res.returncode == 0, res.stderr
+    assert 'Traceback' not in res.stderr
+
+
 def test_fit_recorder_bag_auto_segments(tmp_path, data):
     """A recorder bag needs no --config when its URDF is given; no markers -> detected."""
     bag = write_synthetic_bag(tmp_path / 'bag', data, recorder=True, markers=False)

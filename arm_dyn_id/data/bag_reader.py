@@ -214,6 +214,8 @@ def read_stored_config(path):
     reader = _open_reader(path)
     try:
         conns = [c for c in reader.connections if c.topic == CONFIG_TOPIC]
+        if not conns:       # rosbags reads EVERY message for an empty connection list
+            return None
         for _, _, raw in reader.messages(conns):
             return yaml.safe_load(typestore().deserialize_cdr(raw, STRING).data)
     finally:
