@@ -50,7 +50,8 @@ import benchlib  # noqa: E402
 from arm_dyn_id.model.base_parameters import inertial_base_parameters  # noqa: E402
 from arm_dyn_id.identification.estimators import ESTIMATORS  # noqa: E402
 from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients  # noqa: E402
-from arm_dyn_id.identification.full_dynamics import base_regressor, filter_and_differentiate  # noqa: E402
+from arm_dyn_id.identification.full_dynamics import (  # noqa: E402
+    base_regressor, filter_and_differentiate)
 from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 from arm_dyn_id.validation.metrics import joint_metrics  # noqa: E402
 

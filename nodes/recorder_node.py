@@ -42,6 +42,7 @@ NODE_NAME = 'recorder_node'
 JOINED_TOPIC = '/arm_dyn_id/joint_states_with_current'
 DIAGNOSTIC_ARRAY = 'diagnostic_msgs/msg/DiagnosticArray'
 
+
 class RecorderNode(Node):
     """Convert motor currents to torques, republish, record and report quality."""
 

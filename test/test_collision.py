@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from arm_dyn_id.excitation.collision import ClearanceChecker, CollisionError, parse_environment_boxes
+from arm_dyn_id.excitation.collision import (
+    ClearanceChecker, CollisionError, parse_environment_boxes)
 from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.excitation.plans import make_sweeps, reciprocating_plan
 from arm_dyn_id.paths import share_dir

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from arm_dyn_id.config import ArmConfig
 from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.excitation.plans import (Plan, PlanLimitError, check_limits, fourier_plan,
-                                   fourier_series, reciprocating_plan,
-                                   rest_fourier_coefficients)
+                                         fourier_series, reciprocating_plan,
+                                         rest_fourier_coefficients)
 from arm_dyn_id.paths import share_dir
 
 JOINTS = [f'joint_{i}' for i in range(1, 7)]

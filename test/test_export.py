@@ -11,7 +11,7 @@ import pytest
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.identification.estimators import fit_wls
 from arm_dyn_id.model.export import (InconsistentParametersError, identified_parameters,
-                               identified_urdf, link_boxes)
+                                     identified_urdf, link_boxes)
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import RobotModel
 

@@ -82,7 +82,7 @@ def run(args):
     from arm_dyn_id.excitation.collision import ClearanceChecker
     from arm_dyn_id.config import load_arm_config
     from arm_dyn_id.excitation.plans import (check_limits, plan_clearance, reciprocating_plan,
-                                       validation_plan)
+                                             validation_plan)
     from arm_dyn_id.model.robot import RobotModel
     from arm_dyn_id.excitation.design import design_fourier, design_poses
 

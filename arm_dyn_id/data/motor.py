@@ -16,7 +16,6 @@ from arm_dyn_id.data.joint_states import MISSING_JOINTS, JointStateCheck, Reject
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError
 
 
-
 def _per_joint(values, n, name, default):
     if values is None:
         values = default
