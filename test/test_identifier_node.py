@@ -315,12 +315,12 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         while got is None:
             assert time.monotonic() - started < 10.0, node_output(proc)
             if not c.server_ready():
-                time.sleep(0.01)
+                time.sleep(0.01)    # poll interval of a loop bounded by the assert above
                 continue
             try:
                 got = c.call(JOINTS, poses[2], timeout=0.2)
             except GravityQueryError:
-                time.sleep(0.01)
+                time.sleep(0.01)    # poll interval, as above
         elapsed = time.monotonic() - started
         print(f'\nserve_only restart: first gravity reply after {elapsed:.2f} s')
         np.testing.assert_allclose(got, expected.model.gravity_torques(poses[2]),

@@ -66,7 +66,7 @@ def publish_at(pub, rate, seconds, start_index=0):
         due = t0 + k / rate
         delay = due - time.time()
         if delay > 0:
-            time.sleep(delay)
+            time.sleep(delay)   # paces the publisher at ``rate``
         now = time.time()
         pub.publish(state(start_index + k, now))
         sent.append((now, start_index + k))
@@ -125,7 +125,7 @@ def test_delivery_services_and_bad_inputs(ros_env, tmp_path):
         pub.publish(state(0, t + 0.003, effort=[]))                  # no current
         pub.publish(state(0, t + 0.004, names=('joint_1', 'joint_3')))  # joint_2 missing
         before = len(torques)
-        time.sleep(0.5)
+        time.sleep(0.5)     # a window to watch, not a wait: nothing may arrive in it
         assert len(torques) == before
         first = ros.trigger('/recorder_node/stop_recording')
         assert first.success, first.message
@@ -234,7 +234,7 @@ def test_currents_on_a_separate_topic_are_paired_with_positions(ros_env, tmp_pat
                 else:
                     by_name = dict(zip(currents.name, currents.effort))
                     cur_pub.publish(Float64MultiArray(data=[by_name[j] for j in order]))
-            time.sleep(period)
+            time.sleep(period)  # paces the pairs at the test's rate
         try:
             ros.wait_for(lambda: len(torques) >= n, 10)
         except TimeoutError:

@@ -168,7 +168,7 @@ WRITER_SCRIPT = textwrap.dedent('''
         t = start + i * 1e-3
         delay = t - time.time()
         if delay > 0:
-            time.sleep(delay)
+            time.sleep(delay)   # paces the writer at 1 kHz
         rec.write(h, int(t * 1e9), joint_state(t, JOINTS, [0, 0, 0], [i, 1, 2]))
         i += 1
 ''')
@@ -181,7 +181,7 @@ def test_sigkill_loses_at_most_the_last_flush(tmp_path):
     proc = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True)
     try:
         start = float(proc.stdout.readline())
-        time.sleep(3.0)
+        time.sleep(3.0)     # let it record for a while (several flushes), then crash it
         killed_at = time.time()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)

@@ -43,6 +43,7 @@ def bag_messages(bag):
 
 
 def test_replay_equals_offline_fit(tmp_path, ros_env):  # noqa: F811
+    from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
@@ -63,8 +64,15 @@ def test_replay_equals_offline_fit(tmp_path, ros_env):  # noqa: F811
                        'fit_on_done': False}, ros_env, name='identifier')
     latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
-    models = []
+    models, received = [], {}
+
+    def on_diagnostics(msg):
+        for status in msg.status:
+            if status.name.startswith('identifier_node:'):
+                received.update({kv.key: kv.value for kv in status.values})
+
     with RosHarness(ros_env.domain_id) as ros:
+        ros.node.create_subscription(DiagnosticArray, 'diagnostics', on_diagnostics, 10)
         torques = ros.node.create_publisher(JointState, 'joint_torques',
                                             QoSProfile(depth=1000))
         segments = ros.node.create_publisher(String, 'excitation_segments', latched)
@@ -77,7 +85,7 @@ def test_replay_equals_offline_fit(tmp_path, ros_env):  # noqa: F811
         for log_time, topic, msg in messages:
             delay = (log_time - start_bag) - (time.monotonic() - start_wall)
             if delay > 0:
-                time.sleep(delay)
+                time.sleep(delay)   # paces the replay at the recorded rate
             if topic == '/joint_torques':
                 out_msg = JointState()
                 out_msg.header.stamp.sec = int(msg.header.stamp.sec)
@@ -88,7 +96,13 @@ def test_replay_equals_offline_fit(tmp_path, ros_env):  # noqa: F811
                 torques.publish(out_msg)
             else:
                 segments.publish(String(data=msg.data))
-        time.sleep(0.5)
+        # fit once the node says it holds every sample and marker that was sent
+        n_samples = sum(topic == '/joint_torques' for _, topic, _ in messages)
+        n_markers = len(messages) - n_samples
+        ros.wait_for(lambda: received.get('samples') == str(n_samples)
+                     and received.get('markers') == str(n_markers), 60,
+                     what=f'{n_samples} samples and {n_markers} markers in the diagnostics '
+                          'of identifier_node')
         reply = ros.trigger('/identifier_node/fit', timeout=120)
         assert reply.success, reply.message + node_output(proc)
         ros.wait_for(lambda: models, timeout=30, what='a model on ~/model')
