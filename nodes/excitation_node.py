@@ -21,7 +21,7 @@ from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
@@ -31,11 +31,10 @@ from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
 from arm_dyn_id.nodes.executors import run_node
+from arm_dyn_id.nodes.qos import MARKER_QOS
 from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
 
 NODE_NAME = 'excitation_node'
-MARKER_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 _CORE_ERRORS = (ConfigError, DataError, JointNameError, URDFError, OSError, ValueError)
 
 

@@ -18,9 +18,10 @@ import time
 import uuid
 
 import numpy as np
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
+
+from arm_dyn_id.nodes.qos import stream_qos
 
 ERROR_PREFIX = 'error: '
 
@@ -45,9 +46,7 @@ class GravityClient:
 
     def __init__(self, node, query_topic='gravity_query', result_topic='gravity_result',
                  depth=100):
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.VOLATILE)
+        qos = stream_qos(depth)
         self.node = node
         self.resends = 0            # queries sent again by call() (see its resend_period)
         self._prefix = uuid.uuid4().hex[:12]

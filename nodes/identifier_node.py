@@ -30,7 +30,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -43,6 +42,7 @@ from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
+from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
 from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
@@ -100,25 +100,17 @@ class IdentifierNode(Node):
         self._throttle = 5.0
 
         depth = p('queue_depth').value
-        stream_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                                reliability=ReliabilityPolicy.RELIABLE,
-                                durability=DurabilityPolicy.VOLATILE)
-        marker_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                                reliability=ReliabilityPolicy.RELIABLE,
-                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.model_pub = self.create_publisher(String, '~/model', latched)
-        self.urdf_pub = self.create_publisher(String, 'robot_description_identified', latched)
-        self.gravity_pub = self.create_publisher(JointState, 'gravity_torques', stream_qos)
-        self.result_pub = self.create_publisher(JointState, 'gravity_result', stream_qos)
+        streams = stream_qos(depth)
+        self.model_pub = self.create_publisher(String, '~/model', LATCHED_QOS)
+        self.urdf_pub = self.create_publisher(String, 'robot_description_identified', LATCHED_QOS)
+        self.gravity_pub = self.create_publisher(JointState, 'gravity_torques', streams)
+        self.result_pub = self.create_publisher(JointState, 'gravity_result', streams)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
-        self.create_subscription(JointState, 'joint_states', self._on_state, stream_qos)
-        self.create_subscription(JointState, 'gravity_query', self._on_query, stream_qos)
+        self.create_subscription(JointState, 'joint_states', self._on_state, streams)
+        self.create_subscription(JointState, 'gravity_query', self._on_query, streams)
         if not self.serve_only:
-            self.create_subscription(JointState, 'joint_torques', self._on_torques, stream_qos)
-            self.create_subscription(String, 'excitation_segments', self._on_marker, marker_qos)
+            self.create_subscription(JointState, 'joint_torques', self._on_torques, streams)
+            self.create_subscription(String, 'excitation_segments', self._on_marker, MARKER_QOS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.commands = self._create_command_node()
 

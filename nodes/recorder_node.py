@@ -17,7 +17,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -28,6 +27,7 @@ from arm_dyn_id.config import file_sha256
 from arm_dyn_id.data.joint_states import LENGTH_MISMATCH, JointStateCheck, Rejection
 from arm_dyn_id.nodes.executors import (
     create_command_node, run_node, service_name, try_publish)
+from arm_dyn_id.nodes.qos import MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     ARM_FIELDS, Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
 from arm_dyn_id.errors import ConfigError
@@ -71,19 +71,14 @@ class RecorderNode(Node):
         self._log_throttle = 5.0
 
         depth = p('queue_depth').value
-        sensor_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                                reliability=ReliabilityPolicy.RELIABLE,
-                                durability=DurabilityPolicy.VOLATILE)
-        marker_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
-                                reliability=ReliabilityPolicy.RELIABLE,
-                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        sensor_qos = stream_qos(depth)
         self.torque_pub = self.create_publisher(JointState, 'joint_torques', sensor_qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         # raw subscriptions: the CDR bytes go to the bag unchanged (lossless, no re-serialising)
         self.state_sub = self.create_subscription(JointState, 'joint_states', self._on_state,
                                                   sensor_qos, raw=True)
         self.marker_sub = self.create_subscription(String, 'excitation_segments',
-                                                   self._on_marker, marker_qos, raw=True)
+                                                   self._on_marker, MARKER_QOS, raw=True)
         # currents on a topic of their own, paired with joint_states by time
         self.current_sub = None
         self.joiner = None
