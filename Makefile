@@ -8,10 +8,16 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FLAKE8_PIN := flake8==7.5.0
 
-.PHONY: test demo bench lint venv clean
+.PHONY: test test-fast demo bench lint venv clean
 
+# Everything, the node tests across processes included: the CI command (.ci/run).
 test: $(STAMP)
 	$(VPY) -m pytest -q -p no:cacheprovider test
+
+# The core tests: no ROS node, no DDS participant (-m "not ros"), nothing over ~5 s
+# ("not slow"). About a minute on 2 cores; run it while you work, `make test` before a push.
+test-fast: $(STAMP)
+	$(VPY) -m pytest -q -p no:cacheprovider -m 'not ros and not slow' test
 
 demo: $(STAMP)
 	$(VENV)/bin/arm-dyn-id demo
