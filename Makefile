@@ -33,7 +33,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	@$(VPY) -m flake8 --version >/dev/null 2>&1 || $(VPY) -m pip install -q $(FLAKE8_PIN)
-	$(VPY) -m flake8 arm_dyn_id/*.py nodes launch test bench setup.py
+	$(VPY) -m flake8 arm_dyn_id nodes launch test bench setup.py
 
 venv: $(STAMP)
 

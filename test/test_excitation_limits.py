@@ -44,8 +44,8 @@ from hypothesis import HealthCheck, Phase, example, given, settings, strategies 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.excitation.plans import (Plan, check_limits, fourier_plan, fourier_series,
-                                   reciprocating_plan, rest_fourier_coefficients,
-                                   validation_plan)
+                                         reciprocating_plan, rest_fourier_coefficients,
+                                         validation_plan)
 from ros_utils import RosHarness, node_output, ros_environment, start_node, stop, wait_quiet
 
 pytest.importorskip('rclpy')
