@@ -14,8 +14,14 @@ slow down another. A subcommand module ``arm_dyn_id/cli/<name>.py`` provides::
         return 0                     # process exit code
 
 To add a command, add one line to ``COMMANDS``; until its module exists, the
-command answers "<name>: not implemented yet" and exits 2. Errors of the core
-(``arm_dyn_id.errors``) and file errors are printed as one line and exit 1.
+command answers "<name>: not implemented yet" and exits 2.
+
+Exit codes: 0 done; 2 a usage or input error (a bad option, file, bag, config
+value: errors of the core, ``arm_dyn_id.errors``, and file errors), printed as
+one line that names the thing; 3 the data cannot support the result (a fit
+refused as implausible, see ``arm-dyn-id fit --force``); 1 an unexpected
+failure (a bug), also one line. The global ``--debug`` option (anywhere on the
+command line) prints the traceback as well.
 """
 
 import argparse
@@ -36,8 +42,8 @@ COMMANDS = {
     'validate': ('arm_dyn_id.cli.validate', 'check a fitted model on held-out data'),
 }
 
-#: exit codes
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+#: exit codes: done, unexpected failure, bad usage or input, result refused by its checks
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 
 _USER_ERRORS = (
     errors.URDFError, errors.JointNameError, errors.ConfigError,
@@ -83,6 +89,8 @@ def build_parser(argv=()):
         description='Identify the dynamic parameters of a robot arm.')
     parser.add_argument('--version', action='version',
                         version='{} {}'.format(PROG, __version__))
+    parser.add_argument('--debug', action='store_true',
+                        help='print the traceback of an error (anywhere on the command line)')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     sub.required = True
     chosen = _chosen_command(argv)
@@ -113,16 +121,33 @@ def main(argv=None):
         Arguments without the program name; ``sys.argv[1:]`` by default.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = '--debug' in argv
+    argv = [a for a in argv if a != '--debug']
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    args.debug = debug
     try:
         code = args.func(args)
     except _USER_ERRORS as exc:
-        print('{} {}: error: {}'.format(PROG, args.command, exc), file=sys.stderr)
-        return EXIT_ERROR
+        _report(args, exc, debug)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:      # a bug: one line, the traceback with --debug
+        _report(args, exc, debug, unexpected=True)
+        return EXIT_ERROR
     return EXIT_OK if code is None else int(code)
+
+
+def _report(args, exc, debug, unexpected=False):
+    if debug:
+        import traceback
+        traceback.print_exception(exc, file=sys.stderr)
+    text = ' '.join(str(exc).split()) or type(exc).__name__
+    if unexpected:
+        text = '{}: {} (unexpected; run with --debug for the traceback)'.format(
+            type(exc).__name__, text)
+    print('{} {}: error: {}'.format(PROG, args.command, text), file=sys.stderr)
 
 
 if __name__ == '__main__':
