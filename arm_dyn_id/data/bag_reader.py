@@ -134,6 +134,12 @@ class Recording:
     states_topic : str
     torque_config : dict
         The current -> torque conversion used (:meth:`CurrentToTorque.to_dict`).
+    name_map : dict
+        Message joint name -> configured name, for the names that differ
+        (``--joint-map`` or an unambiguous prefix match); empty when all match.
+    notes : tuple of str
+        What the reader decided on its own and the user should hear (the topic
+        chosen among several, log times used for unusable stamps, names matched).
     """
 
     t: np.ndarray
@@ -148,10 +154,94 @@ class Recording:
     source: Path
     states_topic: str
     torque_config: dict = field(default_factory=dict)
+    name_map: dict = field(default_factory=dict)
+    notes: tuple = ()
 
     @property
     def n_samples(self):
         return self.t.shape[0]
+
+
+# ---------------------------------------------------------------------------
+# joint names of the message -> configured names
+
+_SEPARATORS = '_/:.-'
+
+
+def _suffix_match(long, short):
+    """True when ``long`` is ``short`` with a prefix ending in a separator."""
+    return len(long) > len(short) and long.endswith(short) and \
+        long[-len(short) - 1] in _SEPARATORS
+
+
+def match_joint_names(configured, names, joint_map=None):
+    """How a message's joint names map onto the configured joints.
+
+    Exact names match first; ``joint_map`` (message name -> configured name)
+    renames; a configured joint still missing matches the one message name that
+    is it with a prefix (``ur_shoulder_pan_joint`` for ``shoulder_pan_joint``)
+    or that it is with a prefix (``joint1`` for ``panda_joint1``), when exactly
+    one name does.
+
+    Parameters
+    ----------
+    configured : sequence of str, (n,)
+    names : sequence of str
+        One message's joint names.
+    joint_map : dict, optional
+
+    Returns
+    -------
+    mapping : dict
+        Message name -> configured name for the names that differ.
+    missing : list of str
+        Configured joints with no match.
+    ambiguous : dict
+        Configured joint -> the several message names it could be.
+    """
+    joint_map = dict(joint_map or {})
+    renamed = [joint_map.get(m, m) for m in names]
+    mapping = {m: r for m, r in zip(names, renamed) if m != r}
+    taken = set(renamed)
+    free = [m for m, r in zip(names, renamed) if r not in configured]
+    missing, ambiguous = [], {}
+    for j in configured:
+        if j in taken:
+            continue
+        found = [m for m in free if _suffix_match(m, j) or _suffix_match(j, m)]
+        if len(found) == 1:
+            mapping[found[0]] = j
+            free.remove(found[0])
+            taken.add(j)
+        elif found:
+            ambiguous[j] = found
+        else:
+            missing.append(j)
+    return mapping, missing, ambiguous
+
+
+class _NameResolver:
+    """Message name tuple -> configured-name tuple (cached), recording what it matched."""
+
+    def __init__(self, configured, joint_map=None):
+        self.configured = tuple(configured)
+        self.joint_map = dict(joint_map or {})
+        self.used = {}
+        self.problems = {}     # names -> (missing, ambiguous)
+        self._cache = {}
+
+    def __call__(self, names):
+        found = self._cache.get(names)
+        if found is None:
+            mapping, missing, ambiguous = match_joint_names(self.configured, names,
+                                                            self.joint_map)
+            found = tuple(mapping.get(m, m) for m in names)
+            if mapping and not missing and not ambiguous:
+                self.used.update({m: mapping[m] for m in mapping})
+            if missing or ambiguous:
+                self.problems[names] = (missing, ambiguous)
+            self._cache[names] = found
+        return found
 
 
 # ---------------------------------------------------------------------------
@@ -311,18 +401,27 @@ def read_bag_header(reader, by_topic, config, path):
     return stored_config, recorded, conv
 
 
-def _states_topic(path, by_topic, states_topic, stored_config):
-    """The JointState topic to read: given, stored, or the only ``*joint_states``."""
+def _states_topic(path, by_topic, states_topic, stored_config, notes):
+    """The JointState topic to read: given, stored, ``/joint_states``, or the only one."""
     states = sorted(t for t, c in by_topic.items() if c.msgtype == JOINT_STATE)
     topic = states_topic or (stored_config or {}).get('topics', {}).get('states')
     if topic is None:
+        if not states:
+            if not by_topic or all(int(c.msgcount) == 0 for c in by_topic.values()):
+                raise DataError(f'bag {path} is empty (no messages): record the arm\'s '
+                                'joint_states into it')
+            raise DataError(
+                f'bag {path} has no sensor_msgs/JointState topic (topics: '
+                f'{sorted(by_topic)}): record joint_states with the motor current '
+                'or the joint torque in effort')
         candidates = [t for t in states if t.endswith('joint_states')]
+        if len(states) == 1:
+            candidates = states
+        elif '/joint_states' in states:
+            candidates = ['/joint_states']
+            notes.append(f'{len(states)} JointState topics ({", ".join(states)}): reading '
+                         '/joint_states (--states-topic chooses another)')
         if len(candidates) != 1:
-            if not states:
-                raise DataError(
-                    f'bag {path} has no sensor_msgs/JointState topic (topics: '
-                    f'{sorted(by_topic)}): record joint_states with the motor current '
-                    'in effort')
             raise DataError(f'bag {path}: cannot tell the joint-state topic among '
                             f'{states}; pass --states-topic NAME (states_topic= in Python)')
         topic = candidates[0]
@@ -335,15 +434,65 @@ def _states_topic(path, by_topic, states_topic, stored_config):
     return topic
 
 
-def read_bag(path, config=None, states_topic=None, recover=False, progress=None, fast=True):
+def _unfinished(path, recover):
+    """Refuse or recover a bag folder without metadata.yaml."""
+    from arm_dyn_id.data.recovery import writer_alive
+    if not is_unfinished(path):
+        raise DataError(f'{path} is not a rosbag2 bag (no metadata.yaml); pass the '
+                        'bag folder that ros2 bag record or the recorder wrote')
+    pid = writer_alive(path)
+    if pid is not None:
+        raise DataError(f'bag {path} is still being written (process {pid} is alive): '
+                        'wait until its recorder stops, then read it')
+    if not recover:
+        raise DataError(
+            f'bag {path} has no metadata.yaml: its recorder stopped without closing '
+            'it; pass --recover (recover=True in Python) or run '
+            f'arm_dyn_id.data.recovery.recover_bag({str(path)!r}) to rebuild its '
+            'index (keeps every complete record)')
+    recover_bag(path)
+
+
+def _choose_stamps(stamp, log_time, notes, topic):
+    """Header stamps, or the log times when the stamps cannot order the samples.
+
+    Drivers that leave ``header.stamp`` at zero (or at one value) give no time;
+    stamps going back or repeating in most messages are also a driver fault.
+    Then the bag's log times (reception, ns) are used, and that is said.
+    """
+    n = stamp.shape[0]
+    if n < 2:
+        return stamp
+    steps = np.diff(stamp)
+    bad = int(np.count_nonzero(steps <= 0))
+    if bad == 0:
+        return stamp
+    log_steps = np.diff(log_time)
+    log_bad = int(np.count_nonzero(log_steps <= 0))
+    if np.all(stamp == stamp[0]):
+        why = 'zero' if stamp[0] == 0 else f'all equal ({stamp[0]:.9g} s)'
+    elif bad > n // 2 and log_bad < bad // 10:
+        why = f'not increasing in {bad} of {n - 1} steps'
+    else:
+        return stamp
+    notes.append(f'header stamps of {topic} are {why}: using the bag\'s log times')
+    return log_time
+
+
+def read_bag(path, config=None, states_topic=None, recover=False, progress=None, fast=True,
+             joint_map=None):
     """Read the joint data of a bag into a :class:`Recording`.
 
     Reads recorder bags and plain ``ros2 bag record`` bags alike (the motor
     current in ``joint_states.effort``), decoding the JointState CDR bytes with
     NumPy (see the module notes). Samples whose stamp does not move forward
     (duplicates, out of order) or that hold NaN or inf are dropped, as the live
-    quality counters drop them, and counted in ``quality``. Errors name the
-    missing piece and the option to pass.
+    quality counters drop them, and counted in ``quality``. Header stamps that
+    are zero, all equal, or mostly not increasing give way to the bag's log
+    times (said in ``notes``). Messages may list the joints in any order, carry
+    more joints, and name them with a prefix (matched when unambiguous, see
+    :func:`match_joint_names`). Errors name the missing piece and the option
+    to pass.
 
     Parameters
     ----------
@@ -355,15 +504,19 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         required for bags without one.
     states_topic : str, optional
         ``sensor_msgs/JointState`` topic with the current in ``effort``;
-        default: the stored config's, else the only topic ending in ``joint_states``.
+        default: the stored config's, else ``/joint_states`` or the only
+        JointState topic.
     recover : bool
         Repair an unfinished recorder bag in place first
-        (:func:`arm_dyn_id.data.recovery.recover_bag`).
+        (:func:`arm_dyn_id.data.recovery.recover_bag`); a bag whose writer is
+        still running is never touched.
     progress : callable, optional
         ``progress(done, total)`` in messages of the states topic, called per batch.
     fast : bool
         False decodes every message with rosbags' deserialiser (about 5x
         slower): the reference the NumPy decoding is tested against.
+    joint_map : dict, optional
+        Message joint name -> configured name.
 
     Returns
     -------
@@ -372,46 +525,39 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
     Raises
     ------
     DataError
-        No such bag, unreadable or unfinished file, no joint-state topic, no
-        configuration, no current values, no usable sample.
+        No such bag, empty, unreadable, unfinished or still being written, no
+        joint-state topic, no configuration, no effort values, no usable sample.
     JointNameError
-        A configured joint is absent from every message of the topic.
+        A configured joint is absent from every message of the topic (named).
     """
     path = Path(path).expanduser()
     if not path.exists():
         raise DataError(f'bag {path} does not exist')
     if path.is_dir() and not (path / 'metadata.yaml').exists():
-        if is_unfinished(path):
-            if not recover:
-                raise DataError(
-                    f'bag {path} has no metadata.yaml: its recorder stopped without closing '
-                    'it; pass --recover (recover=True in Python) or run '
-                    f'arm_dyn_id.data.recovery.recover_bag({str(path)!r}) to rebuild its '
-                    'index (keeps every complete record)')
-            recover_bag(path)
-        else:
-            raise DataError(f'{path} is not a rosbag2 bag (no metadata.yaml); pass the '
-                            'bag folder that ros2 bag record or the recorder wrote')
+        _unfinished(path, recover)
     store = typestore()
     reader = _open_reader(path)
+    notes = []
     try:
         by_topic = {c.topic: c for c in reader.connections}
         stored_config, recorded, conv = read_bag_header(reader, by_topic, config, path)
-        topic = _states_topic(path, by_topic, states_topic, stored_config)
+        topic = _states_topic(path, by_topic, states_topic, stored_config, notes)
         conn = by_topic[topic]
         total = int(conn.msgcount)
         n = conv.n_joints
         check = JointStateCheck(conv.joints)
+        resolve = _NameResolver(conv.joints, joint_map)
         chunks = []
         rejected = {}
         seen_names = set()
         done = 0
-        batch = []
+        batch, logs = [], []
 
         def reject(rejection, count):
             rejected[rejection] = rejected.get(rejection, 0) + count
 
         def flush():
+            log = np.asarray(logs, dtype=np.int64)
             for rows, names, stamp, pos, vel, eff in _decode_batch(batch, store, fast):
                 k = len(names)
                 seen_names.add(names)
@@ -423,19 +569,21 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                 if eff.shape[1] != k or pos.shape[1] != k:
                     reject(LENGTH_MISMATCH, len(rows))
                     continue
-                idx = check.index(names)
+                idx = check.index(resolve(names))
                 if isinstance(idx, Rejection):
                     reject(idx.reason, len(rows))
                     continue
                 vel = vel[:, idx] if vel.shape[1] == k else np.full((len(rows), n), np.nan)
-                chunks.append((rows + done, stamp, pos[:, idx], vel, eff[:, idx]))
+                chunks.append((rows + done, stamp, pos[:, idx], vel, eff[:, idx],
+                               log[rows] * 1e-9))
 
-        for _, _, raw in reader.messages([conn]):
+        for _, log_time, raw in reader.messages([conn]):
             batch.append(raw)
+            logs.append(log_time)
             if len(batch) >= BATCH:
                 flush()
                 done += len(batch)
-                batch = []
+                batch, logs = [], []
                 if progress is not None:
                     progress(done, total)
         if batch:
@@ -447,27 +595,19 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
     finally:
         reader.close()
     if not chunks:
-        if done == 0:
-            raise DataError(f'bag {path}: topic {topic} holds no messages')
-        if rejected.get(MISSING_JOINTS):
-            have = sorted({j for names in seen_names for j in names})
-            missing = [j for j in conv.joints if j not in have]
-            raise JointNameError(
-                f'joints {missing} are configured but missing from {topic} in bag {path} '
-                f'(it has {have}): pass --config for this arm, or the topic that carries '
-                'them with --states-topic')
-        if rejected.get(EMPTY_ARRAY):
-            raise DataError(f'bag {path}: {topic} carries no effort values (the motor '
-                            'current): record with the current in joint_states.effort '
-                            '(ros2_control map_interface_to_joint_state), or pass '
-                            '--states-topic for the topic that has it')
-        raise DataError(f'bag {path}: no usable samples on {topic} (rejected: {rejected})')
+        _no_samples(path, topic, done, rejected, seen_names, resolve, conv)
+    if resolve.used:
+        pairs = ', '.join(f'{m} -> {j}' for m, j in resolve.used.items())
+        notes.append(f'joint names matched: {pairs}')
     rows = np.concatenate([c[0] for c in chunks])
     order = np.argsort(rows, kind='stable')
     t = np.concatenate([c[1] for c in chunks])[order]
     q = np.concatenate([c[2] for c in chunks])[order]
     dq = np.concatenate([c[3] for c in chunks])[order]
     cur = np.concatenate([c[4] for c in chunks])[order]
+    log_t = np.concatenate([c[5] for c in chunks])[order]
+    t = _choose_stamps(t, log_t, notes, topic)
+    _check_effort(path, topic, cur, conv.joints)
     expected_rate = ((recorded or {}).get('quality') or {}).get('expected_rate_hz')
     if not expected_rate:
         # plain bags: the nominal rate is the median step's (gaps then count at 2 periods)
@@ -478,6 +618,11 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                                     gap_threshold=2.0 / expected_rate, return_usable=True)
     loaded['rejected'] = dict(rejected)
     loaded['messages'] += sum(rejected.values())
+    loaded['time_source'] = 'log_time' if t is log_t else 'header_stamp'
+    if not usable.any():
+        raise DataError(f'bag {path}: no usable samples on {topic} ({loaded["nonfinite"]} '
+                        f'with NaN or inf, {loaded["duplicates"]} repeated and '
+                        f'{loaded["out_of_order"]} backward stamps)')
     t, q, dq, cur = t[usable], q[usable], dq[usable], cur[usable]
     tau = conv.convert_many(cur)
     for a in (t, q, dq, cur, tau):
@@ -488,4 +633,48 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                'rejected': rejected}
     return Recording(t=t, q=q, dq=dq, current=cur, tau=tau, joints=conv.joints,
                      markers=markers, config=stored_config, quality=quality, source=path,
-                     states_topic=topic, torque_config=conv.to_dict())
+                     states_topic=topic, torque_config=conv.to_dict(),
+                     name_map=dict(resolve.used), notes=tuple(notes))
+
+
+def _no_samples(path, topic, done, rejected, seen_names, resolve, conv):
+    """Raise the error that says why no message of ``topic`` was usable."""
+    if done == 0:
+        raise DataError(f'bag {path}: topic {topic} holds no messages')
+    if rejected.get(MISSING_JOINTS):
+        have = sorted({j for names in seen_names for j in names})
+        for names, (missing, ambiguous) in resolve.problems.items():
+            if ambiguous:
+                j, found = next(iter(ambiguous.items()))
+                raise JointNameError(
+                    f'joint {j!r} of the URDF could be any of {found} in {topic} of bag '
+                    f'{path}: pass --joint-map {found[0]}:{j},...')
+        union = set(have) | {resolve.joint_map.get(m, m) for m in have}
+        missing = [j for j in conv.joints if j not in union]
+        if missing:
+            raise JointNameError(
+                f'joint {missing[0]!r} is not in {topic} of bag {path} (missing: {missing}; '
+                f'the messages have {have}): pass --joint-map NAME_IN_BAG:{missing[0]},... '
+                'or the --urdf / --config of this arm')
+        groups = sorted(sorted(names) for names in seen_names)
+        raise JointNameError(
+            f'the joints are spread over differently named messages of {topic} in bag '
+            f'{path} (e.g. {groups[0]} and {groups[-1]}: two publishers?); no message '
+            f'holds all of {list(conv.joints)}: record one topic that does, or pass '
+            '--states-topic')
+    if rejected.get(EMPTY_ARRAY):
+        raise DataError(f'bag {path}: {topic} carries no effort values (the motor '
+                        'current or joint torque): record with it in joint_states.effort '
+                        '(ros2_control map_interface_to_joint_state), or pass '
+                        '--states-topic for the topic that has it')
+    raise DataError(f'bag {path}: no usable samples on {topic} (rejected: {rejected})')
+
+
+def _check_effort(path, topic, effort, joints):
+    """Refuse efforts that are NaN or inf in every message of a joint (named)."""
+    finite = np.isfinite(effort).any(axis=0)
+    if not finite.all():
+        bad = [j for j, ok in zip(joints, finite) if not ok]
+        raise DataError(f'bag {path}: the effort of {bad[0]} on {topic} is NaN or inf in '
+                        f'every message ({len(bad)} of {len(joints)} joints: {bad}): the '
+                        'driver does not publish it')

@@ -49,6 +49,70 @@ def _mcap_file(bag):
     return files[0]
 
 
+def _open_for_writing_by(path):
+    """Pids of other processes holding ``path`` open for writing (Linux /proc; else [])."""
+    path = Path(path)
+    try:
+        target = os.stat(path)
+    except OSError:
+        return []
+    pids = []
+    proc = Path('/proc')
+    if not proc.is_dir():
+        return []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = list((entry / 'fd').iterdir())
+        except OSError:
+            continue       # another user's process, or it just ended
+        for fd in fds:
+            try:
+                st = os.stat(fd)
+                if (st.st_dev, st.st_ino) != (target.st_dev, target.st_ino):
+                    continue
+                flags = int((entry / 'fdinfo' / fd.name).read_text().split('flags:')[1]
+                            .split()[0], 8)
+            except (OSError, ValueError, IndexError):
+                continue
+            if flags & (os.O_WRONLY | os.O_RDWR):
+                pids.append(int(entry.name))
+                break
+    return pids
+
+
+def writer_alive(bag):
+    """Pid of a live process still writing ``bag``, or None.
+
+    Looks at the recorder's lock file (``.recorder.lock`` holds its pid) and,
+    on Linux, at the processes holding the bag's MCAP file open for writing
+    (``ros2 bag record`` leaves no lock file).
+
+    Parameters
+    ----------
+    bag : path-like
+        The bag folder (or its ``.mcap`` file).
+
+    Returns
+    -------
+    int or None
+    """
+    bag = Path(bag)
+    bag = bag.parent if bag.is_file() else bag
+    try:
+        pid = int((bag / LOCK_NAME).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pid = None
+    if pid is not None and pid != os.getpid() and _pid_alive(pid):
+        return pid
+    for mcap in sorted(bag.glob('*.mcap')) + sorted(bag.glob('*.db3')):
+        pids = _open_for_writing_by(mcap)
+        if pids:
+            return pids[0]
+    return None
+
+
 def is_unfinished(bag):
     """True if ``bag`` is a recorder folder with an MCAP file but no ``metadata.yaml``."""
     bag = Path(bag)
@@ -70,12 +134,7 @@ def find_unfinished(output_dir):
     for bag in sorted(p for p in output_dir.iterdir() if p.is_dir()):
         if not is_unfinished(bag):
             continue
-        lock = bag / LOCK_NAME
-        try:
-            pid = int(lock.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            pid = None
-        if pid is not None and pid != os.getpid() and _pid_alive(pid):
+        if writer_alive(bag) is not None:
             continue  # another live recorder is writing it
         found.append(bag)
     return found
@@ -208,13 +267,18 @@ def recover_bag(path, keep_truncated=True):
     Raises
     ------
     DataError
-        If the folder has no MCAP file or the file is not MCAP.
+        If the folder has no MCAP file, the file is not MCAP, or its writer is
+        still running (the bag is left untouched).
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
     path = Path(path)
     bag = path.parent if path.is_file() else path
     if (bag / 'metadata.yaml').exists():
         return {'path': str(bag), 'messages': {}, 'lost_bytes': 0, 'already_complete': True}
+    pid = writer_alive(bag)
+    if pid is not None:
+        raise DataError(f'bag {bag} is still being written (process {pid} is alive): not '
+                        'recovered; wait until its recorder stops, then read it')
     source = _mcap_file(bag)
     scan = scan_mcap(source)
     lost = scan['size'] - scan['complete_records_end']
