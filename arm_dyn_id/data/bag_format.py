@@ -19,6 +19,8 @@ JSON, last message, on close or recovery).
 
 import struct
 
+import numpy as np
+
 CONFIG_TOPIC = '/arm_dyn_id/config'
 SUMMARY_TOPIC = '/arm_dyn_id/recording_summary'
 STRING = 'std_msgs/msg/String'
@@ -94,3 +96,84 @@ def joint_state_layout(raw):
     if pos > len(raw):
         return None
     return {'names': tuple(names), 'arrays': arrays, 'length': len(raw)}
+
+
+def constant_mask(layout):
+    """Byte columns of a layout that all its messages share: all but the stamp and floats.
+
+    Parameters
+    ----------
+    layout : dict
+        From :func:`joint_state_layout`.
+
+    Returns
+    -------
+    ndarray of bool, (layout['length'],)
+    """
+    mask = np.ones(layout['length'], dtype=bool)
+    mask[4:12] = False
+    for count, off in layout['arrays']:
+        mask[off:off + 8 * count] = False
+    return mask
+
+
+def _ranges(mask):
+    """[start, stop) byte ranges where ``mask`` is True."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
+    return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+
+
+def decode_joint_state_block(block, max_layouts=8):
+    """Decode many JointState CDR messages of one byte length at once.
+
+    Messages whose non-numeric bytes (encapsulation, frame id, joint names,
+    array lengths and padding) equal those of a template message share its
+    :func:`joint_state_layout`, so their stamps and position, velocity and
+    effort arrays are strided float64 columns of ``block``. The first row is
+    the first template; rows that differ from it are tried against their own
+    first row, up to ``max_layouts`` layouts.
+
+    Parameters
+    ----------
+    block : ndarray of uint8, (k, length)
+        One serialised message (CDR with its 4-byte header) per row.
+    max_layouts : int
+        Layouts tried before the remaining rows are left to a deserialiser.
+
+    Returns
+    -------
+    decoded : list of (rows, names, stamp, position, velocity, effort)
+        ``rows`` (m,) int64 indexes into ``block``; ``names`` tuple of str (n);
+        ``stamp`` (m,) s, ``header.stamp``; ``position``, ``velocity``,
+        ``effort`` (m, count) float64 with each array's own count (0 when empty).
+    rest : ndarray of int64
+        Rows not decoded (big-endian or malformed CDR, or more layouts than
+        ``max_layouts``): deserialise them one by one.
+    """
+    rows = np.arange(block.shape[0])
+    decoded = []
+    rest = []
+    for _ in range(max_layouts):
+        if not rows.size:
+            break
+        layout = joint_state_layout(block[rows[0]].tobytes())
+        if layout is None:
+            rest.append(rows[:1])
+            rows = rows[1:]
+            continue
+        sub = block if rows.size == block.shape[0] else block[rows]
+        same = np.ones(rows.size, dtype=bool)
+        template = sub[0]
+        for a, b in _ranges(constant_mask(layout)):
+            same &= (sub[:, a:b] == template[a:b]).all(axis=1)
+        if not same.all():
+            sub = sub[same]
+        sec = np.ascontiguousarray(sub[:, 4:8]).view('<i4')[:, 0]
+        nsec = np.ascontiguousarray(sub[:, 8:12]).view('<u4')[:, 0]
+        stamp = sec.astype(np.float64) + nsec.astype(np.float64) * 1e-9
+        arrays = [np.ascontiguousarray(sub[:, off:off + 8 * count]).view('<f8')
+                  for count, off in layout['arrays']]
+        decoded.append((rows[same], layout['names'], stamp, *arrays))
+        rows = rows[~same]
+    rest.append(rows)
+    return decoded, np.sort(np.concatenate(rest)).astype(np.int64)

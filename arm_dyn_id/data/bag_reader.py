@@ -30,6 +30,7 @@ import yaml
 from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.data.bag_format import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, joint_state_layout, typestore)
+from arm_dyn_id.data.mcap_records import joint_state_batches, raw_messages
 from arm_dyn_id.data.joint_states import (
     EMPTY_ARRAY, LENGTH_MISMATCH, MISSING_JOINTS, JointStateCheck, Rejection)
 from arm_dyn_id.data.motor import CurrentToTorque
@@ -343,7 +344,7 @@ def read_markers(reader, by_topic):
     for topic, conn in by_topic.items():
         if conn.msgtype != STRING or not topic.endswith('excitation_segments'):
             continue
-        for _, log_time, raw in reader.messages([conn]):
+        for _, log_time, raw in raw_messages(reader, [conn]):
             text = store.deserialize_cdr(raw, STRING).data
             try:
                 marker = json.loads(text)
@@ -556,9 +557,11 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         def reject(rejection, count):
             rejected[rejection] = rejected.get(rejection, 0) + count
 
-        def flush():
-            log = np.asarray(logs, dtype=np.int64)
-            for rows, names, stamp, pos, vel, eff in _decode_batch(batch, store, fast):
+        def flush(decoded=None, log=None):
+            if decoded is None:
+                decoded = _decode_batch(batch, store, fast)
+                log = np.asarray(logs, dtype=np.int64)
+            for rows, names, stamp, pos, vel, eff in decoded:
                 k = len(names)
                 seen_names.add(names)
                 # the names and array lengths are shared by the whole run of rows: one
@@ -577,7 +580,14 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                 chunks.append((rows + done, stamp, pos[:, idx], vel, eff[:, idx],
                                log[rows] * 1e-9))
 
-        for _, log_time, raw in reader.messages([conn]):
+        # MCAP: whole chunks decoded with NumPy (data.mcap_records); None: rosbags below
+        batches = joint_state_batches(reader, conn) if fast else None
+        for decoded, count, log in batches or ():
+            flush(decoded, log)
+            done += count
+            if progress is not None:
+                progress(done, total)
+        for _, log_time, raw in reader.messages([conn]) if batches is None else ():
             batch.append(raw)
             logs.append(log_time)
             if len(batch) >= BATCH:
