@@ -35,6 +35,7 @@ PROG = 'arm-dyn-id'
 
 #: name -> (module, one-line help used until the module defines HELP)
 COMMANDS = {
+    'check': ('arm_dyn_id.cli.check', 'pre-flight check of a bag against the nominal URDF'),
     'demo': ('arm_dyn_id.cli.demo', 'run the whole pipeline on a simulated arm'),
     'design': ('arm_dyn_id.cli.design', 'design excitation trajectories for an arm'),
     'fit': ('arm_dyn_id.cli.fit', 'fit the dynamic model to a recorded bag'),

@@ -1,0 +1,255 @@
+"""The pre-flight check: ``arm-dyn-id check`` and :mod:`arm_dyn_id.validation.check`.
+
+Synthetic recordings of real URDFs (our humanoid arm and example-robot-data's UR5):
+static holds at random poses, fast moves between them (which the quasi-static
+selection must leave out) and slow moves in both directions, torque = G(q) (pinocchio)
++ Coulomb and viscous friction + current noise, stored as motor current
+I = τ / k_e in a plain ``ros2 bag record`` bag (only /joint_states). Faults a new
+driver makes are put in the effort: one joint's sign reversed, one k_e off by 2x,
+two joints' efforts swapped, torque published where current was expected.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arm_dyn_id.cli import main
+from arm_dyn_id.data.bag_writer import write_bag
+from arm_dyn_id.errors import DataError
+from arm_dyn_id.model.robot import RobotModel
+from arm_dyn_id.validation.check import (FAIL, OK, UNTESTABLE, check_gravity, check_samples,
+                                         nominal_gravity)
+
+REPO = Path(__file__).resolve().parent.parent
+HUMANOID = REPO / 'urdf' / 'humanoid_arm.urdf'
+ERD = Path(sys.prefix) / 'lib' / f'python{sys.version_info.major}.{sys.version_info.minor}' / \
+    'site-packages' / 'cmeel.prefix' / 'share' / 'example-robot-data' / 'robots'
+UR5 = ERD / 'ur_description' / 'urdf' / 'ur5_robot.urdf'
+UR5_K_E = np.array([13.0, 13.0, 10.0, 4.0, 4.0, 4.0])
+HUMANOID_K_E = np.array([0.5, 0.5, 0.3, 0.2, 0.1, 0.05])
+
+
+def ur5():
+    if not UR5.is_file():
+        pytest.skip(f'example-robot-data is not installed ({UR5} is absent)')
+    return UR5
+
+
+def recording(urdf, k_e, seed=0, rate=200.0, poses=10, current_noise=0.02):
+    """Holds, fast moves and slow moves of an arm; (robot, t, q, current, tau).
+
+    Returns
+    -------
+    robot : RobotModel
+    t : ndarray, (N,)
+        s.
+    q : ndarray, (N, n)
+        rad (encoder noise 1e-5 rad).
+    current : ndarray, (N, n)
+        A: (G(q) + friction) / k_e + noise.
+    tau : ndarray, (N, n)
+        The true joint torque (N·m).
+    """
+    rng = np.random.default_rng(seed)
+    robot = RobotModel.from_urdf(urdf)
+    n = robot.n_joints
+    dt = 1.0 / rate
+    pieces = []
+    q_now = np.zeros(n)
+
+    def cycloid(delta, seconds):
+        s = np.arange(1, int(seconds * rate) + 1) / (seconds * rate)
+        return q_now + np.outer(s - np.sin(2 * np.pi * s) / (2 * np.pi), delta)
+
+    for _ in range(poses):
+        target = rng.uniform(-1.3, 1.3, n)
+        pieces.append(cycloid(target - q_now, 1.0))           # fast: left out
+        q_now = target
+        pieces.append(np.tile(q_now, (int(1.0 * rate), 1)))   # hold
+        # slow move, peak 0.03 rad/s, forth then back
+        delta = rng.choice([-1.0, 1.0], n) * 0.045
+        pieces.append(cycloid(delta, 3.0))
+        q_now = pieces[-1][-1]
+        pieces.append(np.tile(q_now, (int(0.5 * rate), 1)))
+        pieces.append(cycloid(-delta, 3.0))
+        q_now = pieces[-1][-1]
+        pieces.append(np.tile(q_now, (int(0.5 * rate), 1)))
+    q_true = np.vstack(pieces)
+    t = 1000.0 + dt * np.arange(q_true.shape[0])
+    dq = np.gradient(q_true, dt, axis=0)
+    coulomb = 0.01 * np.abs(nominal_gravity(robot, q_true)).max(axis=0) + 0.02
+    tau = nominal_gravity(robot, q_true) + coulomb * np.tanh(dq / 0.002) + 0.5 * dq
+    current = tau / k_e + current_noise * rng.standard_normal(tau.shape)
+    q = q_true + 1e-5 * rng.standard_normal(q_true.shape)
+    return robot, t, q, current, tau
+
+
+def slow(t, q):
+    """The quasi-static mask and filtered velocities, as the command uses them."""
+    from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
+    return quasi_static_mask(t, q), filtered_derivatives(t, q)[1]
+
+
+def bag(tmp_path, urdf, k_e, effort_fault=None, name='bag', **kw):
+    robot, t, q, current, tau = recording(urdf, k_e, **kw)
+    effort = current if effort_fault is None else effort_fault(current.copy(), tau)
+    return write_bag(tmp_path / name, t, robot.joint_names, q, effort), robot
+
+
+def run_check(capsys, path, urdf, k_e, *extra):
+    code = main(['check', str(path), '--urdf', str(urdf), '--quiet', '--torque-constants',
+                 ','.join(f'{k:g}' for k in k_e), *extra])
+    out = capsys.readouterr().out
+    return code, out
+
+
+def row(out, joint):
+    return next(line for line in out.splitlines() if line.startswith(joint + ' '))
+
+
+# -- the core on arrays ---------------------------------------------------------
+
+def test_core_finds_sign_scale_offset_and_leaves_unloaded_joints_alone():
+    robot, t, q, current, tau = recording(HUMANOID, HUMANOID_K_E, poses=8)
+    measured = current * HUMANOID_K_E
+    measured[:, 1] *= -1                       # sign
+    measured[:, 2] *= 2.0                      # k_e off 2x
+    measured[:, 3] += 0.3                      # offset (N·m)
+    mask, velocity = slow(t, q)
+    result = check_samples(robot, q, measured, mask=mask, velocity=velocity,
+                           torque_constants=HUMANOID_K_E)
+    by = {c.joint: c for c in result.joints}
+    assert by['joint_1'].status == OK and abs(by['joint_1'].scale - 1) < 0.05
+    assert by['joint_2'].status == FAIL and 'sign flipped' in by['joint_2'].verdict
+    assert abs(by['joint_2'].scale + 1) < 0.05
+    assert by['joint_3'].status == FAIL and 'scale off x2.0' in by['joint_3'].verdict
+    assert 'offset +0.' in by['joint_4'].verdict and by['joint_4'].status != FAIL
+    assert abs(by['joint_4'].offset - 0.3) < 0.03
+    assert by['joint_1'].friction > 0     # the Coulomb friction of the slow moves
+    assert abs(by['joint_4'].offset_current - 0.3 / HUMANOID_K_E[3]) < 0.2
+    assert result.failed and 'joint_2' in result.verdict and 'joint_3' in result.verdict
+
+
+def test_core_passes_clean_data_and_reports_a_vertical_axis_as_not_testable():
+    robot, t, q, current, tau = recording(ur5(), UR5_K_E, poses=6)
+    mask, velocity = slow(t, q)
+    result = check_samples(robot, q, current * UR5_K_E, mask=mask, velocity=velocity,
+                           torque_constants=UR5_K_E)
+    by = {c.joint: c for c in result.joints}
+    assert result.status == OK, result.table()
+    # the base joint turns about the vertical: gravity never loads it
+    assert by['shoulder_pan_joint'].status == UNTESTABLE
+    assert 'not testable here' in by['shoulder_pan_joint'].verdict
+    for j in ('shoulder_lift_joint', 'elbow_joint'):
+        assert by[j].status == OK and abs(by[j].scale - 1) < 0.05
+
+
+def test_core_names_a_swapped_pair():
+    robot, t, q, current, tau = recording(HUMANOID, HUMANOID_K_E, poses=8, seed=3)
+    measured = tau + 0.01 * np.random.default_rng(1).standard_normal(tau.shape)
+    measured[:, [0, 2]] = measured[:, [2, 0]]
+    result = check_gravity(robot.joint_names, nominal_gravity(robot, q), measured)
+    by = {c.joint: c for c in result.joints}
+    assert by['joint_1'].swapped_with == 'joint_3', result.table()
+    assert by['joint_3'].swapped_with == 'joint_1'
+    assert by['joint_2'].status == OK and by['joint_2'].swapped_with is None
+
+
+def test_core_refuses_data_it_cannot_use():
+    G = np.ones((50, 2))
+    with pytest.raises(DataError, match='must both be'):
+        check_gravity(('a', 'b'), G, np.ones((50, 3)))
+    with pytest.raises(DataError, match='quasi-static'):
+        check_gravity(('a', 'b'), G[:3], G[:3])
+    with pytest.raises(DataError, match='NaN'):
+        check_gravity(('a', 'b'), G, np.full((50, 2), np.nan))
+    with pytest.raises(DataError, match='zero at every sample'):
+        check_gravity(('a', 'b'), 0 * G, G)
+    robot = RobotModel.from_urdf(HUMANOID)
+    with pytest.raises(DataError, match='none of the 4 samples'):
+        check_samples(robot, np.zeros((4, 6)), np.zeros((4, 6)), mask=np.zeros(4, bool))
+
+
+def test_table_stays_aligned_with_long_joint_names():
+    joints = ('j', 'a_very_long_prefixed_shoulder_lift_joint')
+    rng = np.random.default_rng(0)
+    G = np.column_stack([rng.uniform(-5, 5, 100), rng.uniform(-20, 20, 100)])
+    text = check_gravity(joints, G, G + 0.01 * rng.standard_normal(G.shape)).table()
+    lines = text.splitlines()[:4]
+    assert len({line.index('scale') if 'scale' in line else None for line in lines[:1]}) == 1
+    ends = {len(line) for line in lines[2:4]}
+    assert len(ends) == 1 or all(line.rstrip().endswith('ok') for line in lines[2:4])
+    starts = {line.index('+') for line in lines[2:4]}
+    assert len(starts) == 1
+
+
+# -- arm-dyn-id check on bags -------------------------------------------------
+
+@pytest.mark.parametrize('urdf_of, k_e', [(lambda: HUMANOID, HUMANOID_K_E),
+                                          (ur5, UR5_K_E)], ids=['humanoid', 'ur5'])
+def test_clean_bag_passes(tmp_path, capsys, urdf_of, k_e):
+    urdf = urdf_of()
+    path, robot = bag(tmp_path, urdf, k_e)
+    code, out = run_check(capsys, path, urdf, k_e, '--json', str(tmp_path / 'c.json'))
+    assert code == 0, out
+    assert 'OK:' in out
+    doc = json.loads((tmp_path / 'c.json').read_text())
+    assert doc['status'] == 'ok' and set(doc['joints']) == set(robot.joint_names)
+    tested = [j for j in doc['joints'].values() if j['status'] == 'ok']
+    assert len(tested) >= 2 and all(abs(j['scale'] - 1) < 0.05 for j in tested)
+    # the fast moves between poses are not used
+    assert 0 < doc['n_quasi_static'] < doc['n_read']
+
+
+def test_flipped_sign_is_found_and_named(tmp_path, capsys):
+    path, _ = bag(tmp_path, HUMANOID, HUMANOID_K_E,
+                  effort_fault=lambda cur, tau: cur * [1, -1, 1, 1, 1, 1])
+    code, out = run_check(capsys, path, HUMANOID, HUMANOID_K_E)
+    assert code == 4, out
+    assert 'sign flipped' in row(out, 'joint_2')
+    assert 'sign' not in row(out, 'joint_1') and 'FAIL' in out
+
+
+def test_torque_constant_off_by_two_is_found_and_named(tmp_path, capsys):
+    urdf = ur5()
+    path, _ = bag(tmp_path, urdf, UR5_K_E)
+    wrong = UR5_K_E * [1, 1, 2, 1, 1, 1]          # the user's k_e of the elbow is 2x
+    code, out = run_check(capsys, path, urdf, wrong, '--json', str(tmp_path / 'c.json'))
+    assert code == 4, out
+    assert 'scale off x2.0' in row(out, 'elbow_joint')
+    assert 'ok' in row(out, 'shoulder_lift_joint')
+    elbow = json.loads((tmp_path / 'c.json').read_text())['joints']['elbow_joint']
+    assert abs(elbow['scale'] - 2) < 0.1
+
+
+def test_swapped_joints_are_found_and_named(tmp_path, capsys):
+    urdf = ur5()
+
+    def swap(cur, tau):
+        cur[:, [1, 2]] = cur[:, [2, 1]]
+        return cur
+    path, _ = bag(tmp_path, urdf, UR5_K_E, effort_fault=swap)
+    code, out = run_check(capsys, path, urdf, UR5_K_E)
+    assert code == 4, out
+    assert 'swapped with elbow_joint' in row(out, 'shoulder_lift_joint')
+    assert 'swapped with shoulder_lift_joint' in row(out, 'elbow_joint')
+
+
+def test_torque_in_effort_read_as_current_is_recognised(tmp_path, capsys):
+    urdf = ur5()
+    path, _ = bag(tmp_path, urdf, UR5_K_E, effort_fault=lambda cur, tau: tau)
+    code, out = run_check(capsys, path, urdf, UR5_K_E)
+    assert code == 4, out
+    assert 'looks like torque, not current' in row(out, 'shoulder_lift_joint')
+    assert '--effort torque' in out
+
+
+def test_without_torque_constants_one_clear_line(tmp_path, capsys):
+    path, _ = bag(tmp_path, HUMANOID, HUMANOID_K_E, poses=2)
+    code = main(['check', str(path), '--urdf', str(HUMANOID), '--quiet'])
+    err = capsys.readouterr().err
+    assert code != 0 and '--torque-constants' in err and 'Traceback' not in err
+    assert len(err.strip().splitlines()) == 1
