@@ -80,12 +80,13 @@ def joint_metrics(reference, predicted, joints, noise_amplitude=None):
 def metrics_table(metrics, title=None, unit_scale=1.0, unit='N·m'):
     """Plain-text table like seed 000 Tables 3-4 (max torque, RMSE, RMSE %)."""
     lines = [title] if title else []
-    lines.append(f'{"joint":<10} {"max |tau| (" + unit + ")":>16} {"RMSE (" + unit + ")":>14} '
+    w = max([10] + [len(str(m.joint)) for m in metrics])     # long joint names stay aligned
+    lines.append(f'{"joint":<{w}} {"max |tau| (" + unit + ")":>16} {"RMSE (" + unit + ")":>14} '
                  f'{"RMSE %":>8} {"MAE (" + unit + ")":>13} {"rho":>7}')
     for m in metrics:
-        lines.append(f'{m.joint:<10} {m.max_torque * unit_scale:>16.4f} '
+        lines.append(f'{m.joint:<{w}} {m.max_torque * unit_scale:>16.4f} '
                      f'{m.rmse * unit_scale:>14.5f} {m.rmse_percent:>8.3f} '
                      f'{m.mae * unit_scale:>13.5f} {m.rho:>7.4f}')
     mean_pct = np.nanmean([m.rmse_percent for m in metrics])
-    lines.append(f'{"mean":<10} {"":>16} {"":>14} {mean_pct:>8.3f}')
+    lines.append(f'{"mean":<{w}} {"":>16} {"":>14} {mean_pct:>8.3f}')
     return '\n'.join(lines)
