@@ -12,7 +12,11 @@ and ``gravity_query`` -> ``gravity_result`` queries matched by ``header.frame_id
 (error replies: empty effort, ``name = ['error: <message>']``). With
 ``serve_only: true`` it only serves ``model_file`` and reloads it when it changes.
 
-The Trigger services ``~/fit``, ``~/save``, ``~/reload`` live on a small helper
+``~/check`` runs the pre-flight check (arm_dyn_id.validation.check) on the samples
+held: the measured torques of the still or slow parts against the URDF's gravity,
+answering with the table (success false when a sign, a swap or a scale fails).
+
+The Trigger services ``~/fit``, ``~/check``, ``~/save``, ``~/reload`` live on a small helper
 node spun in its own thread: a fit takes seconds and its reply waits for it, while
 the 1 kHz paths keep running on the EventsExecutor. See docs/identifier.md.
 """
@@ -35,6 +39,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
+from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
 from arm_dyn_id.identification.pipeline import fit_gravity
@@ -47,6 +52,7 @@ from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
 from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
+from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
 
 NODE_NAME = 'identifier_node'
 BASE_PREFIX = 'base_parameters.'
@@ -408,6 +414,34 @@ class IdentifierNode(Node):
             self.get_logger().info(f'{self.model_file} changed: reloading')
             self._reload_pending = self.request_reload('file changed')
 
+    def check(self):
+        """The pre-flight check on the samples held; (success, table or reason).
+
+        Quasi-static samples (arm_dyn_id.data.segmentation.quasi_static_mask) of
+        the torques received, against the nominal URDF's gravity; success is
+        False when a joint fails or no joint could be checked.
+        """
+        if self.serve_only or self.buffer is None:
+            return False, 'serve_only is true: this node holds no samples to check'
+        t, q, tau = self.buffer.snapshot()
+        if len(t) == 0:
+            return False, ('no data: no joint_torques samples received yet; hold the arm '
+                           'still at a few poses (or move it slowly) with the recorder running')
+        # stamps that do not move forward (a replayed or restarted stream) are left out
+        keep = np.ones(len(t), dtype=bool)
+        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        t, q, tau = t[keep], q[keep], tau[keep]
+        try:
+            mask = quasi_static_mask(t, q)
+            velocity = filtered_derivatives(t, q)[1]
+            result = check_samples(self.robot, q, tau, mask=mask, velocity=velocity,
+                                   torque_constants=np.abs(self.config.joint_torque_gains))
+        except DataError as exc:
+            return False, f'check not possible: {exc}'
+        head = (f'pre-flight check of {len(t)} samples ({result.n_samples} quasi-static) '
+                f'against {self.config.urdf}\n\n')
+        return result.status not in (FAIL, UNTESTABLE), head + result.table()
+
     def save(self):
         """Write the current model to ``model_file`` (atomic); (success, message)."""
         model = self.model
@@ -478,6 +512,8 @@ class IdentifierNode(Node):
         services = ReentrantCallbackGroup()
         timers = MutuallyExclusiveCallbackGroup()
         commands.create_service(Trigger, f'{base}/fit', self._fit_srv, callback_group=services)
+        commands.create_service(Trigger, f'{base}/check', self._check_srv,
+                                callback_group=services)
         commands.create_service(Trigger, f'{base}/save', self._save_srv,
                                 callback_group=services)
         commands.create_service(Trigger, f'{base}/reload', self._reload_srv,
@@ -504,6 +540,10 @@ class IdentifierNode(Node):
 
     def _reload_srv(self, request, response):
         return self._wait(self.request_reload(), response)
+
+    def _check_srv(self, request, response):
+        response.success, response.message = self.check()
+        return response
 
     def _save_srv(self, request, response):
         response.success, response.message = self.save()

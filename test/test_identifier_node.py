@@ -137,7 +137,7 @@ class Probe(RosHarness):
         self.states = node.create_publisher(JointState, 'joint_states', QOS)
         self.client = GravityClient(node)
         self.services = {name: node.create_client(Trigger, f'/identifier_node/{name}')
-                         for name in ('fit', 'save', 'reload')}
+                         for name in ('fit', 'save', 'reload', 'check')}
         self.get_params = node.create_client(GetParameters, '/identifier_node/get_parameters')
         self.set_params = node.create_client(SetParameters, '/identifier_node/set_parameters')
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -408,4 +408,33 @@ def test_fit_failures_are_replies_not_crashes(ros_env, tmp_path, robot):
         h.wait_for(lambda: probe.diag('fit_status') and 'failed' in probe.diag('fit_status'),
                    5.0, what='fit status in diagnostics')
         assert 'bad marker' in json.loads(probe.diag('errors'))
+    assert stop(proc) == 0, node_output(proc)
+
+
+def test_check_service_runs_the_preflight_check_on_the_samples_held(ros_env, tmp_path, robot):
+    from test_check import recording
+    proc = start_identifier(ros_env, {'config_file': str(write_config(tmp_path)),
+                                      'fit_on_done': False})
+    _, t, q, tau, _ = recording(URDF, np.ones(6), rate=50.0, poses=5, current_noise=0.01)
+    ns = np.round(t * 1e9).astype(np.int64)
+    dq = np.zeros_like(q)
+    with Probe(ros_env.domain_id) as h:
+        probe = h
+        h.wait_for_subscribers(probe.torques, timeout=20.0)
+        res = h.trigger('check', timeout=20.0)
+        assert not res.success and 'no data' in res.message, res.message
+        # holds and slow moves whose torques agree with the URDF: the table says OK
+        probe.publish_data(ns, q, dq, tau, [])
+        probe.wait_samples(len(ns))
+        res = h.trigger('check', timeout=30.0)
+        assert res.success, res.message
+        assert 'OK:' in res.message and 'joint_1' in res.message, res.message
+        # the same motion again with joint_2's sign reversed: the check fails on joint_2
+        later = ns + ns[-1] - ns[0] + 1_000_000_000
+        probe.publish_data(later, q, dq, tau * [1, -1, 1, 1, 1, 1], [])
+        probe.wait_samples(2 * len(ns))
+        res = h.trigger('check', timeout=30.0)
+        assert not res.success, res.message
+        row = next(line for line in res.message.splitlines() if line.startswith('joint_2 '))
+        assert 'ok' not in row and 'joint_2' in res.message.split('FAIL:')[1], res.message
     assert stop(proc) == 0, node_output(proc)
