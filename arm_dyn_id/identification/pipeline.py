@@ -34,8 +34,9 @@ from arm_dyn_id.validation.metrics import joint_metrics
 #: Fraction of forward/backward pairs held out by default (``arm-dyn-id fit --holdout``).
 DEFAULT_HOLDOUT = 0.2
 
-#: Where segment markers come from: recorded when present else detected, or one of them.
-SEGMENT_MODES = ('auto', 'markers', 'detect')
+#: Where the fitted samples come from: sweep pairs from recorded markers when present,
+#: else detected sweeps, else the quasi-static parts ('auto'); or one of them.
+SEGMENT_MODES = ('auto', 'markers', 'detect', 'quasi_static')
 
 
 def clean_markers(markers):
@@ -74,9 +75,10 @@ def choose_markers(t, q, joints, markers=None, mode='auto', where='the data', ph
     joints : sequence of str, (n,)
     markers : list of dict, optional
         Recorded markers (cleaned here with :func:`clean_markers`).
-    mode : {'auto', 'markers', 'detect'}
+    mode : {'auto', 'markers', 'detect', 'quasi_static'}
         Recorded markers only, detection in q only, or recorded sweeps when
-        there are any, else detection.
+        there are any, else detection (``'quasi_static'`` uses no markers: an
+        empty list is returned).
     where : str
         Names the record in error messages (a bag path).
     phase : callable, optional
@@ -95,6 +97,8 @@ def choose_markers(t, q, joints, markers=None, mode='auto', where='the data', ph
     """
     if mode not in SEGMENT_MODES:
         raise ValueError(f'segments {mode!r}: choose from {SEGMENT_MODES}')
+    if mode == 'quasi_static':
+        return [], 'quasi_static'
     markers = clean_markers(markers)
     has_sweeps = any(m['phase'] == 'sweep' for m in markers)
     if mode == 'markers' and not has_sweeps:
@@ -321,6 +325,8 @@ class GravityPipelineFit:
     def summary(self):
         """What the fit used and found, as plain types (the CLI's ``fit_summary``)."""
         model = self.model
+        if self.marker_source == 'quasi_static':
+            return self._quasi_static_summary()
         return {
             'segments': {'source': self.marker_source,
                          'sweeps': sum(1 for m in self.markers if m['phase'] == 'sweep'),
@@ -341,12 +347,41 @@ class GravityPipelineFit:
             'noise_std': self.noise_std.tolist(),
         }
 
+    def _quasi_static_summary(self):
+        model, info = self.model, self.info
+        counts = info['samples']
+        return {
+            'segments': {'source': 'quasi_static', 'sweeps': 0, 'pairs': 0,
+                         'holds': counts['holds'], 'slow_bins': counts['slow_bins'],
+                         'quasi_static_samples': counts['quasi_static'],
+                         'raw_samples': counts['raw']},
+            'holdout': {'fraction': self.holdout, 'seed': self.seed,
+                        'held_out_samples': counts['held_out'],
+                        'training_samples': counts['fitted'],
+                        'held_out_groups': counts['held_out_groups'],
+                        'training_groups': counts['training_groups'],
+                        'note': 'whole holds and slow-motion segments are held out; held_out '
+                        'metrics are on samples the model never saw' if counts['held_out']
+                        else 'nothing held out: training metrics are in-sample'},
+            'quasi_static': {k: v for k, v in info.items() if k != 'source'},
+            'full_dynamics': info['full_dynamics'],
+            'fit': model.metadata.get('fit'),
+            'selection': model.metadata.get('selection'),
+            'base_parameters': {'names': list(model.base.names),
+                                'expressions': list(model.base.expressions()),
+                                'values': model.beta.tolist(),
+                                'std_errors': model.std_errors.tolist()},
+            'friction': {k: v.tolist() for k, v in model.friction.items()},
+            'noise_std': self.noise_std.tolist(),
+        }
+
 
 def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_METHODS,
                 holdout=DEFAULT_HOLDOUT, seed=0, segments='auto', joints=None,
                 robot_name=None, provenance=None, folds=HOLDOUT_FOLDS, phase=None,
-                where='the data'):
-    """Fit and validate the gravity model of reciprocating data (seed 000).
+                where='the data', dq=None, quasi_static=None, rest_friction=None):
+    """Fit and validate the gravity model of reciprocating data (seed 000) or of any
+    recording's quasi-static parts.
 
     Parameters
     ----------
@@ -371,8 +406,11 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
         in [0, 1); 0 fits every pair (the identifier node).
     seed : int
         Seed of the hold-out and of the selector's folds.
-    segments : {'auto', 'markers', 'detect'}
-        See :func:`choose_markers`.
+    segments : {'auto', 'markers', 'detect', 'quasi_static'}
+        See :func:`choose_markers`. ``'quasi_static'`` fits the holds and slow
+        motion of the recording (:mod:`arm_dyn_id.identification.quasi_static`);
+        ``'auto'`` falls back to it when there are no recorded sweep markers and
+        no sweep pair is detected.
     joints : sequence of str, optional
         Joint names for the metrics; default ``robot.joint_names``.
     robot_name : str, optional
@@ -385,6 +423,15 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
         ``phase(text)`` hears the steps as they start (progress output).
     where : str
         Names the record in error messages (``bag PATH``).
+    dq : ndarray, (N, n), optional
+        Measured joint velocities (rad/s) for the quasi-static selection;
+        estimated from q when absent.
+    quasi_static : dict, optional
+        Thresholds of the quasi-static selection: ``max_speed`` (rad/s),
+        ``max_acceleration`` (rad/s²), ``min_duration`` (s), ``min_samples``.
+    rest_friction : float or array_like (n,), optional
+        Bound on friction at rest in the quasi-static fit (N·m); default from
+        the data (see :func:`_fit_quasi_static`).
 
     Returns
     -------
@@ -412,8 +459,20 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
         t, q, tau = t[order], q[order], tau[order]
     joints = list(robot.joint_names if joints is None else joints)
     say = phase or (lambda text: None)
-    markers, source = choose_markers(t, q, joints, markers, segments, where, phase)
-    fit_markers, held, train = split_pairs(t, markers, holdout, seed)
+    qs_options = dict(noise=noise, holdout=holdout, seed=seed, joints=joints,
+                      robot_name=robot_name, provenance=provenance, where=where, say=say,
+                      dq=dq, thresholds=quasi_static, rest_friction=rest_friction)
+    if segments == 'quasi_static':
+        return _fit_quasi_static(robot, t, q, tau, **qs_options)
+    recorded = any(m['phase'] == 'sweep' for m in clean_markers(markers))
+    try:
+        markers, source = choose_markers(t, q, joints, markers, segments, where, phase)
+        fit_markers, held, train = split_pairs(t, markers, holdout, seed)
+    except DataError as exc:
+        if segments != 'auto' or recorded:
+            raise
+        say(f'no forward/backward sweep pairs ({exc}): fitting the quasi-static samples')
+        return _fit_quasi_static(robot, t, q, tau, **qs_options)
     say(f'segments from {source}: {len(held) + len(train)} forward/backward pairs, '
         f'{len(held)} held out for validation')
     say(f'fitting ({", ".join(methods)}) on {len(train)} pairs')
@@ -437,6 +496,137 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
                               held_out=held, training=train, markers=markers,
                               marker_source=source, noise_std=noise_std, holdout=holdout,
                               seed=seed, seconds=seconds)
+
+
+def _fit_quasi_static(robot, t, q, tau, *, noise, holdout, seed, joints, robot_name,
+                      provenance, where, say, dq=None, thresholds=None, rest_friction=None):
+    """:func:`fit_gravity` on the quasi-static samples of a recording.
+
+    Holds and slow moving segments are the units of hold-out; the held-out ones
+    are scored with the same metrics as sweep pairs (friction fitted on slow
+    motion removed from the reference, friction at rest left in it).
+    """
+    from arm_dyn_id.identification import quasi_static as qs
+    from arm_dyn_id.identification.estimators import IdentificationResult, Selection
+    from arm_dyn_id.identification.pairing import PairedData
+    from arm_dyn_id.model.base_parameters import gravity_base_parameters
+    from arm_dyn_id.model.gravity import GravityModel
+
+    opts = dict(thresholds or {})
+    min_samples = int(opts.pop('min_samples', qs.MIN_QUASI_STATIC_SAMPLES))
+    started = time.perf_counter()
+    samples = qs.quasi_static_samples(t, q, tau, dq=dq, **opts)
+    motion = samples.motion
+    th = samples.thresholds
+    rich_note = None
+    if motion['rich']:
+        rich_note = (f'the full-dynamics fit applies (arm_dyn_id.identification.full_dynamics.'
+                     f'identify_full): {100 * motion["fast_fraction"]:.0f} % of the samples '
+                     f'move faster than {th["max_speed"]:g} rad/s, with '
+                     f'{motion["joints_moving"]:.1f} joints moving at once on average; '
+                     f'the quasi-static fit uses only '
+                     f'{100 * samples.n_quasi_static / max(samples.n_raw, 1):.1f} % of them')
+        say(rich_note)
+    base = gravity_base_parameters(robot)
+    need = max(min_samples, int(np.ceil(base.count / max(robot.n_joints, 1))) + 1)
+    if samples.n_samples < need:
+        what = (f'only {samples.n_samples} quasi-static samples ({len(samples.holds)} holds, '
+                f'{int((~samples.is_hold).sum())} bins of slow motion; |q̇| <= '
+                f'{th["max_speed"]:g} rad/s, |q̈| <= {th["max_acceleration"]:g} rad/s² for '
+                f'{th["min_duration"]:g} s) in {where}, at least {need} needed')
+        if motion['rich']:
+            raise DataError(f'{what}: the recording is rich motion, fit the full dynamics '
+                            '(identify_full) instead')
+        raise DataError(f'{what}: record static poses held for a second or two, or slow '
+                        'moves, or the reciprocating excitation')
+    noise_raw = noise_estimate(tau)
+    sigma = np.asarray(noise, dtype=float) if noise is not None else noise_raw
+    say(f'quasi-static samples: {len(samples.holds)} holds and '
+        f'{int((~samples.is_hold).sum())} bins of slow motion from '
+        f'{samples.n_quasi_static} of {samples.n_raw} samples')
+    held = qs.choose_held_out(robot, base, samples, holdout, seed, sigma)
+    train = ~held
+    say(f'fitting gravity (weighted least squares) on {int(train.sum())} samples, '
+        f'{int(held.sum())} held out for validation')
+    context = f' from the quasi-static samples of {where}'
+    fit = qs.fit_quasi_static(robot, base, samples, train, sigma, rest_friction, context)
+    seconds = time.perf_counter() - started
+    train_samples = qs._subset(samples, train)
+    residual_rms = np.sqrt(np.mean(fit.residuals ** 2, axis=0))
+    result = IdentificationResult(
+        method='wls_quasi_static', names=tuple(base.names), beta=fit.beta,
+        std_errors=np.sqrt(np.clip(np.diag(fit.cov), 0, None)), covariance=fit.cov,
+        residuals=fit.residuals, condition_number=fit.condition, rank=base.count,
+        n_samples=int(train.sum()), inliers=np.ones(int(train.sum()), dtype=bool),
+        noise_std=residual_rms, seconds=seconds)
+    selection = Selection(by='single_candidate', method=result.method,
+                          reason='quasi-static data: one weighted least-squares fit with '
+                          'per-sample weights 1/(σ²/k + s²), no estimator choice')
+    names = list(robot.joint_names)
+    friction_note = {
+        'rest_friction_bound': fit.rest_friction.tolist(),
+        'bound_source': {names[j]: fit.bound_source[j] for j in range(len(names))},
+        'note': 'friction at rest is not cancelled on static holds (no forward/backward '
+                'average): each hold\'s torque may differ from gravity by up to the bound, '
+                'assumed uniform in ±bound and weighted accordingly; the bound is the '
+                'Coulomb level fitted on slow motion (coulomb), given (given), or '
+                f'{100 * qs.REST_FRICTION_FRACTION:g} % of the joint\'s largest torque '
+                '(fraction)',
+    }
+    info = {
+        'source': 'quasi_static', 'thresholds': th,
+        'samples': {'raw': samples.n_raw, 'quasi_static': samples.n_quasi_static,
+                    'holds': len(samples.holds),
+                    'slow_bins': int((~samples.is_hold).sum()),
+                    'fitted': int(train.sum()), 'held_out': int(held.sum()),
+                    'held_out_groups': int(len(np.unique(samples.group[held]))),
+                    'training_groups': int(len(np.unique(samples.group[train])))},
+        'joint_range_rad': {k: v['range'] for k, v in
+                            qs.joint_coverage(robot, train_samples).items()},
+        'excitation': fit.excitation,
+        'excitation_note': 'per base parameter, 1/sqrt of the diagonal of the inverse of '
+                           'the scaled normal matrix: 1 when its regressor column is '
+                           'independent of the others, near 0 when the others explain it',
+        'friction_at_rest': friction_note,
+        'friction_joints': [names[j] for j in fit.fjoints],
+        'motion': motion,
+        'full_dynamics': rich_note or 'not indicated: the recording is mostly slow or one '
+                                      'joint at a time',
+    }
+    metadata = {
+        'fit': {'method': result.method, 'averaged_forward_backward': False,
+                'quasi_static': True, 'condition_number': float(fit.condition),
+                'n_samples': int(train.sum()), 'residual_rms': residual_rms.tolist(),
+                'noise_std': residual_rms.tolist(), 'seconds': float(seconds),
+                'rest_friction_bound': fit.rest_friction.tolist(), 'candidates': {}},
+        'selection': selection.to_dict(),
+        'provenance': dict(provenance or {}),
+    }
+    friction = {k: v.copy() for k, v in fit.friction.items()}
+    model = GravityModel(robot.copy(), base, fit.beta, result.std_errors, friction, metadata)
+    validation, cases = {}, {}
+    comp = samples.tau - qs.friction_torque(samples, fit)
+    for case, rows in (('held_out', held), ('training', train)):
+        if rows.sum() < 2:
+            continue
+        pred = model.gravity_torques(samples.q[rows])
+        metrics = joint_metrics(comp[rows], pred, joints, noise_raw)
+        validation[case] = metrics_dict(metrics, noise_raw)
+        moving = np.argmax(np.abs(samples.dq[rows]), axis=1)
+        moving[samples.is_hold[rows]] = -1
+        paired = PairedData(q=samples.q[rows], tau=comp[rows],
+                            friction=samples.tau[rows] - comp[rows], dq=samples.dq[rows],
+                            moving_joint=moving, pair_id=samples.group[rows])
+        cases[case] = (paired, pred)
+    model.metadata['validation'] = dict(validation)
+    if robot_name is not None:
+        model.metadata['robot_name'] = robot_name
+    gfit = GravityFit(model=model, result=result, candidates={result.method: result},
+                      paired=None, info={'n_raw_samples': int(len(t))}, selection=selection)
+    return GravityPipelineFit(model=model, fit=gfit, validation=validation, cases=cases,
+                              held_out=[], training=[], markers=[],
+                              marker_source='quasi_static', noise_std=noise_raw,
+                              holdout=holdout, seed=seed, seconds=seconds, info=info)
 
 
 def fit_gravity_recording(recording, robot, config=None, **options):
@@ -469,6 +659,10 @@ def fit_gravity_recording(recording, robot, config=None, **options):
     provenance.update(options.pop('provenance', None) or {})
     options.setdefault('joints', list(recording.joints))
     options.setdefault('where', f'bag {recording.source}')
+    dq = getattr(recording, 'dq', None)
+    if options.get('dq') is None and dq is not None and np.shape(dq) == np.shape(recording.q) \
+            and np.all(np.isfinite(dq)) and np.any(dq != 0):
+        options['dq'] = dq
     return fit_gravity(robot, recording.t, recording.q, recording.tau, recording.markers,
                        provenance=provenance, **options)
 
