@@ -63,3 +63,15 @@ def test_refusals_name_the_problem(robot, data):
         split_pairs(t, [m for m in markers if m.get('direction') != -1], 0.2, 0)
     assert clean_markers([{'t': 0.0, 'phase': 'sweep'}, {'error': 'x'}, 'x',
                           {'t': 1.0, 'phase': 'settle'}]) == [{'t': 1.0, 'phase': 'settle'}]
+
+
+def test_auto_falls_back_to_quasi_static_only_without_markers_and_sweeps():
+    from test_quasi_static import recording
+    robot = RobotModel.from_urdf(URDF)
+    t, q, tau, _ = recording(robot, np.random.default_rng(4), n_poses=20)
+    fit = fit_gravity(robot, t, q, tau, None, segments='auto')
+    assert fit.marker_source == 'quasi_static' and fit.held_out == [] == fit.markers
+    assert fit.summary()['segments']['holds'] >= 15
+    # an explicit sweep mode still refuses data without sweeps
+    with pytest.raises(DataError, match='no constant-speed sweep'):
+        fit_gravity(robot, t, q, tau, None, segments='detect')
