@@ -93,10 +93,14 @@ def slow(t, q):
     return quasi_static_mask(t, q), filtered_derivatives(t, q)[1]
 
 
-def bag(tmp_path, urdf, k_e, effort_fault=None, name='bag', **kw):
+def bag(tmp_path, urdf, k_e, effort_fault=None, name='bag', storage='mcap', jitter=0.0,
+        **kw):
     robot, t, q, current, tau = recording(urdf, k_e, **kw)
     effort = current if effort_fault is None else effort_fault(current.copy(), tau)
-    return write_bag(tmp_path / name, t, robot.joint_names, q, effort), robot
+    # uneven stamps (RTDE-like logs): each shifted by up to jitter x the step
+    t = t + jitter * np.diff(t[:2]) * np.random.default_rng(7).uniform(0, 1, t.shape)
+    return write_bag(tmp_path / name, t, robot.joint_names, q, effort, storage=storage,
+                     version=8), robot
 
 
 def run_check(capsys, path, urdf, k_e, *extra):
@@ -245,6 +249,16 @@ def test_torque_in_effort_read_as_current_is_recognised(tmp_path, capsys):
     assert code == 4, out
     assert 'looks like torque, not current' in row(out, 'shoulder_lift_joint')
     assert '--effort torque' in out
+
+
+def test_effort_that_is_torque_passes_with_effort_torque(tmp_path, capsys):
+    urdf = ur5()
+    path, _ = bag(tmp_path, urdf, UR5_K_E, effort_fault=lambda cur, tau: tau, rate=100.0,
+                  storage='sqlite3', jitter=0.4)
+    code = main(['check', str(path), '--urdf', str(urdf), '--quiet', '--effort', 'torque'])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert 'ok' in row(out, 'shoulder_lift_joint') and 'ok' in row(out, 'elbow_joint')
 
 
 def test_without_torque_constants_one_clear_line(tmp_path, capsys):
