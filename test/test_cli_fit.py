@@ -320,8 +320,8 @@ def test_validate_other_gravity(tmp_path, data):
 # -- errors ---------------------------------------------------------------------------
 
 def _one_error_line(res):
-    """Exit code 1 and exactly one error line (progress phase lines may precede it)."""
-    assert res.returncode == 1, (res.stdout, res.stderr)
+    """Exit code 2 and exactly one error line (progress phase lines may precede it)."""
+    assert res.returncode == 2, (res.stdout, res.stderr)
     lines = [ln for ln in res.stderr.splitlines() if ln.strip() and not ln.startswith('[')]
     assert len(lines) == 1, res.stderr
     assert lines[0].startswith('arm-dyn-id fit: error: ')

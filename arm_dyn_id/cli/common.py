@@ -55,98 +55,349 @@ class Progress:
         return update
 
 
-def add_data_arguments(parser):
-    """Options that say how to read a bag (shared by fit and validate)."""
-    parser.add_argument('bag', type=Path, help='rosbag2 bag folder (MCAP or sqlite3)')
+def add_data_arguments(parser, several=False):
+    """Options that say how to read a bag and what arm it holds (fit, validate, check).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    several : bool
+        Positional ``bags`` (one or more) instead of one ``bag``.
+    """
+    if several:
+        parser.add_argument('bags', type=Path, nargs='+', metavar='BAG',
+                            help='rosbag2 bag folder(s) (MCAP or sqlite3); several are read '
+                            'one after another')
+    else:
+        parser.add_argument('bag', type=Path, help='rosbag2 bag folder (MCAP or sqlite3)')
     parser.add_argument('--config', type=Path,
-                        help='arm config YAML (joints, torque_constants, urdf); optional for '
-                        'recorder bags, which store theirs')
-    parser.add_argument('--urdf', type=Path, help='URDF to use instead of the config\'s')
+                        help='arm config YAML (/**: ros__parameters: urdf, joints, '
+                        'torque_constants, ...); optional: --urdf and --torque-constants '
+                        'suffice, and recorder bags store theirs')
+    parser.add_argument('--urdf', type=Path, help='the arm\'s URDF (instead of the config\'s)')
     parser.add_argument('--torque-constants', metavar='K1,K2,...',
-                        help='torque constants k_e (N·m/A) per joint, replacing the config\'s')
+                        help='torque constants k_e (N·m/A) per joint, in the order of the '
+                        'joints (the URDF\'s movable joints unless --joints or the config '
+                        'says otherwise)')
+    parser.add_argument('--effort', choices=('current', 'torque'), default='current',
+                        help='what joint_states.effort holds: motor current in A (default; '
+                        'converted with the torque constants) or joint torque in N·m '
+                        '(Franka-style drivers; no torque constants)')
+    parser.add_argument('--joints', metavar='J1,J2,...',
+                        help='the joints to fit, by URDF name (default: the config\'s, else '
+                        'every movable joint of the URDF in its order)')
+    parser.add_argument('--joint-map', metavar='BAG_NAME:URDF_NAME,...',
+                        help='rename joints of the bag to the URDF\'s (names that differ by a '
+                        'prefix, e.g. ur_shoulder_pan_joint, are matched without it)')
+    parser.add_argument('--gravity-vector', metavar='GX,GY,GZ',
+                        help='gravity (m/s²) in the URDF\'s root frame for an arm mounted '
+                        'tilted, on a wall or a ceiling (default 0,0,-9.81)')
     parser.add_argument('--states-topic', metavar='TOPIC',
-                        help='JointState topic with the current in effort (default: '
-                        '/joint_states, or the one the recorder stored)')
+                        help='JointState topic to read (default: the recorder\'s, else '
+                        '/joint_states, else the only JointState topic)')
     parser.add_argument('--segments', choices=('auto', 'markers', 'detect'), default='auto',
                         help='sweep segments from the bag\'s markers, detected from the '
                         'joint angles, or markers when present else detected (default)')
     parser.add_argument('--recover', action='store_true',
-                        help='repair an unfinished recorder bag (no metadata.yaml) first')
+                        help='repair an unfinished recorder bag (no metadata.yaml) first; a '
+                        'bag whose writer is still running is never touched')
+    parser.add_argument('--force', action='store_true',
+                        help='go on past a refusal: a bag recorded with another URDF, or (fit) '
+                        'a fit the data cannot support, written marked "rejected"')
     parser.add_argument('--quiet', action='store_true', help='no progress output')
 
 
-def parse_constants(text, n=None):
+def parse_constants(text, n=None, option='--torque-constants', unit='N·m/A'):
     try:
         values = [float(x) for x in text.replace(' ', '').split(',') if x]
     except ValueError as exc:
-        raise ConfigError(f'--torque-constants {text!r}: give numbers separated by commas '
-                          '(N·m/A per joint)') from exc
+        raise ConfigError(f'{option} {text!r}: give numbers separated by commas '
+                          f'({unit} per joint)') from exc
+    if not values or not all(np.isfinite(values)):
+        raise ConfigError(f'{option} {text!r}: give finite numbers separated by commas')
     if n is not None and len(values) != n:
-        raise ConfigError(f'--torque-constants has {len(values)} values, the arm has {n} '
+        raise ConfigError(f'{option} has {len(values)} values, the arm has {n} '
                           'joints: give one per joint in the order of joints')
     return values
 
 
+def parse_joint_map(text):
+    """``--joint-map a:b,c:d`` -> {'a': 'b', 'c': 'd'} (bag name -> URDF name)."""
+    if not text:
+        return {}
+    mapping = {}
+    for item in text.split(','):
+        item = item.strip()
+        if not item:
+            continue
+        bag_name, sep, urdf_name = item.partition(':')
+        if not sep or not bag_name.strip() or not urdf_name.strip():
+            raise ConfigError(f'--joint-map item {item!r}: write BAG_NAME:URDF_NAME, comma '
+                              'separated')
+        mapping[bag_name.strip()] = urdf_name.strip()
+    if len(set(mapping.values())) != len(mapping):
+        raise ConfigError(f'--joint-map {text!r} maps two bag joints onto one URDF joint')
+    return mapping
+
+
+def check_gravity_options(args):
+    """``--gravity`` and ``--gravity-vector``: (magnitude or None, unit direction or None)."""
+    magnitude = getattr(args, 'gravity', None)
+    if magnitude is not None and not (np.isfinite(magnitude) and magnitude > 0):
+        raise ConfigError(f'--gravity {magnitude:g} must be a positive magnitude (m/s²)')
+    text = getattr(args, 'gravity_vector', None)
+    if not text:
+        return magnitude, None
+    g = np.array(parse_constants(text, 3, '--gravity-vector', 'm/s²'))
+    norm = float(np.linalg.norm(g))
+    if norm <= 0:
+        raise ConfigError(f'--gravity-vector {text}: must not be zero')
+    if magnitude is not None and abs(magnitude - norm) > 1e-6 * norm:
+        raise ConfigError(f'--gravity {magnitude:g} disagrees with --gravity-vector {text} '
+                          f'(|g| = {norm:g}): give one of them')
+    return norm, g / norm
+
+
+def _stored_urdf(stored):
+    """The URDF a recorder bag's stored config names, when it is found; else None."""
+    from arm_dyn_id.paths import resolve_data_file
+    source = stored.get('config_file')
+    if source and Path(source).is_file():
+        from arm_dyn_id.config import read_parameter_file
+        try:
+            name = read_parameter_file(source).get('urdf')
+            if name:
+                path = resolve_data_file(name, 'urdf', Path(source).parent)
+                if path.is_file():
+                    return path
+        except ConfigError:
+            pass
+    if stored.get('urdf'):
+        path = resolve_data_file(stored['urdf'], 'urdf')
+        if path.is_file():
+            return path
+    return None
+
+
 def arm_setup(args, stored=None):
-    """Configuration, current conversion and URDF from the options and the bag.
+    """The arm of a command: configuration and current conversion from options and bag.
+
+    Sources, highest first: the options (--urdf, --joints, --torque-constants,
+    --effort, --gravity, --gravity-vector), the --config file, the configuration a
+    recorder stored in the bag. Joints default to the URDF's movable joints;
+    limits are not needed offline.
 
     Returns
     -------
-    config : ArmConfig or None
-    conversion : CurrentToTorque or None
-        None: use the bag's stored configuration.
+    config : ArmConfig
+    conversion : CurrentToTorque
+        Effort -> joint torque (identity for ``--effort torque``).
+
+    Raises
+    ------
+    ConfigError, DataError, URDFError
+        One line naming the missing or wrong option, key or file.
     """
-    from arm_dyn_id.config import load_arm_config
+    import dataclasses
+    from arm_dyn_id.config import ARM_KEYS, ArmConfig, check_keys, read_parameter_file
     from arm_dyn_id.data.motor import CurrentToTorque
-    config = None
+    from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.paths import resolve_data_file
+    effort = getattr(args, 'effort', None) or 'current'
+    magnitude, direction = check_gravity_options(args)
+    params, base_dir, source = {}, None, None
     if args.config is not None:
-        overrides = {}
-        if args.urdf is not None:
-            overrides['urdf'] = str(args.urdf.expanduser().resolve())
-        if args.torque_constants:
-            overrides['torque_constants'] = parse_constants(args.torque_constants)
-        config = load_arm_config(args.config, overrides=overrides)
-        return config, CurrentToTorque.from_config(config)
-    if args.torque_constants and stored is not None:
-        doc = dict(stored)
-        doc['torque_constants'] = parse_constants(args.torque_constants, len(doc['joints']))
-        return None, CurrentToTorque.from_dict(doc)
-    return None, None
+        resolved = resolve_data_file(args.config, 'config')
+        params = read_parameter_file(resolved)
+        check_keys(params, resolved)
+        base_dir, source = resolved.parent, resolved
+    elif stored:
+        params = {k: v for k, v in stored.items() if k in ARM_KEYS and k != 'urdf'}
+        urdf = _stored_urdf(stored)
+        if urdf is not None:
+            params['urdf'] = str(urdf)
+    if args.urdf is not None:
+        params['urdf'] = str(args.urdf.expanduser().resolve())
+    if not params.get('urdf'):
+        raise DataError('no URDF for the arm: pass --urdf PATH (or --config naming its urdf)')
+    urdf = resolve_data_file(params['urdf'], 'urdf', base_dir) \
+        if isinstance(params['urdf'], str) else None
+    if getattr(args, 'joints', None):
+        params['joints'] = [j.strip() for j in args.joints.split(',') if j.strip()]
+    if 'joints' not in params and urdf is not None and urdf.is_file():
+        params['joints'] = list(RobotModel.from_urdf(urdf).joint_names)
+    joints = params.get('joints') if isinstance(params.get('joints'), list) else None
+    n = len(joints) if joints else None
+    if args.torque_constants:
+        if effort == 'torque':
+            raise ConfigError('--torque-constants with --effort torque: effort is already '
+                              'joint torque (N·m); drop one of them')
+        params['torque_constants'] = parse_constants(args.torque_constants, n)
+    if effort == 'torque':
+        for key in ('torque_constants', 'current_signs', 'current_offsets', 'gear_ratios',
+                    'efficiencies'):
+            params.pop(key, None)
+    elif 'torque_constants' not in params:
+        raise ConfigError(f'effort is read as motor current (A): pass --torque-constants '
+                          f'K1,...,K{n or "n"} (N·m/A, one per joint in the order '
+                          f'{joints}), --effort torque if it is already N·m, or --config')
+    config = ArmConfig.from_params(params, base_dir=base_dir, source=source,
+                                   need_limits=False,
+                                   need_torque_constants=effort == 'current')
+    if magnitude is not None or direction is not None:
+        config = dataclasses.replace(
+            config, gravity=config.gravity if magnitude is None else magnitude,
+            gravity_direction=config.gravity_direction if direction is None else direction)
+    return config, CurrentToTorque.from_config(config)
 
 
 def urdf_for(args, config, stored):
     """The URDF path: --urdf, the config's, or the stored config's (file beside/shipped)."""
-    from arm_dyn_id.paths import resolve_data_file
     if args.urdf is not None:
         return args.urdf.expanduser()
     if config is not None:
         return config.urdf
     if stored:
-        source = stored.get('config_file')
-        if source and Path(source).is_file():
-            from arm_dyn_id.config import load_arm_config
-            return load_arm_config(source).urdf
-        if stored.get('urdf'):
-            path = resolve_data_file(stored['urdf'], 'urdf')
-            if path.is_file():
-                return path
+        path = _stored_urdf(stored)
+        if path is not None:
+            return path
     raise DataError('no URDF for the fit: pass --config (an arm config naming its urdf) or '
                     '--urdf PATH')
 
 
-def read(args, conversion, progress):
-    """Read the bag named by ``args``, reporting what was read; (Recording, seconds)."""
+def check_same_robot(bag, stored, config, force=False):
+    """Refuse a bag recorded for another robot than ``config`` names.
+
+    Compares the robot name and the URDF's sha256 the recorder stored in the
+    bag (``/arm_dyn_id/config``) with the given configuration. Plain bags
+    store neither and pass.
+
+    Raises
+    ------
+    DataError
+        Unless ``force``.
+    """
+    from arm_dyn_id.config import file_sha256
+    if not stored or force:
+        return
+    name = stored.get('robot_name')
+    if name and config.source is not None and name != config.robot_name:
+        raise DataError(f'bag {bag} was recorded for robot {name!r}, the config '
+                        f'{config.source} is for {config.robot_name!r}: give the config of '
+                        'the arm that was recorded (or --force)')
+    sha = stored.get('urdf_sha256')
+    if sha and Path(config.urdf).is_file() and file_sha256(config.urdf) != sha:
+        raise DataError(f'bag {bag} was recorded with another URDF than {config.urdf} '
+                        f'(robot {name!r}, URDF sha256 {sha[:12]}... vs '
+                        f'{file_sha256(config.urdf)[:12]}...): give the URDF it was recorded '
+                        'with (or --force)')
+
+
+def check_out(out, bags):
+    """Refuse an output folder that cannot be written or lies inside an input bag.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder, user-expanded (not created yet).
+    """
+    import os
+    out = Path(out).expanduser()
+    target = out.resolve()
+    for bag in bags:
+        b = Path(bag).expanduser().resolve()
+        if target == b or b in target.parents:
+            raise ConfigError(f'--out {out} is inside the input bag {bag}: choose a folder '
+                              'outside it')
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f'--out {out} is a file, not a folder')
+    if (target / 'metadata.yaml').exists():
+        raise ConfigError(f'--out {out} is a rosbag2 bag: choose another folder')
+    parent = target
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f'--out {out}: cannot write in {parent}')
+    return out
+
+
+def describe_quality(q):
+    """One line of what reading kept and dropped, with every discarded message counted."""
+    dropped = q['duplicates'] + q['out_of_order'] + q['nonfinite'] + \
+        sum((q.get('rejected') or {}).values())
+    parts = [f'{q["rate_hz"]:.1f} Hz']
+    if q['gaps']:
+        parts.append(f'{q["gaps"]} gaps (longest {q["max_gap_s"]:.3g} s, ~{q["drops"]} '
+                     'samples missing; not interpolated)')
+    else:
+        parts.append('no gaps')
+    if dropped:
+        what = [f'{q[k]} {label}' for k, label in (
+            ('duplicates', 'repeated stamps'), ('out_of_order', 'backward stamps'),
+            ('nonfinite', 'NaN or inf')) if q[k]]
+        what += [f'{v} {k.replace("_", " ")}' for k, v in (q.get('rejected') or {}).items()
+                 if v]
+        parts.append(f'dropped {dropped} of {q["messages"]} messages ({", ".join(what)})')
+    else:
+        parts.append(f'nothing dropped of {q["messages"]} messages')
+    return ', '.join(parts)
+
+
+def read(args, conversion, progress, bag=None):
+    """Read one bag (``bag``, default ``args.bag``), reporting what was read.
+
+    Returns
+    -------
+    rec : Recording
+    seconds : float
+    """
     from arm_dyn_id.data.bag_reader import read_bag
-    progress.phase(f'reading {args.bag}')
+    bag = args.bag if bag is None else bag
+    progress.phase(f'reading {bag}')
     t0 = time.perf_counter()
-    rec = read_bag(args.bag, config=conversion, states_topic=args.states_topic,
-                   recover=args.recover, progress=progress.bar('reading'))
+    rec = read_bag(bag, config=conversion, states_topic=args.states_topic,
+                   recover=args.recover, progress=progress.bar('reading'),
+                   joint_map=parse_joint_map(getattr(args, 'joint_map', None)))
     seconds = time.perf_counter() - t0
-    q = rec.quality['loaded']
+    for note in rec.notes:
+        progress.phase(note)
     progress.phase(f'read {rec.n_samples} samples of {len(rec.joints)} joints from '
-                   f'{rec.states_topic} in {seconds:.1f} s ({q["rate_hz"]:.1f} Hz, '
-                   f'{q["gaps"]} gaps, {q["drops"]} drops, {q["nonfinite"]} NaN)')
+                   f'{rec.states_topic} in {seconds:.1f} s '
+                   f'({describe_quality(rec.quality["loaded"])})')
     return rec, seconds
+
+
+def read_all(args, conversion, progress, bags):
+    """Read every bag and place them one after another (:func:`concatenate_recordings`).
+
+    Returns
+    -------
+    rec : Recording
+    seconds : float
+    """
+    from arm_dyn_id.data.bag_reader import concatenate_recordings
+    recs, seconds = [], 0.0
+    for bag in bags:
+        rec, s = read(args, conversion, progress, bag)
+        recs.append(rec)
+        seconds += s
+    if len(recs) > 1:
+        progress.phase(f'{len(recs)} bags read one after another: {sum(r.n_samples for r in recs)}'
+                       ' samples')
+    return concatenate_recordings(recs), seconds
+
+
+def parse_methods(text):
+    """``--methods`` -> tuple of estimator names, refusing unknown and empty ones."""
+    from arm_dyn_id.identification.estimators import ESTIMATORS
+    methods = tuple(m.strip() for m in (text or '').split(',') if m.strip())
+    if not methods:
+        raise ConfigError(f'--methods {text!r} is empty: choose from {", ".join(ESTIMATORS)}')
+    for m in methods:
+        if m not in ESTIMATORS:
+            raise ConfigError(f'--methods: unknown estimator {m!r}; choose from '
+                              f'{", ".join(ESTIMATORS)}')
+    return methods
 
 
 def _finite(obj):

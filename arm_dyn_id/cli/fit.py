@@ -1,15 +1,23 @@
-"""Fit the gravity model to a rosbag2 bag (MCAP or sqlite3, metadata version 8 or 9).
+"""Fit the gravity model to rosbag2 bags (MCAP or sqlite3, metadata version 8 or 9).
 
-The bag holds sensor_msgs/JointState with the motor current in effort (plain
-`ros2 bag record`), or is a recorder bag with its stored configuration. Segments
-come from the bag's excitation_segments markers, or are detected in the joint
-angles when it has none. A fraction of the forward/backward pairs (--holdout,
-seeded) is held out: the model is fitted on the others and validated on them.
+A bag holds sensor_msgs/JointState with the motor current (or, with --effort
+torque, the joint torque) in effort, as plain `ros2 bag record /joint_states`
+writes it, or is a recorder bag with its stored configuration. Only the URDF and
+the torque constants are needed: the joints default to the URDF's movable joints,
+extra joints in the messages are ignored, prefixed names are matched. Several
+bags are read one after another. Segments come from the bags' markers, or are
+detected in the joint angles. A fraction of the forward/backward pairs
+(--holdout, seeded) is held out: the model is fitted on the others and validated
+on them. A fit the data cannot support (constant or random effort, gravity
+torques far from the URDF's, held-out predictions that do not follow) is refused
+with exit code 3; --force writes it marked "rejected".
 
 Writes DIR/model.yaml, DIR/identified.urdf, DIR/validation.json, DIR/fit_data.npz
 and DIR/report.html (unless --no-report).
 
 examples:
+  arm-dyn-id fit my_bag/ --urdf arm.urdf --torque-constants 8.2,8.2,6.1,2.3,2.3,2.3 --out fit/
+  arm-dyn-id fit day1/ day2/ --urdf panda.urdf --effort torque --out fit/
   arm-dyn-id fit my_bag/ --config my_arm.yaml --out fit/
   arm-dyn-id fit recording_20250101T120000_000Z/ --urdf arm.urdf --out fit/ --holdout 0
 """
@@ -18,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from arm_dyn_id.cli.common import (Progress, add_data_arguments, arm_setup, metrics_text, read,
-                                   urdf_for, write_json)
+from arm_dyn_id.cli.common import (Progress, add_data_arguments, arm_setup, check_out,
+                                   check_same_robot, metrics_text, parse_methods, read_all,
+                                   write_json)
 from arm_dyn_id.errors import ConfigError, DataError
 
 HELP = 'fit the gravity model to a rosbag2 bag (MCAP or sqlite3)'
@@ -28,8 +37,12 @@ HELP = 'fit the gravity model to a rosbag2 bag (MCAP or sqlite3)'
 PLOT_SAMPLES = 10000
 
 
+class FitRefused(Exception):
+    """The fit ran but the data cannot support it (exit code 3)."""
+
+
 def add_arguments(parser):
-    add_data_arguments(parser)
+    add_data_arguments(parser, several=True)
     parser.add_argument('--out', type=Path, required=True, metavar='DIR',
                         help='output folder (model.yaml, identified.urdf, validation.json, '
                         'report.html)')
@@ -42,66 +55,97 @@ def add_arguments(parser):
                         help='estimators to run, comma separated (wls, joint_by_joint, '
                         'threshold, irls, pso); the one best on held-out pairs is kept')
     parser.add_argument('--gravity', type=float,
-                        help='gravity (m/s²) the bag was recorded at (default: the config\'s)')
+                        help='gravity magnitude (m/s²) the bag was recorded at (default: the '
+                        'config\'s, else 9.81)')
     parser.add_argument('--no-report', action='store_true', help='do not write report.html')
 
 
 def fit_bag(args, progress):
     """Everything ``fit`` does except the report; returns the output paths.
 
-    Resolves the arm from the options and the bag, reads it, hands the
-    recording to :func:`arm_dyn_id.identification.pipeline.fit_gravity_recording`
-    and writes model.yaml, identified.urdf, validation.json and fit_data.npz.
+    Checks the options and the output folder, resolves the arm from the options
+    and the bags, reads them, hands the recording to
+    :func:`arm_dyn_id.identification.pipeline.fit_gravity_recording`, judges the
+    result (:func:`arm_dyn_id.validation.plausibility.judge_fit`) and writes
+    model.yaml, identified.urdf, validation.json and fit_data.npz.
+
+    Raises
+    ------
+    FitRefused
+        The fit is implausible and ``--force`` was not given (nothing written).
     """
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.identification.pipeline import fit_gravity_recording
     from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.validation.plausibility import judge_fit
     if not 0 <= args.holdout < 1:
         raise ConfigError(f'--holdout {args.holdout} must be in [0, 1)')
-    bag = args.bag.expanduser()
-    if not bag.exists():
-        raise DataError(f'bag {bag} does not exist')
-    stored = read_stored_config(bag)
-    config, conversion = arm_setup(args, stored)
-    if conversion is None and stored is None:
-        raise DataError(f'bag {bag} has no stored configuration (/arm_dyn_id/config): pass '
-                        '--config with the arm\'s joints and torque_constants to convert '
-                        'currents to torques')
-    urdf = urdf_for(args, config, stored)
-    rec, read_s = read(args, conversion, progress)
-    gravity = args.gravity or (config.gravity if config else None) or \
-        float((stored or {}).get('gravity', 9.81))
-    robot = RobotModel.from_urdf(urdf, joints=rec.joints, gravity=gravity)
-    methods = tuple(m.strip() for m in args.methods.split(',') if m.strip())
+    methods = parse_methods(args.methods)
+    bags = [b.expanduser() for b in args.bags]
+    out = check_out(args.out, bags)
+    for bag in bags:
+        if not bag.exists():
+            raise DataError(f'bag {bag} does not exist')
+    stored = [read_stored_config(bag) for bag in bags]
+    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    for bag, doc in zip(bags, stored):
+        check_same_robot(bag, doc, config, force=args.force)
+    urdf = config.urdf
+    rec, read_s = read_all(args, conversion, progress, bags)
+    gravity = config.gravity
+    robot = RobotModel.from_urdf(urdf, joints=rec.joints, gravity=gravity,
+                                 gravity_direction=config.gravity_direction)
+    if not np.allclose(config.gravity_direction, (0.0, 0.0, -1.0)):
+        progress.phase(f'gravity {np.round(config.gravity_vector, 4).tolist()} m/s² in the '
+                       'URDF\'s root frame')
     # the config names the arm; without one, the name the recorder stored
-    robot_name = None if config else (stored or {}).get('robot_name')
+    robot_name = None if args.config else next(
+        (s.get('robot_name') for s in stored if s and s.get('robot_name')), None)
     fitted = fit_gravity_recording(
-        rec, robot, config, methods=methods, holdout=args.holdout, seed=args.seed,
-        segments=args.segments, robot_name=robot_name,
-        provenance={'data': str(bag), 'config': str(args.config or '')},
+        rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
+        seed=args.seed, segments=args.segments, robot_name=robot_name,
+        provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
+                    'effort': args.effort},
         where=f'bag {rec.source}', phase=progress.phase)
     model, res, sel = fitted.model, fitted.result, fitted.selection
     progress.phase(f'fitted {model.base.count} base parameters with {res.method} in '
                    f'{fitted.seconds:.1f} s (condition number {res.condition_number:.3g}; '
                    f'chosen {sel.by.replace("_", "-")})')
-    out = args.out.expanduser()
+    case = 'held_out' if 'held_out' in fitted.cases else 'training'
+    paired, predicted = fitted.cases[case]
+    verdict = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
+                        noise=fitted.noise_std, joints=rec.joints,
+                        held_out=case == 'held_out')
+    if not verdict.ok and not args.force:
+        raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
+                         'the model marked rejected)')
     out.mkdir(parents=True, exist_ok=True)
-    paths = {'model': model.save(out / 'model.yaml')}
+    if verdict.ok:
+        paths = {'model': model.save(out / 'model.yaml')}
+    else:
+        progress.phase(f'warning: the fit is implausible ({verdict.reason}); written '
+                       'because of --force, marked rejected')
+        paths = {'model': _save_rejected(model, out / 'model.yaml', verdict.reason)}
     urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
     if urdf_note is None:
         paths['urdf'] = out / 'identified.urdf'
     else:
         progress.phase(f'identified URDF not written: {urdf_note}')
     summary = {
-        'bag': str(bag), 'states_topic': rec.states_topic, 'joints': list(rec.joints),
+        'bag': str(bags[0]), 'bags': [str(b) for b in bags], 'states_topic': rec.states_topic,
+        'joints': list(rec.joints), 'joint_names_matched': dict(rec.name_map),
+        'notes': list(rec.notes), 'effort': args.effort,
         'urdf': str(urdf), 'config': str(args.config) if args.config else None,
-        'gravity': gravity, 'n_samples': rec.n_samples,
-        'duration_s': float(rec.t[-1] - rec.t[0]),
+        'gravity': gravity, 'gravity_vector': config.gravity_vector.tolist(),
+        'n_samples': rec.n_samples, 'duration_s': float(rec.t[-1] - rec.t[0]),
         'quality': rec.quality['loaded'], 'recorded_quality': rec.quality.get('recorded'),
         **fitted.summary(),
+        'plausibility': {'ok': verdict.ok, 'reason': verdict.reason, **verdict.checks},
         'timings_s': {'read': read_s, 'fit': fitted.seconds},
         'outputs': {k: str(v) for k, v in paths.items()},
     }
+    if rec.quality.get('bags'):
+        summary['quality_per_bag'] = rec.quality['bags']
     validation = dict(fitted.validation, fit_summary=summary)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
@@ -109,6 +153,16 @@ def fit_bag(args, progress):
     paths['data'] = _save_plot_data(out / 'fit_data.npz', rec, model, sweeps, held_starts,
                                     fitted.cases)
     return paths, validation
+
+
+def _save_rejected(model, path, reason):
+    """The model file with ``rejected: <reason>`` after its schema lines."""
+    import yaml
+    doc = model.to_dict()
+    doc = {k: doc[k] for k in ('schema', 'version') if k in doc} | {'rejected': reason} | \
+        {k: v for k, v in doc.items() if k not in ('schema', 'version')}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=100))
+    return path
 
 
 def _write_urdf(model, urdf, path):
@@ -156,8 +210,16 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
 
 
 def run(args):
+    import sys
     progress = Progress(quiet=args.quiet)
-    paths, validation = fit_bag(args, progress)
+    try:
+        paths, validation = fit_bag(args, progress)
+    except FitRefused as exc:
+        if getattr(args, 'debug', False):
+            import traceback
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f'arm-dyn-id fit: {exc}', file=sys.stderr)
+        return 3
     print(metrics_text(validation))
     if not args.no_report:
         from arm_dyn_id.validation.report import write_report

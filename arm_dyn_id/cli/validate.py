@@ -6,7 +6,12 @@ Nothing is fitted, so all of it is held-out data. Prints the per-joint table
 (max |τ|, RMSE, RMSE %, MAE, ρ); --json writes {case: {joint: metrics}} plus a
 fit_summary of what was read.
 
+The bag is checked to be of the model's robot: the joints, and the URDF's
+sha256 the model stores against the --urdf given and the URDF a recorder bag
+was recorded with; a model of another robot is refused, not scored.
+
 examples:
+  arm-dyn-id validate fit/model.yaml other_day_bag/ --urdf arm.urdf --torque-constants 8.2,...
   arm-dyn-id validate fit/model.yaml other_day_bag/ --config my_arm.yaml
   arm-dyn-id validate fit/model.yaml moon_bag/ --config my_arm.yaml --gravity 1.63 --json m.json
 """
@@ -21,14 +26,17 @@ HELP = 'metrics of a fitted model on another bag'
 def add_arguments(parser):
     from arm_dyn_id.cli.common import add_data_arguments
     parser.add_argument('model', type=Path, help='model.yaml written by arm-dyn-id fit')
-    add_data_arguments(parser)
+    add_data_arguments(parser, several=True)
     parser.add_argument('--gravity', type=float,
-                        help='gravity (m/s²) the bag was recorded at (default: the model\'s)')
+                        help='gravity magnitude (m/s²) the bag was recorded at (default: the '
+                        'model\'s)')
     parser.add_argument('--json', type=Path, metavar='PATH', help='write the metrics as JSON')
 
 
 def run(args):
-    from arm_dyn_id.cli.common import Progress, arm_setup, metrics_text, read, write_json
+    from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
+                                       check_same_robot, metrics_text, read_all, write_json)
+    from arm_dyn_id.config import file_sha256
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import DataError, JointNameError
     from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
@@ -36,18 +44,38 @@ def run(args):
                                                     noise_estimate, pair_metrics)
     from arm_dyn_id.model.gravity import GravityModel
     progress = Progress(quiet=args.quiet)
+    magnitude, direction = check_gravity_options(args)
     model = GravityModel.load(args.model.expanduser(), urdf=args.urdf)
-    bag = args.bag.expanduser()
-    if not bag.exists():
-        raise DataError(f'bag {bag} does not exist')
-    stored = read_stored_config(bag)
-    args_urdf, args.urdf = args.urdf, None     # --urdf is the model's here
-    config, conversion = arm_setup(args, stored)
-    args.urdf = args_urdf
-    if conversion is None and stored is None:
-        raise DataError(f'bag {bag} has no stored configuration (/arm_dyn_id/config): pass '
-                        '--config with the arm\'s joints and torque_constants')
-    rec, _ = read(args, conversion, progress)
+    bags = [b.expanduser() for b in args.bags]
+    for bag in bags:
+        if not bag.exists():
+            raise DataError(f'bag {bag} does not exist')
+    stored = [read_stored_config(bag) for bag in bags]
+    model_sha = (model.to_dict().get('urdf') or {}).get('sha256')
+    if args.urdf is None:
+        args.urdf = model.robot.source and Path(model.robot.source)
+    if args.joints is None and args.config is None:
+        args.joints = ','.join(model.joint_names)
+    if model.metadata.get('warnings') and not args.force:
+        raise DataError(f'model {args.model} is of another robot: {model.metadata["warnings"][0]}'
+                        ' (--force scores it anyway)')
+    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    if tuple(config.joints) != tuple(model.joint_names):
+        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
+                             f'arm given has {list(config.joints)}: a model of another robot '
+                             'is not scored')
+    for bag, doc in zip(bags, stored):
+        check_same_robot(bag, doc, config, force=args.force)
+        if doc and doc.get('urdf_sha256') and model_sha and doc['urdf_sha256'] != model_sha \
+                and not args.force:
+            raise DataError(f'bag {bag} was recorded with another URDF than model '
+                            f'{args.model} was fitted with (sha256 differ): a model of another '
+                            'robot is not scored (--force scores it anyway)')
+    if model_sha and Path(config.urdf).is_file() and file_sha256(config.urdf) != model_sha \
+            and not args.force:
+        raise DataError(f'model {args.model} was fitted with another URDF than {config.urdf} '
+                        '(sha256 differ): a model of another robot is not scored')
+    rec, _ = read_all(args, conversion, progress, bags)
     if tuple(rec.joints) != tuple(model.joint_names):
         raise JointNameError(f'the model has joints {list(model.joint_names)}, the '
                              f'configuration {list(rec.joints)}: pass the --config of the arm '
@@ -56,15 +84,22 @@ def run(args):
                                      where=f'bag {rec.source}', phase=progress.phase)
     pairs = pair_sweeps(sweeps_from_markers(rec.t, markers))
     if not pairs:
-        raise DataError(f'bag {bag} has no forward/backward sweep pair to validate on')
-    gravity = args.gravity or model.fit_gravity
+        raise DataError(f'bag {rec.source} has no forward/backward sweep pair to validate on')
+    if direction is not None:
+        model.robot.set_gravity(magnitude, direction)
+        gravity = magnitude
+    else:
+        gravity = magnitude or model.fit_gravity
+        model.robot.set_gravity(gravity)
     noise = noise_estimate(rec.tau)
-    metrics, _, _ = pair_metrics(model, rec.t, rec.q, rec.tau, pairs, rec.joints, noise,
-                                 gravity=gravity)
+    metrics, _, _ = pair_metrics(model, rec.t, rec.q, rec.tau, pairs, rec.joints, noise)
+    bag = bags[0]
     case = f'{bag.name}_g{gravity:g}'
     result = {case: metrics_dict(metrics, noise), 'fit_summary': {
-        'model': str(args.model), 'bag': str(bag), 'states_topic': rec.states_topic,
-        'gravity': gravity, 'model_gravity': model.fit_gravity, 'n_samples': rec.n_samples,
+        'model': str(args.model), 'bag': str(bag), 'bags': [str(b) for b in bags],
+        'states_topic': rec.states_topic,
+        'gravity': gravity, 'gravity_vector': model.robot.gravity_vector.tolist(),
+        'model_gravity': model.fit_gravity, 'n_samples': rec.n_samples,
         'segments': {'source': source, 'pairs': len(pairs)},
         'quality': rec.quality['loaded'], 'noise_std': np.asarray(noise).tolist(),
         'warnings': model.metadata.get('warnings', [])}}

@@ -688,3 +688,84 @@ def _check_effort(path, topic, effort, joints):
         raise DataError(f'bag {path}: the effort of {bad[0]} on {topic} is NaN or inf in '
                         f'every message ({len(bad)} of {len(joints)} joints: {bad}): the '
                         'driver does not publish it')
+
+
+def concatenate_recordings(recordings, gap=30.0):
+    """Several recordings of one arm as one, placed one after another in time.
+
+    Each recording after the first is shifted so that it starts ``gap``
+    seconds after the previous one ends (bags recorded on different days, or
+    overlapping clocks, never interleave), and its markers with it; a sweep
+    therefore never spans two bags, and the step between them is a reported gap.
+
+    Parameters
+    ----------
+    recordings : sequence of Recording
+        Same joints, same order.
+    gap : float
+        Seconds between one recording's end and the next one's start.
+
+    Returns
+    -------
+    Recording
+        ``quality['loaded']`` sums the counters; ``quality['bags']`` keeps each
+        one's; ``source`` is the first bag, ``notes`` say the shifts.
+
+    Raises
+    ------
+    DataError
+        Recordings of different joints.
+    """
+    recordings = list(recordings)
+    if len(recordings) == 1:
+        return recordings[0]
+    first = recordings[0]
+    for rec in recordings[1:]:
+        if tuple(rec.joints) != tuple(first.joints):
+            raise DataError(f'bag {rec.source} has joints {list(rec.joints)}, bag '
+                            f'{first.source} {list(first.joints)}: fit bags of one arm')
+    parts, markers, notes, end = [], [], list(first.notes), None
+    for rec in recordings:
+        shift = 0.0 if end is None else end + gap - float(rec.t[0])
+        parts.append(rec.t + shift)
+        for m in rec.markers:
+            m = dict(m)
+            for key in ('t', 'log_time'):
+                if isinstance(m.get(key), (int, float)):
+                    m[key] = m[key] + shift
+            markers.append(m)
+        if end is not None:
+            notes.extend(n for n in rec.notes if n not in notes)
+        end = float(parts[-1][-1])
+    arrays = {'t': np.concatenate(parts)}
+    for key in ('q', 'dq', 'current', 'tau'):
+        arrays[key] = np.concatenate([getattr(r, key) for r in recordings])
+    for a in arrays.values():
+        a.setflags(write=False)
+    loaded = [r.quality['loaded'] for r in recordings]
+    total = dict(loaded[0])
+    for key in ('messages', 'accepted', 'gaps', 'drops', 'duplicates', 'out_of_order',
+                'nonfinite', 'duration_s'):
+        total[key] = sum(q.get(key, 0) for q in loaded)
+    total['max_gap_s'] = max(q.get('max_gap_s', 0.0) for q in loaded)
+    total['rate_hz'] = float(np.average([q['rate_hz'] for q in loaded],
+                                        weights=[max(q['accepted'], 1) for q in loaded]))
+    rejected = {}
+    for q in loaded:
+        for k, v in (q.get('rejected') or {}).items():
+            rejected[k] = rejected.get(k, 0) + v
+    total['rejected'] = rejected
+    quality = {'recorded': first.quality.get('recorded'), 'loaded': total,
+               'excluded_nonfinite': total['nonfinite'],
+               'excluded_not_increasing': total['duplicates'] + total['out_of_order'],
+               'rejected': rejected,
+               'bags': [{'bag': str(r.source), **r.quality['loaded']} for r in recordings]}
+    name_map = {}
+    for r in recordings:
+        name_map.update(r.name_map)
+    return Recording(t=arrays['t'], q=arrays['q'], dq=arrays['dq'],
+                     current=arrays['current'], tau=arrays['tau'], joints=first.joints,
+                     markers=markers, config=first.config, quality=quality,
+                     source=first.source, states_topic=first.states_topic,
+                     torque_config=first.torque_config, name_map=name_map,
+                     notes=tuple(notes))
