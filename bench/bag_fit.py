@@ -5,7 +5,11 @@ reciprocating excitation, torque = G(q) + friction + noise stored as currents,
 segment markers) once in a temporary folder, then times
 
 - ``write``: rosbags Writer, CDR bytes built with NumPy (write_synthetic_bag);
-- ``read``: arm_dyn_id.data.bag_reader.read_bag (NumPy CDR decoding);
+- ``read``: arm_dyn_id.data.bag_reader.read_bag as it is (MCAP chunks read as
+  records, JointState CDR decoded with NumPy: data.mcap_records);
+- ``read_rosbags``: the same read_bag with the MCAP record path switched off,
+  rosbags yielding every message (the reader before it), in the same run, on
+  the same bag; the two recordings are checked equal;
 - ``read_reference``: read_bag(fast=False) (rosbags' deserialiser, message
   objects) on the first ``--reference-messages`` messages, extrapolated;
 - ``fit``: what ``arm-dyn-id fit`` does after reading (pairing, regressor,
@@ -78,11 +82,26 @@ def main(argv=None):
 
         from arm_dyn_id.config import load_arm_config
         config = load_arm_config(cfg)
+        from arm_dyn_id.data import bag_reader
+        fast_path = bag_reader.joint_state_batches, bag_reader.raw_messages
+        t0 = time.perf_counter()
+        bag_reader.joint_state_batches = lambda reader, conn: None
+        bag_reader.raw_messages = lambda reader, conns: reader.messages(conns)
+        try:
+            old = read_bag(bag, config)
+        finally:
+            bag_reader.joint_state_batches, bag_reader.raw_messages = fast_path
+        result['read_rosbags_s'] = time.perf_counter() - t0
         t0 = time.perf_counter()
         rec = read_bag(bag, config)
         result['read_s'] = time.perf_counter() - t0
+        result['read_speedup'] = result['read_rosbags_s'] / result['read_s']
         result['read_msgs_per_s'] = rec.n_samples / result['read_s']
-        del rec
+        result['read_equal'] = bool(
+            all(np.array_equal(getattr(rec, f), getattr(old, f), equal_nan=True)
+                for f in ('t', 'q', 'dq', 'current', 'tau'))
+            and rec.markers == old.markers and rec.quality == old.quality)
+        del rec, old
 
         small = root / 'small'
         ref = reciprocating_data(seed=0, rate=args.rate, poses=1, speed=0.05, sweep_range=1.2)
@@ -100,10 +119,10 @@ def main(argv=None):
             'rosbags_decode_msgs_per_s': m / ref_s,
             'rosbags_decode_extrapolated_s': ref_s * n / m}
 
-        fit_args = argparse.Namespace(
-            bag=bag, config=cfg, urdf=None, torque_constants=None, states_topic=None,
-            segments='auto', recover=False, quiet=True, out=root / 'fit', holdout=0.2, seed=0,
-            methods='wls,joint_by_joint', gravity=None, no_report=True)
+        from arm_dyn_id.cli import build_parser
+        argv = ['fit', str(bag), '--config', str(cfg), '--out', str(root / 'fit'),
+                '--seed', '0', '--quiet', '--no-report']
+        fit_args = build_parser(argv).parse_args(argv)
         t0 = time.perf_counter()
         _, validation = fit_bag(fit_args, Progress(quiet=True))
         total = time.perf_counter() - t0
@@ -112,6 +131,9 @@ def main(argv=None):
         result['fit_command_read_s'] = timings['read']
         result['fit_s'] = timings['fit']
         result['validate_and_write_s'] = total - timings['read'] - timings['fit']
+        for key, value in timings.items():
+            if key not in ('read', 'fit'):
+                result[f'fit_command_{key}_s'] = value
         held_out = validation.get('held_out', {})
         fit_summary = {
             'pairs': validation['fit_summary']['segments']['pairs'],
@@ -136,7 +158,9 @@ def main(argv=None):
     report.add('read_reference', read_reference)
     report.add('fit_summary', fit_summary)
     report.note('timings: seconds of each step (generate the data, write the bag, read it with '
-                'bag_reader.read_bag; fit_command_s: fit_bag end to end without the report, of '
+                'bag_reader.read_bag: read_s as it is, read_rosbags_s with rosbags yielding '
+                'every message as before (same run, same bag; read_equal: identical arrays, '
+                'markers and quality); fit_command_s: fit_bag end to end without the report, of '
                 'which fit_command_read_s reading, fit_s the fit, validate_and_write_s the '
                 'held-out validation and the written model; report_s: the HTML report); '
                 'max_rss_mb: peak resident memory of the whole run.')
