@@ -351,8 +351,8 @@ class ArmBag:
 
 
 def write_arm_bag(path, arm, seed=0, rate=100.0, uneven=False, effort='current', k_e=None,
-                  prefix='', rename=None, gripper=(), shuffle=False, zero_stamps=False,
-                  storage='mcap', version=9, torque=None, flip=(), swap=None,
+                  prefix='', rename=None, gripper=(), second_arm=None, shuffle=False,
+                  zero_stamps=False, storage='mcap', version=9, torque=None, flip=(), swap=None,
                   effort_scale=None, t_offset=0.0, **motion):
     """Synthesise a recording of ``arm``; write it as ``ros2 bag record /joint_states`` would.
 
@@ -378,6 +378,9 @@ def write_arm_bag(path, arm, seed=0, rate=100.0, uneven=False, effort='current',
     gripper : sequence of str
         Extra joints not in the URDF (gripper fingers): position 0.01 m, zero effort.
         The URDF's own non-arm joints (:attr:`Arm.extra`) are always written likewise.
+    second_arm : str, optional
+        Also publish a second arm of the same kind: its joints named with this prefix,
+        moving (the recording played backwards) and loaded (non-zero effort).
     shuffle : bool
         Joint order of the message drawn at random (one order for the whole bag).
     zero_stamps : bool
@@ -425,6 +428,11 @@ def write_arm_bag(path, arm, seed=0, rate=100.0, uneven=False, effort='current',
     pos = np.hstack([Q, np.full((len(t), len(extras)), 0.01)])
     vel = np.hstack([V, np.zeros((len(t), len(extras)))])
     eff = np.hstack([data, np.zeros((len(t), len(extras)))])
+    if second_arm is not None:
+        names += [second_arm + n for n in arm.joints]
+        pos = np.hstack([pos, Q[::-1]])
+        vel = np.hstack([vel, -V[::-1]])
+        eff = np.hstack([eff, data[::-1]])
     order = rng.permutation(len(names)) if shuffle else np.arange(len(names))
     names = [names[i] for i in order]
     pos, vel, eff = pos[:, order], vel[:, order], eff[:, order]

@@ -22,7 +22,8 @@ Kinova     continuous joints, sqlite3 + metadata v8, all-zero header stamps,
            two gripper finger joints not in the URDF
 humanoid   no reciprocating sweeps (static holds and slow moves only),
            shuffled order, extra gripper joint
-TX-60      joint names the driver chose (``--joint-map``), 200 Hz, sqlite3 v9
+TX-60      joint names the driver chose (``--joint-map``), a second arm in the
+           same message, 200 Hz, sqlite3 v9
 =========  ==================================================================
 
 Plus several bags in one ``fit`` (each sweeps half of the joints), and ``arm-dyn-id
@@ -60,7 +61,8 @@ MATRIX = {
                []),
     'humanoid': (HUMANOID, dict(sweeps=False, holds=30, slow_moves=True, shuffle=True,
                                 gripper=('gripper_joint',)), []),
-    'tx60': (TX60, dict(rename=TX60_NAMES, rate=200.0, storage='sqlite3', version=9),
+    'tx60': (TX60, dict(rename=TX60_NAMES, second_arm='left_', rate=200.0, storage='sqlite3',
+                        version=9),
              ['--joint-map', ','.join(f'{b}:{u}' for u, b in TX60_NAMES.items())]),
 }
 
