@@ -20,7 +20,7 @@ import yaml
 
 from arm_dyn_id.data.bag_format import typestore
 from arm_dyn_id.data.bag_writer import encode_joint_states, write_bag
-from test_cli_fit import JOINTS, K_E, URDF, reciprocating_data, write_config
+from test_cli_fit import JOINTS, K_E, URDF, reciprocating_data
 
 KE = ','.join(map(str, K_E))
 
