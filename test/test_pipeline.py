@@ -75,3 +75,23 @@ def test_auto_falls_back_to_quasi_static_only_without_markers_and_sweeps():
     # an explicit sweep mode still refuses data without sweeps
     with pytest.raises(DataError, match='no constant-speed sweep'):
         fit_gravity(robot, t, q, tau, None, segments='detect')
+
+
+def test_gross_errors_are_replaced_counted_and_saved(robot, data, tmp_path):
+    """One-sample current spikes would each shift an averaged pair: the pipeline
+    replaces them before the fit and says how many, per joint, in the model file."""
+    from arm_dyn_id.model.gravity import GravityModel
+    rng = np.random.default_rng(5)
+    t, q, tau, markers = data
+    clean = fit_gravity(robot, t, q, tau, markers, noise=NOISE, holdout=0.0)
+    hit = tau.copy()
+    rows = rng.choice(np.arange(1, len(t) - 1), 12, replace=False)
+    hit[rows, 1] += 50 * np.abs(tau).max()
+    fit = fit_gravity(robot, t, q, hit, markers, noise=NOISE, holdout=0.0)
+    assert fit.info['gross_errors'] == {robot.joint_names[1]: 12}
+    assert fit.summary()['gross_errors']['replaced'] == {robot.joint_names[1]: 12}
+    # the same model as without the spikes, to within what one replaced sample moves it
+    np.testing.assert_allclose(fit.model.beta, clean.model.beta, rtol=0.01, atol=1e-5)
+    fit.model.save(tmp_path / 'model.yaml')
+    assert GravityModel.load(tmp_path / 'model.yaml').metadata['gross_errors'] == \
+        {robot.joint_names[1]: 12}

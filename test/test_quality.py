@@ -81,3 +81,23 @@ def test_batch_helper_equals_the_live_counter():
     for key, value in expected.items():
         assert summary[key] == pytest.approx(value, rel=1e-12), key
     assert stream_quality([])['messages'] == 0
+
+
+def test_despike_replaces_isolated_spikes_and_passes_steps():
+    from arm_dyn_id.data.quality import despike
+    rng = np.random.default_rng(3)
+    t = np.arange(20_000) / 100.0
+    q = 0.5 * np.sin(t / 5)
+    dq = np.gradient(q, t)
+    # gravity-like trend + a Coulomb step at every reversal + noise
+    clean = np.stack([3 * np.cos(q) + 0.5 * np.tanh(dq / 1e-3),
+                      np.sin(q) - 0.2 * np.sign(dq)], axis=1)
+    noisy = clean + rng.normal(0, 0.005, clean.shape)
+    assert not despike(noisy)[1].any()          # reversals and noise are not gross errors
+    spikes = rng.choice(np.arange(1, len(t) - 1), 30, replace=False)
+    hit = noisy.copy()
+    hit[spikes, 0] += rng.choice([-1, 1], 30) * rng.uniform(0.2, 2.0, 30)
+    cleaned, flagged = despike(hit)
+    assert set(np.flatnonzero(flagged[:, 0])) == set(spikes)
+    assert not flagged[:, 1].any()
+    np.testing.assert_allclose(cleaned[spikes, 0], noisy[spikes, 0], atol=0.05)

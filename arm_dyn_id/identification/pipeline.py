@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arm_dyn_id.data.quality import despike
 from arm_dyn_id.data.segmentation import detect_markers
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import HOLDOUT_FOLDS
@@ -324,9 +325,15 @@ class GravityPipelineFit:
 
     def summary(self):
         """What the fit used and found, as plain types (the CLI's ``fit_summary``)."""
+        doc = (self._quasi_static_summary() if self.marker_source == 'quasi_static'
+               else self._sweep_summary())
+        doc['gross_errors'] = {'replaced': dict(self.info.get('gross_errors', {})),
+                               'note': 'isolated single-sample spikes in the torques, '
+                               'replaced by the median of their neighbours before the fit'}
+        return doc
+
+    def _sweep_summary(self):
         model = self.model
-        if self.marker_source == 'quasi_static':
-            return self._quasi_static_summary()
         return {
             'segments': {'source': self.marker_source,
                          'sweeps': sum(1 for m in self.markers if m['phase'] == 'sweep'),
@@ -459,11 +466,18 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
         t, q, tau = t[order], q[order], tau[order]
     joints = list(robot.joint_names if joints is None else joints)
     say = phase or (lambda text: None)
+    # isolated current spikes (gross errors) would each shift a whole averaged pair
+    # or hold: replaced by their neighbours' median, counted and reported
+    tau, flagged = despike(tau)
+    gross = {j: int(c) for j, c in zip(joints, flagged.sum(axis=0)) if c}
+    if gross:
+        say(f'{sum(gross.values())} isolated gross errors in the torques replaced by the '
+            f'median of their neighbours: {gross}')
     qs_options = dict(noise=noise, holdout=holdout, seed=seed, joints=joints,
                       robot_name=robot_name, provenance=provenance, where=where, say=say,
                       dq=dq, thresholds=quasi_static, rest_friction=rest_friction)
     if segments == 'quasi_static':
-        return _fit_quasi_static(robot, t, q, tau, **qs_options)
+        return _with_gross_errors(_fit_quasi_static(robot, t, q, tau, **qs_options), gross)
     recorded = any(m['phase'] == 'sweep' for m in clean_markers(markers))
     try:
         markers, source = choose_markers(t, q, joints, markers, segments, where, phase)
@@ -472,7 +486,7 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
         if segments != 'auto' or recorded:
             raise
         say(f'no forward/backward sweep pairs ({exc}): fitting the quasi-static samples')
-        return _fit_quasi_static(robot, t, q, tau, **qs_options)
+        return _with_gross_errors(_fit_quasi_static(robot, t, q, tau, **qs_options), gross)
     say(f'segments from {source}: {len(held) + len(train)} forward/backward pairs, '
         f'{len(held)} held out for validation')
     say(f'fitting ({", ".join(methods)}) on {len(train)} pairs')
@@ -492,10 +506,17 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     model.metadata['validation'] = dict(validation)
     if robot_name is not None:
         model.metadata['robot_name'] = robot_name
-    return GravityPipelineFit(model=model, fit=fit, validation=validation, cases=cases,
-                              held_out=held, training=train, markers=markers,
-                              marker_source=source, noise_std=noise_std, holdout=holdout,
-                              seed=seed, seconds=seconds)
+    return _with_gross_errors(GravityPipelineFit(
+        model=model, fit=fit, validation=validation, cases=cases, held_out=held,
+        training=train, markers=markers, marker_source=source, noise_std=noise_std,
+        holdout=holdout, seed=seed, seconds=seconds), gross)
+
+
+def _with_gross_errors(outcome, gross):
+    """Record the gross errors replaced before the fit (joint -> count)."""
+    outcome.info['gross_errors'] = dict(gross)
+    outcome.model.metadata['gross_errors'] = dict(gross)
+    return outcome
 
 
 def _fit_quasi_static(robot, t, q, tau, *, noise, holdout, seed, joints, robot_name,

@@ -39,7 +39,7 @@ from arm_dyn_id.model.robot import Payload, RobotModel
 SCHEMA = 'arm_dyn_id/gravity_model'
 VERSION = 1
 #: Sections of the model file carried in :attr:`GravityModel.metadata`.
-METADATA_SECTIONS = ('fit', 'selection', 'validation', 'provenance')
+METADATA_SECTIONS = ('fit', 'selection', 'validation', 'provenance', 'gross_errors', 'rejected')
 
 
 def _floats(values):
