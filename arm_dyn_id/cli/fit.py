@@ -115,7 +115,7 @@ def fit_bag(args, progress):
     paired, predicted = fitted.cases[case]
     verdict = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
                         noise=fitted.noise_std, joints=rec.joints,
-                        held_out=case == 'held_out')
+                        held_out=case == 'held_out', raw=rec.tau)
     if not verdict.ok and not args.force:
         raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
                          'the model marked rejected)')

@@ -63,7 +63,8 @@ def _rho(a, b):
     return float((a * b).sum() / den) if den > 0 else 0.0
 
 
-def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_out=True):
+def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_out=True,
+              raw=None):
     """Judge a fitted gravity model against its validation samples.
 
     Parameters
@@ -84,6 +85,10 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     held_out : bool
         Whether the samples were left out of the fit; the correlation and RMSE
         checks only judge held-out samples (in-sample ones flatter any fit).
+    raw : array_like, (N, n), optional
+        Every measured torque of the recording (N·m): the constant-effort and
+        signal checks look at the whole recording when given (the held-out
+        samples may move one wrist joint only); default ``measured``.
 
     Returns
     -------
@@ -103,11 +108,12 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     checks = {'samples': int(y.shape[0])}
     if y.shape[0] < 3:
         return Plausibility(True, None, dict(checks, note='too few samples to judge'))
-    spread = y.std(axis=0)
-    if np.all(np.ptp(y, axis=0) <= 1e-12 * (1 + np.abs(y).max())):
+    r = y if raw is None else np.asarray(raw, dtype=float)
+    r = r[np.all(np.isfinite(r), axis=1)]
+    if np.all(np.ptp(r, axis=0) <= 1e-12 * (1 + np.abs(r).max())):
         return Plausibility(False, 'the measured effort is constant on every joint '
-                            f'({float(y.flat[0]):g}): it carries no torque', checks)
-    snr = spread / np.maximum(noise, 1e-12)
+                            f'({float(r.flat[0]):g}): it carries no torque', checks)
+    snr = r.std(axis=0) / np.maximum(noise, 1e-12)
     checks['signal_to_noise'] = {j: float(s) for j, s in zip(joints, snr)}
     if not np.any(snr > SIGNAL_NOISE):
         best = int(np.argmax(snr))
@@ -129,7 +135,8 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
                     '--torque-constants, or --effort torque/current mixed up', checks)
         else:
             checks['scale'] = None
-    judged = [i for i in range(n) if snr[i] > SIGNAL_NOISE]
+    local = y.std(axis=0) / np.maximum(noise, 1e-12)
+    judged = [i for i in range(n) if local[i] > SIGNAL_NOISE]
     checks['judged_joints'] = [joints[i] for i in judged]
     if not held_out:
         return Plausibility(True, None, checks)
