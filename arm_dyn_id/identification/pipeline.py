@@ -139,6 +139,15 @@ def noise_estimate(tau):
     return 1.4826 * mad / np.sqrt(2.0)
 
 
+def _noise_weights(tau):
+    """σ per joint for the weights when none is configured: :func:`noise_estimate`,
+    floored so that a joint with quantised or constant torque keeps a finite weight."""
+    sigma = noise_estimate(tau)
+    scale = np.nanmax(np.abs(tau), axis=0) if np.size(tau) else np.ones(np.shape(tau)[1])
+    floor = np.maximum(1e-4 * np.nan_to_num(scale, nan=1.0), 1e-9)
+    return np.where(np.isfinite(sigma), np.maximum(sigma, floor), floor)
+
+
 def _sweep_markers(t, markers):
     """(marker, start, stop) of each marker that sweeps_from_markers turns into a Sweep."""
     ordered = sorted(markers, key=lambda m: m['t'])
@@ -473,6 +482,10 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     if gross:
         say(f'{sum(gross.values())} isolated gross errors in the torques replaced by the '
             f'median of their neighbours: {gross}')
+    if noise is None:
+        # per-joint weights 1/σ² from the data: with equal weights the heavy proximal
+        # joints swamp the light wrist joints, in the fit and in the estimator choice
+        noise = _noise_weights(tau)
     qs_options = dict(noise=noise, holdout=holdout, seed=seed, joints=joints,
                       robot_name=robot_name, provenance=provenance, where=where, say=say,
                       dq=dq, thresholds=quasi_static, rest_friction=rest_friction)
