@@ -98,7 +98,9 @@ def test_exact_data_gives_exact_parameters(robot):
     t, q, tau, markers = sweep_data(robot, rng)
     fit = identify_gravity(robot, t, q, tau, markers)
     base = gravity_base_parameters(robot)
-    np.testing.assert_allclose(fit.model.beta, base.beta(robot.parameters()), atol=1e-9)
+    # exact to the interpolation of the backward pass onto the forward one (~2e-9 here);
+    # wls and joint_by_joint tie to round-off, so either may be chosen
+    np.testing.assert_allclose(fit.model.beta, base.beta(robot.parameters()), atol=1e-8)
 
 
 def test_averaging_removes_large_coulomb_friction(robot):

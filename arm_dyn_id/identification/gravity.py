@@ -30,9 +30,15 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
     if len(q) > MOMENTS_THRESHOLD and validation is None and \
             set(methods) <= set(MOMENT_ESTIMATORS):
         weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
-        ids = np.unique(groups[groups >= 0])
+        # the samples of each group from one stable sort (not one mask per group)
+        order = np.argsort(groups, kind='stable')
+        ids, starts = np.unique(groups[order], return_index=True)
+        runs = np.split(order, starts[1:])
         # samples outside every group are always fitted: one more part, its own stratum
-        members = [groups == g for g in ids] + ([groups < 0] if np.any(groups < 0) else [])
+        outside = [run for g, run in zip(ids, runs) if g < 0]
+        members = [run for g, run in zip(ids, runs) if g >= 0] + \
+            ([np.sort(np.concatenate(outside))] if outside else [])
+        ids = ids[ids >= 0]
         labels = [strata.get(int(g), 0) if strata else 0 for g in ids]
         labels += [-1] * (len(members) - len(ids))
         parts = [gravity_normal_equations(robot, base, q[m], tau[m], weights, workers=2)

@@ -111,8 +111,18 @@ class GravityModel:
         if gravity is not None:
             direction = self.robot.gravity_vector / self.robot.gravity_magnitude
             g = float(gravity) * direction
-        Y = self.base.reduce(self.robot.gravity_regressor(q, gravity=g))
-        return Y @ (self.beta + self._payload_beta)
+        # Y_b β = Y θ with θ the base values on the independent columns, zeros
+        # elsewhere: the batch path, with no base regressor copied out of Y
+        if q.ndim == 1:
+            return self.base.reduce(self.robot.gravity_regressor(q, gravity=g)) @ \
+                (self.beta + self._payload_beta)
+        return self.robot.gravity_torques_batch(q, self._theta(), gravity=g)
+
+    def _theta(self):
+        """The full mass-parameter vector that gives the base values (zeros elsewhere)."""
+        theta = np.zeros(4 * self.robot.n_bodies)
+        theta[self.base.independent] = self.beta + self._payload_beta
+        return theta
 
     def set_gravity(self, magnitude):
         """Serve another gravity magnitude from now on (m/s²)."""

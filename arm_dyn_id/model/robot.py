@@ -346,12 +346,44 @@ class RobotModel:
 
     # single-configuration dynamics -------------------------------------
     def gravity_torques(self, q):
-        """G(q) (N·m), (n,) for q (n,), or (N, n) for q (N, n)."""
+        """G(q) (N·m), (n,) for q (n,), or (N, n) for q (N, n).
+
+        One configuration goes through pinocchio; many go through the batch
+        regressor (:meth:`gravity_torques_batch`), the same numbers to ~1e-14.
+        """
         q = np.asarray(q, dtype=float)
         if q.ndim == 2:
-            return np.array([self.gravity_torques(qi) for qi in q])
+            return self.gravity_torques_batch(q, self.parameters('gravity'))
         g = pin.computeGeneralizedGravity(self.model, self.data, self._pin_q(q))
         return g[self._idx_v]
+
+    def gravity_torques_batch(self, q, theta, gravity=None):
+        """``Y_g(q) @ θ`` for many configurations, without holding all of Y_g.
+
+        Parameters
+        ----------
+        q : ndarray, (N, n)
+            rad, in the order of :attr:`joint_names`.
+        theta : ndarray, (4·nb,)
+            Mass parameters per body (m, m·c); any values, consistent or not
+            (an identified base vector padded with zeros works).
+        gravity : array_like (3,), optional
+            Gravity vector (default: the model's).
+
+        Returns
+        -------
+        ndarray, (N, n)
+            N·m.
+        """
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        theta = np.asarray(theta, dtype=float)
+        out = np.empty((q.shape[0], self.n_joints))
+        step = 8 * self._CHUNK
+        for lo in range(0, q.shape[0], step):
+            hi = min(lo + step, q.shape[0])
+            Y = self.gravity_regressor_joint_major(q[lo:hi], gravity)   # (n, p, M)
+            out[lo:hi] = np.einsum('jpm,p->mj', Y, theta)   # (optimize=True is 40x slower)
+        return out
 
     def inverse_dynamics(self, q, dq, ddq):
         """τ = M q̈ + C q̇ + G (N·m), no friction."""
