@@ -347,6 +347,10 @@ class IdentifierNode(Node):
 
     def _reload_job(self, path):
         model = GravityModel.load(path)
+        if model.metadata.get('rejected'):
+            # arm-dyn-id fit --force wrote it although the data could not support it
+            raise DataError(f'{path} is marked rejected ({model.metadata["rejected"]}); '
+                            'it is not served: refit with better data')
         for warning in model.metadata.get('warnings', []):
             self.get_logger().warning(warning)
         return self._prepare(model, source=path), f'loaded {path} ({model.base.count} base ' \

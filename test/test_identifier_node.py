@@ -364,6 +364,14 @@ def test_serve_only_reloads_changed_model_file_and_keeps_old_on_bad_file(ros_env
         res = h.trigger('reload')
         assert not res.success and 'not an arm_dyn_id gravity model' in res.message
 
+        # a model that arm-dyn-id fit --force wrote as rejected is never served
+        text = model_a.to_yaml().replace('schema:', 'rejected: gravity 1000x the URDF\nschema:',
+                                         1)
+        path.write_text(text)
+        h.wait_for(lambda: 'marked rejected' in (probe.diag('reload_error') or ''),
+                   10.0, what='rejected model refused')
+        np.testing.assert_allclose(c.call(JOINTS, pose, 5.0), expected_b, rtol=1e-9)
+
         # a known payload at the flange, added analytically
         assert probe.parameter('payload_mass', 0.3).successful
         loaded = GravityModel(model_b.robot, model_b.base, model_b.beta)
