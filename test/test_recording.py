@@ -268,7 +268,10 @@ def test_write_failure_keeps_the_flushed_part_and_close_never_raises(tmp_path):
     rec = read_bag(bag, recover=True)
     flushed_states = result['stats']['flushed'] - 1    # minus the config message
     assert flushed_states > 1000
-    assert flushed_states <= rec.n_samples < result['sent']
+    # everything flushed is recovered; what was still queued when the disk filled may be
+    # lost, or not (on a slow machine the failing write can be chunk framing after the
+    # last message), but nothing beyond what was sent
+    assert flushed_states <= rec.n_samples <= result['sent']
     np.testing.assert_array_equal(rec.current[:, 0], np.arange(rec.n_samples))
     np.testing.assert_allclose(rec.tau, expected_tau(rec.current))
     assert rec.quality['recorded']['recovered'] is True
