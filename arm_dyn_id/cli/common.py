@@ -95,9 +95,12 @@ def add_data_arguments(parser, several=False):
     parser.add_argument('--states-topic', metavar='TOPIC',
                         help='JointState topic to read (default: the recorder\'s, else '
                         '/joint_states, else the only JointState topic)')
-    parser.add_argument('--segments', choices=('auto', 'markers', 'detect'), default='auto',
-                        help='sweep segments from the bag\'s markers, detected from the '
-                        'joint angles, or markers when present else detected (default)')
+    parser.add_argument('--segments', choices=('auto', 'markers', 'detect', 'quasi_static'),
+                        default='auto',
+                        help='forward/backward sweeps from the bag\'s markers, or detected in '
+                        'the joint angles; or the quasi-static samples of any slow motion '
+                        '(static holds averaged); auto: markers, else detected sweeps, else '
+                        'quasi-static (default)')
     parser.add_argument('--recover', action='store_true',
                         help='repair an unfinished recorder bag (no metadata.yaml) first; a '
                         'bag whose writer is still running is never touched')

@@ -344,7 +344,6 @@ class GravityPipelineFit:
         return doc
 
     def _sweep_summary(self):
-        model = self.model
         return {
             'segments': {'source': self.marker_source,
                          'sweeps': sum(1 for m in self.markers if m['phase'] == 'sweep'),
@@ -355,18 +354,11 @@ class GravityPipelineFit:
                         'note': 'the model is fitted on the training pairs only; held_out '
                         'metrics are on pairs it never saw' if self.held_out else
                         'no pair held out: training metrics are in-sample'},
-            'fit': model.metadata.get('fit'),
-            'selection': model.metadata.get('selection'),
-            'base_parameters': {'names': list(model.base.names),
-                                'expressions': list(model.base.expressions()),
-                                'values': model.beta.tolist(),
-                                'std_errors': model.std_errors.tolist()},
-            'friction': {k: v.tolist() for k, v in model.friction.items()},
-            'noise_std': self.noise_std.tolist(),
+            **self._model_summary(),
         }
 
     def _quasi_static_summary(self):
-        model, info = self.model, self.info
+        info = self.info
         counts = info['samples']
         return {
             'segments': {'source': 'quasi_static', 'sweeps': 0, 'pairs': 0,
@@ -383,6 +375,13 @@ class GravityPipelineFit:
                         else 'nothing held out: training metrics are in-sample'},
             'quasi_static': {k: v for k, v in info.items() if k != 'source'},
             'full_dynamics': info['full_dynamics'],
+            **self._model_summary(),
+        }
+
+    def _model_summary(self):
+        """What every summary ends with: the fit, the choice, the parameters."""
+        model = self.model
+        return {
             'fit': model.metadata.get('fit'),
             'selection': model.metadata.get('selection'),
             'base_parameters': {'names': list(model.base.names),
