@@ -19,8 +19,10 @@ UPPER = [3.0, 2.8, 1.6, 2.6, 1.6, 1.2]
 def make_config(lower=LOWER, upper=UPPER, vel=2.0, acc=5.0, **extra):
     params = dict(robot_name='humanoid_arm', urdf=str(share_dir() / 'urdf' / 'humanoid_arm.urdf'),
                   joints=JOINTS, torque_constants=[1.0] * 6, position_limits_lower=list(lower),
-                  position_limits_upper=list(upper), velocity_limits=vel,
-                  acceleration_limits=acc, **extra)
+                  position_limits_upper=list(upper),
+                  # per-joint lists: a config scalar is refused, not spread over the joints
+                  velocity_limits=np.broadcast_to(vel, (6,)).tolist(),
+                  acceleration_limits=np.broadcast_to(acc, (6,)).tolist(), **extra)
     return ArmConfig.from_params(params)
 
 

@@ -42,6 +42,6 @@ def test_report_command_rewrites(fitted, capsys):
 
 
 def test_report_without_fit(tmp_path, capsys):
-    assert cli.main(['report', str(tmp_path)]) == 1
+    assert cli.main(['report', str(tmp_path)]) == 2      # a user error: exit 2, one line
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and 'model.yaml' in err[0] and 'arm-dyn-id fit' in err[0]
