@@ -548,7 +548,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         n = conv.n_joints
         check = JointStateCheck(conv.joints)
         resolve = _NameResolver(conv.joints, joint_map)
-        chunks = []
+        store_rows = _Columns(total, n)
         rejected = {}
         seen_names = set()
         done = 0
@@ -576,9 +576,9 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                 if isinstance(idx, Rejection):
                     reject(idx.reason, len(rows))
                     continue
-                vel = vel[:, idx] if vel.shape[1] == k else np.full((len(rows), n), np.nan)
-                chunks.append((rows + done, stamp, pos[:, idx], vel, eff[:, idx],
-                               log[rows] * 1e-9))
+                store_rows.put(rows + done, stamp, pos[:, idx],
+                               vel[:, idx] if vel.shape[1] == k else np.nan, eff[:, idx],
+                               log[rows] * 1e-9)
 
         # MCAP: whole chunks decoded with NumPy (data.mcap_records); None: rosbags below
         batches = joint_state_batches(reader, conn) if fast else None
@@ -604,18 +604,12 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         markers = read_markers(reader, by_topic)
     finally:
         reader.close()
-    if not chunks:
+    if not store_rows.count:
         _no_samples(path, topic, done, rejected, seen_names, resolve, conv)
     if resolve.used:
         pairs = ', '.join(f'{m} -> {j}' for m, j in resolve.used.items())
         notes.append(f'joint names matched: {pairs}')
-    rows = np.concatenate([c[0] for c in chunks])
-    order = np.argsort(rows, kind='stable')
-    t = np.concatenate([c[1] for c in chunks])[order]
-    q = np.concatenate([c[2] for c in chunks])[order]
-    dq = np.concatenate([c[3] for c in chunks])[order]
-    cur = np.concatenate([c[4] for c in chunks])[order]
-    log_t = np.concatenate([c[5] for c in chunks])[order]
+    t, q, dq, cur, log_t = store_rows.columns()
     t = _choose_stamps(t, log_t, notes, topic)
     _check_effort(path, topic, cur, conv.joints)
     expected_rate = ((recorded or {}).get('quality') or {}).get('expected_rate_hz')
@@ -624,7 +618,7 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         steps = np.diff(t)
         steps = steps[steps > 0]
         expected_rate = 1.0 / float(np.median(steps)) if steps.size else 1000.0
-    loaded, usable = stream_quality(t, np.hstack([q, cur]), expected_rate=expected_rate,
+    loaded, usable = stream_quality(t, (q, cur), expected_rate=expected_rate,
                                     gap_threshold=2.0 / expected_rate, return_usable=True)
     loaded['rejected'] = dict(rejected)
     loaded['messages'] += sum(rejected.values())
@@ -633,7 +627,8 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
         raise DataError(f'bag {path}: no usable samples on {topic} ({loaded["nonfinite"]} '
                         f'with NaN or inf, {loaded["duplicates"]} repeated and '
                         f'{loaded["out_of_order"]} backward stamps)')
-    t, q, dq, cur = t[usable], q[usable], dq[usable], cur[usable]
+    if not usable.all():
+        t, q, dq, cur = t[usable], q[usable], dq[usable], cur[usable]
     tau = conv.convert_many(cur)
     for a in (t, q, dq, cur, tau):
         a.setflags(write=False)
@@ -645,6 +640,44 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                      markers=markers, config=stored_config, quality=quality, source=path,
                      states_topic=topic, torque_config=conv.to_dict(),
                      name_map=dict(resolve.used), notes=tuple(notes))
+
+
+class _Columns:
+    """The accepted samples, written in place at their message index.
+
+    Preallocated for the bag's message count (grown if the count was short), so
+    batches need no concatenation and no sort afterwards: an hour at 1 kHz is
+    3.6M rows, and each extra copy of five such columns costs seconds.
+    """
+
+    def __init__(self, capacity, n):
+        self.n = n
+        self.count = 0
+        self._alloc(max(int(capacity), 1024))
+
+    def _alloc(self, size, old=None):
+        arrays = [np.empty(size), np.empty((size, self.n)), np.empty((size, self.n)),
+                  np.empty((size, self.n)), np.empty(size), np.zeros(size, dtype=bool)]
+        if old is not None:
+            for new, prev in zip(arrays, old):
+                new[:len(prev)] = prev
+        (self.t, self.q, self.dq, self.cur, self.log, self.present) = arrays
+
+    def put(self, rows, stamp, pos, vel, eff, log):
+        end = int(rows.max()) + 1
+        if end > len(self.t):
+            self._alloc(max(end, 2 * len(self.t)),
+                        (self.t, self.q, self.dq, self.cur, self.log, self.present))
+        self.t[rows], self.q[rows], self.dq[rows] = stamp, pos, vel
+        self.cur[rows], self.log[rows] = eff, log
+        self.present[rows] = True
+        self.count += len(rows)
+
+    def columns(self):
+        """(t, q, dq, current, log_time) of the accepted rows, in message order."""
+        end = int(np.flatnonzero(self.present)[-1]) + 1
+        keep = slice(0, end) if self.count == end else np.flatnonzero(self.present[:end])
+        return (self.t[keep], self.q[keep], self.dq[keep], self.cur[keep], self.log[keep])
 
 
 def _no_samples(path, topic, done, rejected, seen_names, resolve, conv):

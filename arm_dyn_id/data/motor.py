@@ -210,7 +210,9 @@ class CurrentToTorque:
         if currents.ndim != 2 or currents.shape[1] != self.n_joints:
             raise DataError(f'currents have shape {currents.shape}, '
                             f'expected (N, {self.n_joints}) for joints {list(self.joints)}')
-        return (currents - self.current_offsets) * self.gains
+        torques = np.subtract(currents, self.current_offsets)
+        torques *= self.gains       # in place: one (N, n) array, not two
+        return torques
 
 
 class StampJoiner:

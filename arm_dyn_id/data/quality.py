@@ -156,8 +156,9 @@ def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.00
     ----------
     stamps : array_like, (N,)
         Sample times (s) in arrival order.
-    values : array_like, (N, n), optional
-        Sample values checked for NaN and inf.
+    values : array_like, (N, n), or a sequence of such arrays, optional
+        Sample values checked for NaN and inf (several arrays: a sample is
+        finite when its row is finite in every one; no stacked copy is made).
     expected_rate, gap_threshold : float
         As for :class:`StreamQuality` (Hz, s).
     return_usable : bool
@@ -175,10 +176,10 @@ def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.00
     rate, period = counter.expected_rate, counter._period
     t = np.asarray(stamps, dtype=float).reshape(-1)
     n = t.shape[0]
-    if values is None or n == 0:
-        finite = np.ones(n, dtype=bool)
-    else:
-        finite = np.isfinite(np.asarray(values, dtype=float).reshape(n, -1)).all(axis=1)
+    finite = np.ones(n, dtype=bool)
+    if values is not None and n:
+        for block in (values if isinstance(values, (list, tuple)) else (values,)):
+            finite &= np.isfinite(np.asarray(block, dtype=float).reshape(n, -1)).all(axis=1)
     usable = finite.copy()
     gaps = drops = duplicates = out_of_order = 0
     max_gap = 0.0
