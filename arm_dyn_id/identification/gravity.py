@@ -125,7 +125,8 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         q_fit, tau_fit = paired.q, paired.tau
         # a pair is held out whole; a joint is the stratum that keeps pairs in training
         groups = paired.pair_id
-        strata = {int(g): int(j) for g, j in zip(groups, paired.moving_joint)}
+        ids, first = np.unique(groups, return_index=True)     # one entry per pair
+        strata = dict(zip(ids.tolist(), paired.moving_joint[first].tolist()))
     else:
         sweeps = sweeps_from_markers(t, markers) if markers else []
         if sweeps:

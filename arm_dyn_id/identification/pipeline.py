@@ -226,7 +226,7 @@ def split_pairs(t, markers, fraction, seed):
 MAX_SCORED_SAMPLES = 250_000
 
 
-def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None):
+def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None, paired=None):
     """Metrics of a model on forward/backward-averaged pairs (friction cancelled).
 
     Beyond :data:`MAX_SCORED_SAMPLES` averaged samples every k-th is scored.
@@ -245,6 +245,8 @@ def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None):
         Torque noise σ (N·m) reported beside the metrics.
     gravity : float, optional
         Gravity (m/s²) the data was taken at; default the model's.
+    paired : PairedData, optional
+        ``pairs`` already averaged (the fit's own training pairs), not averaged again.
 
     Returns
     -------
@@ -253,9 +255,10 @@ def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None):
     predicted : ndarray, (M, n)
         The model's torques at the averaged samples (N·m).
     """
-    sweeps = [s for pair in pairs for s in pair]
-    sweeps.sort(key=lambda s: s.start)
-    paired = average_pairs(t, q, tau, sweeps)
+    if paired is None:
+        sweeps = [s for pair in pairs for s in pair]
+        sweeps.sort(key=lambda s: s.start)
+        paired = average_pairs(t, q, tau, sweeps)
     stride = -(-paired.n_samples // MAX_SCORED_SAMPLES)
     if stride > 1:
         # evenly spaced averaged samples: the same RMSE, MAE and rho to well below the
@@ -525,7 +528,10 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     for case, pairs in (('held_out', held), ('training', train)):
         if not pairs:
             continue
-        metrics, paired, predicted = pair_metrics(model, t, q, tau, pairs, joints, noise_std)
+        # the training pairs are the ones the fit averaged: reuse them
+        metrics, paired, predicted = pair_metrics(
+            model, t, q, tau, pairs, joints, noise_std,
+            paired=fit.paired if case == 'training' else None)
         validation[case] = metrics_dict(metrics, noise_std)
         cases[case] = (paired, predicted)
     model.metadata['validation'] = dict(validation)
