@@ -101,3 +101,17 @@ def test_despike_replaces_isolated_spikes_and_passes_steps():
     assert set(np.flatnonzero(flagged[:, 0])) == set(spikes)
     assert not flagged[:, 1].any()
     np.testing.assert_allclose(cleaned[spikes, 0], noisy[spikes, 0], atol=0.05)
+
+
+def test_despike_leaves_a_heavy_tailed_column_alone():
+    """Outliers in more than max_fraction of the samples are the signal (breakaway at
+    every reversal of a real arm at 100 Hz), not isolated errors: nothing replaced."""
+    from arm_dyn_id.data.quality import despike
+    rng = np.random.default_rng(4)
+    x = np.stack([np.sin(np.arange(10_000) / 200.0)] * 2, axis=1)
+    x += rng.normal(0, 0.001, x.shape)
+    x[rng.choice(np.arange(1, 9_999), 200, replace=False), 0] += 1.0    # 2 %: heavy tail
+    x[rng.choice(np.arange(1, 9_999), 10, replace=False), 1] += 1.0     # 0.1 %: errors
+    cleaned, flagged = despike(x)
+    assert not flagged[:, 0].any() and np.array_equal(cleaned[:, 0], x[:, 0])
+    assert flagged[:, 1].sum() == 10
