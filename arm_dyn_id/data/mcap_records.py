@@ -215,13 +215,22 @@ def _decode(parts, store):
     """Decode the messages of a batch: {length: [(rows, bytes)]} -> _decode_batch tuples."""
     out = []
     for length, items in parts.items():
-        rows = np.concatenate([r for r, _ in items])
-        block = (items[0][1] if len(items) == 1 else np.concatenate([b for _, b in items]))
         if length == 0:
-            block = np.zeros((rows.size, 0), dtype=np.uint8)
-        decoded, rest = decode_joint_state_block(np.ascontiguousarray(block))
-        for sub, names, stamp, pos, vel, eff in decoded:
-            out.append((rows[sub], names, stamp, pos, vel, eff))
+            items = [(np.concatenate([r for r, _ in items]),
+                      np.zeros((sum(len(r) for r, _ in items), 0), dtype=np.uint8))]
+        for rows, block in items:
+            # each chunk's strided view decoded where it lies: gathering every message's
+            # bytes into one block first copied the whole bag once more
+            out.extend(_decode_block(rows, block, store))
+    return out
+
+
+def _decode_block(rows, block, store):
+    out = []
+    decoded, rest = decode_joint_state_block(block)
+    for sub, names, stamp, pos, vel, eff in decoded:
+        out.append((rows[sub], names, stamp, pos, vel, eff))
+    if rest.size:
         for i in rest.tolist():
             # the reference path (rosbags' deserialiser), as bag_reader does it
             msg = store.deserialize_cdr(block[i].tobytes(), JOINT_STATE)
