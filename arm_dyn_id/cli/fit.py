@@ -186,7 +186,7 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
     q = rec.q[idx]
     pred = model.gravity_torques(q)
     from arm_dyn_id.data.segmentation import smoothed_velocity
-    v = smoothed_velocity(rec.t, rec.q)[idx] if rec.n_samples >= 3 else np.zeros_like(q)
+    v = smoothed_velocity(rec.t, rec.q, at=idx) if rec.n_samples >= 3 else np.zeros_like(q)
     fc, fv = (np.nan_to_num(model.friction[k]) for k in ('coulomb', 'viscous'))
     moving = np.abs(v) > 2e-3
     pred_friction = pred + moving * (fc * np.sign(v) + fv * v)

@@ -51,7 +51,7 @@ class DetectedSweep:
     speed: float
 
 
-def smoothed_velocity(t, q, window=0.05):
+def smoothed_velocity(t, q, window=0.05, at=None):
     """Central-difference velocity over about ``window`` seconds.
 
     Parameters
@@ -62,10 +62,12 @@ def smoothed_velocity(t, q, window=0.05):
         Joint angles (rad).
     window : float
         Difference span (s); longer spans average out encoder noise.
+    at : ndarray of int, (M,), optional
+        Only these rows (the same values as the whole result's rows).
 
     Returns
     -------
-    ndarray, (N, n)
+    ndarray, (N, n) or (M, n)
         rad/s.
     """
     t = np.asarray(t, dtype=float)
@@ -77,8 +79,9 @@ def smoothed_velocity(t, q, window=0.05):
     if not dt > 0:
         raise DataError('sample times must increase to find sweeps')
     k = max(1, int(round(0.5 * window / dt)))
-    hi = np.minimum(np.arange(N) + k, N - 1)
-    lo = np.maximum(np.arange(N) - k, 0)
+    rows = np.arange(N) if at is None else np.asarray(at)
+    hi = np.minimum(rows + k, N - 1)
+    lo = np.maximum(rows - k, 0)
     return (q[hi] - q[lo]) / (t[hi] - t[lo])[:, None]
 
 
