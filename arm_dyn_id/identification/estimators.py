@@ -322,6 +322,28 @@ def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=16384, wor
     DataError
         Shapes that do not match the robot, bad weights, or no finite sample.
     """
+    return gravity_normal_equations_parts(robot, base, q, tau, [slice(None)], weights,
+                                          chunk=chunk, workers=workers)[0]
+
+
+def gravity_normal_equations_parts(robot, base, q, tau, parts, weights=None, chunk=16384,
+                                   workers=1):
+    """:func:`gravity_normal_equations` of several parts of one record at once.
+
+    The chunks of every part go through one thread pool, so both workers stay busy
+    across parts (the held-out folds need one set of moments per pair).
+
+    Parameters
+    ----------
+    parts : list of slice or ndarray of int
+        The samples of each part.
+    Other parameters as :func:`gravity_normal_equations`.
+
+    Returns
+    -------
+    list of NormalEquations
+        One per part.
+    """
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
     if q.ndim != 2 or q.shape != tau.shape or q.shape[1] != robot.n_joints:
@@ -331,27 +353,32 @@ def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=16384, wor
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     if weights.shape != (n,) or np.any(~(weights > 0)):
         raise DataError(f'weights {weights.tolist()} must be one positive value per joint')
-    bounds = [(lo, min(lo + chunk, len(q))) for lo in range(0, len(q), chunk)]
+    spans = []
+    for k, part in enumerate(parts):
+        rows = np.arange(len(q))[part] if isinstance(part, slice) else np.asarray(part)
+        spans += [(k, rows[lo:lo + chunk]) for lo in range(0, len(rows), chunk)]
 
     def work(span):
-        lo, hi = span
-        qc, tc = q[lo:hi], tau[lo:hi]
+        rows = span[1]
+        qc, tc = q[rows], tau[rows]
         ok = np.all(np.isfinite(qc), axis=1) & np.all(np.isfinite(tc), axis=1)
         if not ok.all():
             qc, tc = qc[ok], tc[ok]
         return _chunk_moments(robot, base, qc, tc, weights)
 
-    if not bounds:
-        raise DataError('no finite samples to fit')
-    if workers > 1 and len(bounds) > 1:
+    if workers > 1 and len(spans) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(work, bounds))
+            moments = list(pool.map(work, spans))
     else:
-        parts = [work(span) for span in bounds]
-    total = NormalEquations.total(parts)
-    if total.count == 0:
-        raise DataError('no finite samples to fit')
-    return total
+        moments = [work(span) for span in spans]
+    totals = []
+    for k in range(len(parts)):
+        mine = [m for (part, _), m in zip(spans, moments) if part == k]
+        total = NormalEquations.total(mine) if mine else None
+        if total is None or total.count == 0:
+            raise DataError('no finite samples to fit')
+        totals.append(total)
+    return totals
 
 
 def _result(method, names, beta, cov, condition, noise, n_samples, inliers, residuals, t0,

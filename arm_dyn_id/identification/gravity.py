@@ -12,7 +12,7 @@ import numpy as np
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import (ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS,
                                                   fit_best, fit_best_moments,
-                                                  gravity_normal_equations, time_blocks)
+                                                  gravity_normal_equations_parts, time_blocks)
 from arm_dyn_id.identification.pairing import (average_pairs, coulomb_viscous_from_pairs,
                                                sweeps_from_markers)
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
@@ -41,8 +41,8 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
         ids = ids[ids >= 0]
         labels = [strata.get(int(g), 0) if strata else 0 for g in ids]
         labels += [-1] * (len(members) - len(ids))
-        parts = [gravity_normal_equations(robot, base, q[m], tau[m], weights, workers=2)
-                 for m in members]
+        parts = gravity_normal_equations_parts(robot, base, q, tau, members, weights,
+                                               workers=2)
         return fit_best_moments(parts, base.names, methods, strata=labels, folds=folds,
                                 seed=seed)
     Yb = base.reduce(robot.gravity_regressor(q))
