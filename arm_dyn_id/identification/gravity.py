@@ -54,6 +54,17 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
                     strata=strata, folds=folds, seed=seed, validation=val)
 
 
+def as_record(t, q, tau):
+    """Times (N,), positions (N, n) and torques (N, n) as float arrays, or DataError."""
+    t = np.asarray(t, dtype=float)
+    q = np.asarray(q, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    if t.ndim != 1 or q.shape != tau.shape or q.ndim != 2 or q.shape[0] != t.shape[0]:
+        raise DataError(f'times {t.shape}, positions {q.shape} and torques {tau.shape} '
+                        'must be (N,), (N, n), (N, n)')
+    return t, q, tau
+
+
 @dataclass
 class GravityFit:
     """Outcome of :func:`identify_gravity`."""
@@ -106,12 +117,7 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
     -------
     GravityFit
     """
-    t = np.asarray(t, dtype=float)
-    q = np.asarray(q, dtype=float)
-    tau = np.asarray(tau, dtype=float)
-    if q.shape != tau.shape or q.ndim != 2 or q.shape[0] != t.shape[0]:
-        raise DataError(f'times {t.shape}, positions {q.shape} and torques {tau.shape} '
-                        'must be (N,), (N, n), (N, n)')
+    t, q, tau = as_record(t, q, tau)
     if q.shape[1] != robot.n_joints:
         raise DataError(f'data has {q.shape[1]} joints, the model {robot.n_joints} '
                         f'({list(robot.joint_names)})')

@@ -28,7 +28,8 @@ from arm_dyn_id.data.quality import despike
 from arm_dyn_id.data.segmentation import detect_markers
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import HOLDOUT_FOLDS
-from arm_dyn_id.identification.gravity import DEFAULT_METHODS, GravityFit, identify_gravity
+from arm_dyn_id.identification.gravity import (DEFAULT_METHODS, GravityFit, as_record,
+                                               identify_gravity)
 from arm_dyn_id.identification.pairing import average_pairs, pair_sweeps, sweeps_from_markers
 from arm_dyn_id.validation.metrics import joint_metrics
 
@@ -480,12 +481,7 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     """
     if not 0 <= holdout < 1:
         raise ValueError(f'holdout {holdout} must be in [0, 1)')
-    t = np.asarray(t, dtype=float)
-    q = np.asarray(q, dtype=float)
-    tau = np.asarray(tau, dtype=float)
-    if t.ndim != 1 or q.shape != tau.shape or q.ndim != 2 or q.shape[0] != t.shape[0]:
-        raise DataError(f'times {t.shape}, positions {q.shape} and torques {tau.shape} '
-                        'must be (N,), (N, n), (N, n)')
+    t, q, tau = as_record(t, q, tau)
     if len(t) and np.any(np.diff(t) < 0):
         order = np.argsort(t, kind='stable')
         t, q, tau = t[order], q[order], tau[order]
