@@ -576,6 +576,8 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                 if isinstance(idx, Rejection):
                     reject(idx.reason, len(rows))
                     continue
+                if np.array_equal(idx, np.arange(n)):
+                    idx = slice(0, n)  # the URDF's order already: no column gather
                 store_rows.put(rows + done, stamp, pos[:, idx],
                                vel[:, idx] if vel.shape[1] == k else np.nan, eff[:, idx],
                                log[rows] * 1e-9)
@@ -665,13 +667,18 @@ class _Columns:
 
     def put(self, rows, stamp, pos, vel, eff, log):
         end = int(rows.max()) + 1
+        self.count += len(rows)
         if end > len(self.t):
             self._alloc(max(end, 2 * len(self.t)),
                         (self.t, self.q, self.dq, self.cur, self.log, self.present))
+        if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows) \
+                and (len(rows) == 1 or bool((np.diff(rows) == 1).all())):
+            # a run of consecutive messages (the usual case): a slice writes the block
+            # in one copy, where an index array scatters it row by row
+            rows = slice(int(rows[0]), int(rows[-1]) + 1)
         self.t[rows], self.q[rows], self.dq[rows] = stamp, pos, vel
         self.cur[rows], self.log[rows] = eff, log
         self.present[rows] = True
-        self.count += len(rows)
 
     def columns(self):
         """(t, q, dq, current, log_time) of the accepted rows, in message order."""
