@@ -1,4 +1,11 @@
-"""Install script for arm_dyn_id (ament_python, also plain pip).
+"""Install script for arm_dyn_id (ament_python / colcon; pip reads pyproject.toml too).
+
+pyproject.toml holds the package metadata and the dependencies (PEP 621) for pip;
+this file supplies what it marks dynamic (the version, the license, the console
+scripts) and what setuptools keeps outside [project] (packages, data_files), so
+that ``colcon build``, which runs this file, and ``pip install``, which builds a
+wheel from both, install the same package. A field set in [project] must not be
+passed here as well (setuptools would ignore or refuse it).
 
 The node code sits in the top-level ``nodes/`` folder and is imported as
 ``arm_dyn_id.nodes`` through the symlink ``arm_dyn_id/nodes -> ../nodes``. A
@@ -23,8 +30,9 @@ def files(pattern):
 
 
 setup(
-    name=package_name,
+    # name, description, dependencies, extras: pyproject.toml [project]
     version='0.1.0',
+    license='Apache-2.0',
     packages=find_packages(include=[package_name, package_name + '.*']),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
@@ -33,14 +41,7 @@ setup(
         ('share/' + package_name + '/config', files('config/*.yaml')),
         ('share/' + package_name + '/urdf', files('urdf/*.urdf')),
     ],
-    install_requires=['setuptools'],
-    python_requires='>=3.10',
     zip_safe=False,
-    maintainer='arm_dyn_id maintainers',
-    maintainer_email='arm_dyn_id@users.noreply.github.com',
-    description='Dynamic parameter identification for robot arms, as ROS 2 nodes and a CLI.',
-    license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             '{0} = {1}.nodes.{0}:main'.format(node, package_name) for node in NODES
