@@ -45,3 +45,58 @@ def test_report_without_fit(tmp_path, capsys):
     assert cli.main(['report', str(tmp_path)]) == 2      # a user error: exit 2, one line
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and 'model.yaml' in err[0] and 'arm-dyn-id fit' in err[0]
+
+
+def _demo_folder(root, fitted):
+    """A folder laid out as `arm-dyn-id demo --out` writes it: a model, validation.json with
+    the cases under ``cases`` beside facts of the run, validation_<case>.png, no fit_data."""
+    import json
+    import shutil
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    root.mkdir()
+    shutil.copy(fitted / 'model.yaml', root / 'model.yaml')
+    metrics = {'max_torque': 0.65, 'rmse': 0.0026, 'rmse_percent': 0.40, 'mae': 0.0016,
+               'rho': 0.99997}
+    doc = {'robot': 'humanoid_arm', 'identification_gravity': 9.81, 'validation_gravity': 1.63,
+           'quick': True, 'validated_on': 'quasi-static phases of the held-out plan',
+           'noise_model': {'current_noise': [0.02] * 6},
+           'cases': {'moon': {j: metrics for j in JOINTS},
+                     'moon_payload_0.3kg': {j: metrics for j in JOINTS}},
+           'identified_urdf': 'identified.urdf', 'wall_seconds': 120.0}
+    (root / 'validation.json').write_text(json.dumps(doc))
+    for case in doc['cases']:
+        fig = plt.figure()
+        plt.plot([0, 1], [0, 1])
+        fig.savefig(root / f'validation_{case}.png')
+        plt.close(fig)
+    return root
+
+
+def test_report_on_the_demo_folder(fitted, tmp_path, capsys):
+    """The demo's validation.json keeps its cases under ``cases`` beside plain facts; the
+    report once read every top-level key as a case and crashed on the strings."""
+    demo = _demo_folder(tmp_path / 'demo', fitted)
+    assert cli.main(['report', str(demo)]) == 0, capsys.readouterr().err
+    page = (demo / 'report.html').read_text()
+    for text in ('moon_payload_0.3kg', 'validation gravity', 'RMSE %', 'Base parameters'):
+        assert text in page, text
+    # both cases' tables and the demo's own plots are in the page
+    assert page.count('<td class="l">joint_6</td>') >= 2
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == 2
+
+
+def test_report_on_a_quasi_static_fit(tmp_path, capsys):
+    """Quasi-static fits hold out samples, not pairs: the report names them."""
+    from arm_bags import Arm, write_arm_bag
+    from test_cli_fit import URDF
+    arm = Arm(URDF)
+    bag = write_arm_bag(tmp_path / 'bag', arm, seed=3, sweeps=False, holds=40,
+                        slow_moves=True, effort='torque').path
+    out = tmp_path / 'fit'
+    code = cli.main(['fit', str(bag), '--urdf', str(URDF), '--effort', 'torque', '--out',
+                     str(out), '--quiet'])
+    assert code == 0, capsys.readouterr().err
+    page = (out / 'report.html').read_text()
+    assert 'samples held out' in page and 'static holds' in page

@@ -66,6 +66,36 @@ def _table(header, rows, left=1):
     return '\n'.join(out)
 
 
+#: keys of a per-joint metrics dict; a validation entry is a case when its values have them
+_METRIC_KEYS = {'rmse', 'rmse_percent', 'mae', 'rho'}
+
+
+def _is_case(value):
+    return isinstance(value, dict) and bool(value) and all(
+        isinstance(m, dict) and _METRIC_KEYS & set(m) for m in value.values())
+
+
+def validation_cases(validation):
+    """``{case: {joint: metrics}}`` of any validation file the suite writes.
+
+    ``arm-dyn-id fit`` and ``validate`` write the cases at the top level beside
+    ``fit_summary``; ``arm-dyn-id demo`` writes them under ``cases`` beside facts
+    of the run (robot, gravities, noise model). Entries that are not per-joint
+    metrics are not cases.
+    """
+    cases = {k: v for k, v in validation.items() if _is_case(v)}
+    nested = validation.get('cases')
+    if isinstance(nested, dict):
+        cases.update({k: v for k, v in nested.items() if _is_case(v)})
+    return cases
+
+
+def _run_facts(validation):
+    """Plain top-level facts of a validation file (the demo's robot, gravities, ...)."""
+    return [(k.replace('_', ' '), v) for k, v in validation.items()
+            if k not in ('fit_summary', 'cases') and isinstance(v, (str, int, float, bool))]
+
+
 def _metrics_html(case):
     rows = [[html.escape(j)] + [_fmt(f, m.get(k)) for k, _, f in METRIC_COLUMNS]
             for j, m in case.items()]
@@ -117,6 +147,33 @@ def plot_torque_time(data, path):
     plt.close(fig)
 
 
+def plot_full_torque(data, path):
+    """Measured against predicted torque per joint over time (full dynamics), held-out
+    stretches shaded."""
+    import matplotlib.pyplot as plt
+    joints = [str(j) for j in data['joints']]
+    t = data['t']
+    t0 = t[0]
+    fig, axes = _figure_rows(len(joints))
+    for j, ax in enumerate(axes):
+        _shade(ax, data['sweeps'], t0)
+        ax.plot(t - t0, data['tau'][:, j], color='0.55', lw=0.6, label='measured (filtered)')
+        ax.plot(t - t0, data['predicted_friction'][:, j], color='tab:blue', lw=0.9,
+                label='model: inverse dynamics + friction')
+        ax.plot(t - t0, data['predicted'][:, j], color='tab:red', lw=0.7, ls='--',
+                label='model: rigid body only')
+        ax.set_ylabel(f'{joints[j]}\nN·m', fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc='upper right', fontsize=7, ncol=3)
+    axes[0].set_title('Joint torque: measured and predicted by the full model (orange bands: '
+                      'held out, not fitted)', fontsize=10)
+    axes[-1].set_xlabel('time (s)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def plot_trajectory(data, path):
     import matplotlib.pyplot as plt
     joints = [str(j) for j in data['joints']]
@@ -135,6 +192,12 @@ def plot_trajectory(data, path):
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def _what(data):
+    if str(data.get('dynamics', 'gravity')) == 'full':
+        return 'samples (filtered, full dynamics)'
+    return 'pairs (forward/backward averaged)'
 
 
 def _case(data):
@@ -165,8 +228,7 @@ def plot_residuals(data, path):
                      fontsize=9)
         ax.set_xlabel('predicted − measured (mN·m)', fontsize=8)
         ax.tick_params(labelsize=8)
-    fig.suptitle(f'Residuals on the {case.replace("_", "-")} pairs (forward/backward '
-                 'averaged)', fontsize=10)
+    fig.suptitle(f'Residuals on the {case.replace("_", "-")} {_what(data)}', fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -188,7 +250,7 @@ def plot_pairs(data, path):
         ax.set_xlabel('measured (N·m)', fontsize=8)
         ax.set_ylabel('predicted (N·m)', fontsize=8)
         ax.tick_params(labelsize=8)
-    fig.suptitle(f'Averaged torque on the {case.replace("_", "-")} pairs: predicted '
+    fig.suptitle(f'Torque on the {case.replace("_", "-")} {_what(data)}: predicted '
                  'against measured', fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -239,48 +301,90 @@ def _img(path):
     return f'<img alt="{html.escape(Path(path).stem)}" src="data:image/png;base64,{data}">'
 
 
+def _segments_fact(summary):
+    seg = summary.get('segments')
+    if not isinstance(seg, dict):
+        return None
+    if seg.get('source') == 'quasi_static':
+        return (f'{seg.get("holds", 0)} static holds and {seg.get("slow_bins", 0)} bins of slow '
+                'motion (quasi-static samples)')
+    if 'pairs' in seg:
+        return f'{seg["pairs"]} forward/backward pairs from {seg.get("source")}'
+    return ', '.join(f'{k}: {v}' for k, v in seg.items())
+
+
+def _holdout_fact(summary):
+    hold = summary.get('holdout')
+    if not isinstance(hold, dict):
+        return None
+    if 'held_out_pairs' in hold:
+        what = f'{hold["held_out_pairs"]} pairs held out'
+    elif 'held_out_samples' in hold:
+        what = f'{hold["held_out_samples"]} samples held out'
+    else:
+        what = 'held out'
+    return (f'{what} (fraction {hold.get("fraction")}, seed {hold.get("seed")}); '
+            f'{hold.get("note", "")}')
+
+
 def render_html(model, validation, images, title=None):
     """The report page as a string (images: {name: png path}, embedded)."""
     summary = validation.get('fit_summary') or {}
     fit = model.get('fit') or {}
-    title = title or f'Gravity model of {model.get("robot_name") or "the arm"}'
+    full = model.get('dynamics') == 'full'
+    unit = 'samples' if full or (summary.get('segments') or {}).get('source') == \
+        'quasi_static' else 'pairs'
+    kind = 'Dynamic model' if full else 'Gravity model'
+    title = title or f'{kind} of {model.get("robot_name") or "the arm"}'
     e = html.escape
     parts = [f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
              f'<title>{e(title)}</title><style>{CSS}</style></head><body>',
              f'<h1>{e(title)}</h1>']
+    dyn = summary.get('dynamics') if isinstance(summary.get('dynamics'), dict) else {}
     facts = [
+        ('model', 'full dynamics (inertia, Coriolis, gravity, friction)' if full
+         else 'gravity G(q)'),
+        ('chosen because', dyn.get('reason')),
         ('bag', summary.get('bag')), ('joint-state topic', summary.get('states_topic')),
         ('URDF', (model.get('urdf') or {}).get('file')),
         ('gravity (m/s²)', (model.get('gravity') or {}).get('magnitude')),
         ('samples', summary.get('n_samples')),
         ('duration (s)', None if summary.get('duration_s') is None
          else f'{summary["duration_s"]:.1f}'),
-        ('segments', None if 'segments' not in summary else
-         f'{summary["segments"]["pairs"]} forward/backward pairs from '
-         f'{summary["segments"]["source"]}'),
-        ('hold-out', None if 'holdout' not in summary else
-         f'{summary["holdout"]["held_out_pairs"]} pairs held out (fraction '
-         f'{summary["holdout"]["fraction"]}, seed {summary["holdout"]["seed"]}); '
-         f'{summary["holdout"]["note"]}'),
+        ('segments', _segments_fact(summary)),
+        ('hold-out', _holdout_fact(summary)),
         ('method', fit.get('method')),
         ('created', (model.get('provenance') or {}).get('created')),
-    ]
+    ] + _run_facts(validation)
     parts.append(_table(['', ''], [[e(k), e(str(v))] for k, v in facts if v is not None]))
     parts.append('<h2>Validation per joint</h2>')
-    parts.append('<p class="note">Torques are forward/backward averaged (friction cancels, '
-                 'seed 000 eq. 5). RMSE % is relative to the largest |τ| of the joint (seed 000 '
-                 'eq. 18); ρ is the correlation of measured and predicted torque; noise σ is '
-                 'estimated from sample-to-sample differences of the raw torque.</p>')
-    cases = [c for c in validation if c != 'fit_summary']
-    for case in cases:
-        label = {'held_out': 'Held-out pairs (not used by the fit)',
-                 'training': 'Training pairs (in-sample)'}.get(case, case)
+    if full:
+        parts.append('<p class="note">Measured torque against the model\'s inverse dynamics '
+                     'with friction at the filtered positions, velocities and accelerations. '
+                     'RMSE % is relative to the largest |τ| of the joint; ρ is the '
+                     'correlation of measured and predicted torque.</p>')
+    else:
+        parts.append('<p class="note">Torques are forward/backward averaged (friction '
+                     'cancels, seed 000 eq. 5). RMSE % is relative to the largest |τ| of the '
+                     'joint (seed 000 eq. 18); ρ is the correlation of measured and predicted '
+                     'torque; noise σ is estimated from sample-to-sample differences of the '
+                     'raw torque.</p>')
+    cases = validation_cases(validation)
+    if not cases:
+        parts.append('<p class="note">The validation file holds no per-joint metrics.</p>')
+    for case, metrics in cases.items():
+        label = {'held_out': f'Held-out {unit} (not used by the fit)',
+                 'training': f'Training {unit} (in-sample)'}.get(case, case)
         parts.append(f'<h3>{e(label)}</h3>')
-        parts.append(_metrics_html(validation[case]))
+        parts.append(_metrics_html(metrics))
     for name, caption in (('torque_time', 'Torque over time'),
                           ('residuals', 'Residuals'), ('pairs', 'Predicted against measured')):
         if name in images:
             parts.append(f'<h2>{e(caption)}</h2>{_img(images[name])}')
+    others = [name for name in images if name not in REPORT_PLOTS]
+    if others:
+        parts.append('<h2>Other plots of the folder</h2>')
+        parts.extend(f'<h3>{e(name)}</h3>{_img(images[name])}' for name in others)
     parts.append('<h2>Base parameters</h2>')
     parts.append('<p class="note">Each base parameter is the combination of link parameters '
                  '(m: mass, mx/my/mz: first moments m·c in the joint frame) that the torques '
@@ -325,8 +429,16 @@ def render_html(model, validation, images, title=None):
     return '\n'.join(parts)
 
 
+#: the plots write_report draws (any other PNG of the folder is embedded as it is)
+REPORT_PLOTS = ('torque_time', 'residuals', 'pairs', 'trajectory')
+
+
 def write_report(folder, title=None):
-    """Render ``folder/report.html`` and its PNGs from a fit's output folder.
+    """Render ``folder/report.html`` and its PNGs from an output folder of the suite.
+
+    Works on every folder the suite writes: ``arm-dyn-id fit`` (gravity or full
+    dynamics; the plots need its ``fit_data.npz``) and ``arm-dyn-id demo`` (its
+    cases under ``cases``, its own ``validation_*.png`` embedded as they are).
 
     Parameters
     ----------
@@ -341,7 +453,8 @@ def write_report(folder, title=None):
     Raises
     ------
     DataError
-        If the folder lacks ``model.yaml`` or ``validation.json``.
+        If the folder lacks ``model.yaml`` or ``validation.json``, or one of them
+        cannot be read.
     """
     import matplotlib
     matplotlib.use('Agg')
@@ -350,18 +463,32 @@ def write_report(folder, title=None):
         if not (folder / name).is_file():
             raise DataError(f'{folder} has no {name}: run arm-dyn-id fit BAG --out {folder} '
                             'first')
-    model = yaml.safe_load((folder / 'model.yaml').read_text())
-    validation = json.loads((folder / 'validation.json').read_text())
+    try:
+        model = yaml.safe_load((folder / 'model.yaml').read_text())
+    except yaml.YAMLError as exc:
+        raise DataError(f'{folder / "model.yaml"} is not valid YAML: {exc}') from exc
+    try:
+        validation = json.loads((folder / 'validation.json').read_text())
+    except json.JSONDecodeError as exc:
+        raise DataError(f'{folder / "validation.json"} is not valid JSON: {exc}') from exc
+    if not isinstance(model, dict) or not isinstance(validation, dict):
+        raise DataError(f'{folder}: model.yaml and validation.json must each hold a mapping')
     images = {}
     data_file = folder / 'fit_data.npz'
     if data_file.is_file():
         with np.load(data_file) as npz:
             data = dict(npz)
-        for name, fn in (('torque_time', plot_torque_time), ('residuals', plot_residuals),
-                         ('pairs', plot_pairs), ('trajectory', plot_trajectory)):
+        full = str(data.get('dynamics', 'gravity')) == 'full'
+        plots = (('torque_time', plot_full_torque if full else plot_torque_time),
+                 ('residuals', plot_residuals), ('pairs', plot_pairs),
+                 ('trajectory', plot_trajectory))
+        for name, fn in plots:
             path = folder / f'{name}.png'
             fn(data, path)
             images[name] = path
+    for png in sorted(folder.glob('*.png')):
+        if png.stem not in REPORT_PLOTS:
+            images[png.stem] = png
     out = folder / 'report.html'
     out.write_text(render_html(model, validation, images, title))
     return out
