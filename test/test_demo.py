@@ -34,3 +34,8 @@ def test_quick_demo_identifies_the_arm_within_two_percent(tmp_path):
     assert (out / 'identified.urdf').is_file()
     # the table of seed 000 Tables 3-4 is printed
     assert 'RMSE %' in proc.stdout
+    # the report reads the demo's folder like a fit's (cases under 'cases', its own plots)
+    proc = subprocess.run([sys.executable, '-m', 'arm_dyn_id', 'report', str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert 'moon_payload_0.3kg' in (out / 'report.html').read_text()
