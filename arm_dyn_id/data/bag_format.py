@@ -123,6 +123,22 @@ def _ranges(mask):
     return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
+def _rows_equal(rows, template, a, b):
+    """Whether bytes [a, b) of each row equal the template's, compared 8 bytes at a time.
+
+    The names and padding of a 6-joint message are ~100 bytes; comparing them as
+    uint64 words instead of single bytes makes the check of a 1-hour bag 8x cheaper.
+    """
+    words = (b - a) // 8 * 8
+    same = np.ones(rows.shape[0], dtype=bool)
+    if words:
+        same &= (rows[:, a:a + words].view('<u8') ==
+                 template[a:a + words].view('<u8')).all(axis=1)
+    if a + words < b:
+        same &= (rows[:, a + words:b] == template[a + words:b]).all(axis=1)
+    return same
+
+
 def decode_joint_state_block(block, max_layouts=8):
     """Decode many JointState CDR messages of one byte length at once.
 
@@ -165,7 +181,7 @@ def decode_joint_state_block(block, max_layouts=8):
         same = np.ones(rows.size, dtype=bool)
         template = sub[0]
         for a, b in _ranges(constant_mask(layout)):
-            same &= (sub[:, a:b] == template[a:b]).all(axis=1)
+            same &= _rows_equal(sub, template, a, b)
         if not same.all():
             sub = sub[same]
         sec = np.ascontiguousarray(sub[:, 4:8]).view('<i4')[:, 0]
