@@ -229,12 +229,9 @@ class GravityCompensationNode(Node):
                                    float(values['friction_compensation']))
 
     def _gravity(self, model, gravity_vector, payload):
-        try:
-            if model is None:
-                return GravityTorques.from_robot(self.robot, gravity_vector, payload)
-            return GravityTorques.from_model(model, gravity_vector, payload)
-        except JointNameError as exc:
-            raise ConfigError(f'parameter payload_frame: {exc}') from exc
+        if model is None:
+            return GravityTorques.from_robot(self.robot, gravity_vector, payload)
+        return GravityTorques.from_model(model, gravity_vector, payload)
 
     def _build(self, model, gravity_vector, payload, friction_values):
         """A new Compensator (slow part: pinocchio copies), not yet in use."""

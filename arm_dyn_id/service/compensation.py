@@ -31,7 +31,7 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
-from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.model.robot import FRICTION_PARAMS
 
 OUTPUTS = ('effort', 'current')
@@ -140,8 +140,11 @@ class GravityTorques:
         served = robot.copy()
         self._exact = self._carry(served, self._theta)
         if payload is not None:
-            # Joint name errors of the frame surface here (payload frame not in the URDF)
-            loaded = served.with_payload(payload)
+            try:
+                loaded = served.with_payload(payload)
+            except JointNameError as exc:
+                raise ConfigError(f'parameter payload_frame = {payload.frame!r}: {exc}') \
+                    from None
             self._theta = self._theta + (loaded.parameters('gravity')
                                          - served.parameters('gravity'))
             served = loaded
