@@ -284,3 +284,316 @@ def predict_full(fit, q, dq, ddq):
 
 __all__ = ['FilteredData', 'FullFit', 'filter_and_differentiate', 'identify_full',
            'predict_full', 'base_regressor']
+
+
+# ---------------------------------------------------------------------------
+# The full-dynamics fit behind `arm-dyn-id fit --dynamics full` and the node
+# ---------------------------------------------------------------------------
+#: Estimators :func:`fit_full` runs by default; the held-out score picks one.
+FULL_METHODS = ('wls', 'irls', 'consistent')
+#: Torque the validation compares against: the filtered one (what the fit sees).
+VALIDATE_AGAINST = ('filtered', 'raw')
+
+
+def _metrics_dict(metrics):
+    """``{joint: {max_torque, rmse, rmse_percent, mae, rho, n_samples}}``."""
+    out = {}
+    for m in metrics:
+        d = m.to_dict()
+        d.pop('joint')
+        d.pop('noise_amplitude', None)
+        out[m.joint] = d
+    return out
+
+
+def _regressor(robot, base, friction, prepared):
+    """Stacked base + friction regressor W (M, n, r + f) of a prepared record."""
+    from arm_dyn_id.model.dynamics import rigid_regressor
+    Y = rigid_regressor(robot, prepared.q, prepared.dq, prepared.ddq,
+                        armature=len(base.parameter_names) > 10 * robot.n_bodies)
+    F = friction.regressor(prepared.dq, features=prepared.features)
+    return np.concatenate([base.reduce(Y), F], axis=2)
+
+
+def _check_record(robot, t, q, tau):
+    t = np.asarray(t, dtype=float)
+    q = np.asarray(q, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    n = robot.n_joints
+    if t.ndim != 1 or q.ndim != 2 or q.shape != (t.shape[0], n) or tau.shape != q.shape:
+        raise DataError(f'times {t.shape}, positions {q.shape} and torques {tau.shape} must be '
+                        f'(N,), (N, {n}) and (N, {n}) for joints {list(robot.joint_names)}')
+    return t, q, tau
+
+
+def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None,
+             harmonic_hz=None, holdout=HOLDOUT_FOLDS, friction=None, armature=False,
+             noise=None, decimate=None, order=4, filter_torque=True, nominal_weight=None,
+             solver='CLARABEL', validate_against='filtered', provenance=None, robot_name=None,
+             seed=0):
+    """Fit, choose and validate a full-dynamics model from one recording.
+
+    Steps: :func:`arm_dyn_id.data.preparation.prepare` (resample, zero-phase
+    low-pass with a stated cut-off, q̇ and q̈, edge trimming, decimation), the
+    base + friction regressor, per-joint noise weights, every estimator in
+    ``methods`` scored on ``holdout`` contiguous time blocks it was not fitted on
+    (:func:`~arm_dyn_id.identification.estimators.select`), the best refitted on
+    all samples. The validation metrics are those of the chosen estimator's
+    out-of-fold predictions (each block predicted by the fit without it).
+
+    Parameters
+    ----------
+    robot : RobotModel
+    t : ndarray, (N,)
+        s (uneven stamps are resampled).
+    q : ndarray, (N, n)
+        rad.
+    tau : ndarray, (N, n)
+        N·m (joint torques: motor currents already converted).
+    config : ArmConfig, optional
+        ``robot_name`` and ``torque_noise`` (weights) when given.
+    methods : sequence of str
+        Keys of :data:`~arm_dyn_id.identification.estimators.ESTIMATORS` and
+        ``'consistent'`` (:mod:`.consistent`).
+    cutoff_hz, harmonic_hz, order, decimate, filter_torque
+        See :func:`~arm_dyn_id.data.preparation.prepare`.
+    holdout : int
+        Time blocks (folds) for the held-out choice and validation (≥ 2).
+    friction : FrictionModel, optional
+        Default Coulomb (sign) + viscous.
+    armature : bool
+        Identify rotor inertias.
+    noise : array_like, (n,), optional
+        Torque σ per joint (N·m); default the residual RMS of a first
+        least-squares fit (two-step weighted least squares).
+    nominal_weight : float, optional
+        λ of the consistent fit (default :data:`.consistent.NOMINAL_WEIGHT`).
+    solver : {'CLARABEL', 'SCS'}
+    validate_against : {'filtered', 'raw'}
+        Torque the validation metrics compare with.
+    provenance : dict, optional
+    robot_name : str, optional
+
+    Returns
+    -------
+    model : DynamicsModel
+    validation : dict
+        ``{'held_out': {joint: {rmse, rmse_percent, mae, rho, max_torque,
+        n_samples}}, 'training': {...}}``.
+
+    Raises
+    ------
+    DataError
+        Bad shapes, NaN-only data, too short records.
+    ConfigError
+        Unknown estimator, solver or validation choice.
+    RankDeficientError
+        The data identifies no model with any estimator.
+    """
+    import time
+    from arm_dyn_id.data.preparation import prepare
+    from arm_dyn_id.errors import ConfigError
+    from arm_dyn_id.identification import consistent as cons
+    from arm_dyn_id.identification.estimators import (
+        IdentificationResult, _predict, _weights, identifiability, sample_moments, select,
+        time_blocks, _row_rss)
+    from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
+                                           nominal_standard_parameters, rigid_base_parameters)
+    from arm_dyn_id.model.export import link_shares
+    from arm_dyn_id.validation.metrics import joint_metrics
+
+    started = time.perf_counter()
+    methods = tuple(methods)
+    unknown = [m for m in methods if m not in ESTIMATORS and m != 'consistent']
+    if unknown or not methods:
+        raise ConfigError(f'unknown estimator {unknown[0] if unknown else None!r}; choose from '
+                          f'{sorted(ESTIMATORS) + ["consistent"]}')
+    if validate_against not in VALIDATE_AGAINST:
+        raise ConfigError(f'validate_against {validate_against!r} must be one of '
+                          f'{list(VALIDATE_AGAINST)}')
+    if int(holdout) < 2:
+        raise ConfigError(f'holdout {holdout} must be at least 2 time blocks')
+    t, q, tau = _check_record(robot, t, q, tau)
+    friction = friction or FrictionModel()
+    nominal_weight = cons.NOMINAL_WEIGHT if nominal_weight is None else float(nominal_weight)
+    if config is not None:
+        robot_name = robot_name or getattr(config, 'robot_name', None)
+        cfg_noise = getattr(config, 'torque_noise', None)
+        if noise is None and cfg_noise is not None and np.all(np.isfinite(cfg_noise)) and \
+                np.all(np.asarray(cfg_noise) > 0):
+            noise = np.asarray(cfg_noise, dtype=float)
+    prepared = prepare(t, q, tau, cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, order=order,
+                       decimate=decimate, filter_torque=filter_torque,
+                       features=friction.features)
+    base = rigid_base_parameters(robot, armature=armature)
+    W = _regressor(robot, base, friction, prepared)
+    target = prepared.tau
+    names = tuple(base.names) + friction.names(robot.n_joints)
+    r = base.count
+    n = robot.n_joints
+    if noise is None:
+        first = ESTIMATORS['wls'](W, target, names)
+        noise = np.maximum(first.residual_rms(), 1e-6 * np.max(np.abs(target)))
+    noise = np.asarray(noise, dtype=float)
+    w = _weights(noise, n)
+
+    B = base_matrix(base)
+    theta_nom = nominal_standard_parameters(robot, armature)
+    _, _, fixed = link_shares(robot, robot.source)
+    fterms = [name.rstrip('0123456789') for name in friction.names(n)]
+    n_arm = n if armature else 0
+
+    groups = time_blocks(len(target), int(holdout))
+    finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2))
+    parts = {g: sample_moments(W, target, w, finite & (groups == g))
+             for g in range(int(holdout))}
+    solutions = {}
+
+    def fit_consistent(fold):
+        from arm_dyn_id.identification.estimators import NormalEquations
+        neq = NormalEquations.total(p for g, p in parts.items() if g != fold)
+        sol = cons.solve_consistent(neq.A, neq.b, neq.count * n, B, theta_nom,
+                                    robot.n_bodies, fterms, fixed=fixed,
+                                    nominal_weight=nominal_weight, solver=solver,
+                                    armature=n_arm, c=float(w @ neq.tau_sq))
+        solutions[fold] = sol
+        mask = finite & (groups != fold) if fold is not None else finite
+        resid = target - _predict(W, sol.x)
+        resid[~mask] = np.nan
+        rss = _row_rss(neq, sol.x)
+        dof = max(neq.count * n - len(sol.x), 1)
+        condition, _ = identifiability(neq.A, names)
+        try:
+            cov = np.linalg.inv(neq.A) * float(w @ rss / dof)
+        except np.linalg.LinAlgError:
+            cov = np.linalg.pinv(neq.A) * float(w @ rss / dof)
+        return IdentificationResult(
+            method='consistent', names=names, beta=sol.x,
+            std_errors=np.sqrt(np.clip(np.diag(cov), 0, None)), covariance=cov,
+            residuals=resid, condition_number=condition, rank=len(sol.x),
+            n_samples=int(mask.sum()), inliers=mask, noise_std=np.sqrt(rss / neq.count),
+            seconds=sol.seconds,
+            info={'solver': sol.solver, 'status': sol.status, **sol.info,
+                  'min_pseudo_inertia_eigenvalues': sol.min_eigenvalues.tolist()})
+
+    cache = {}
+
+    def fit(method, fold):
+        key = (method, fold)
+        if key not in cache:
+            if method == 'consistent':
+                cache[key] = fit_consistent(fold)
+            else:
+                mask = None if fold is None else groups != fold
+                cache[key] = ESTIMATORS[method](W, target, names, noise=noise, mask=mask)
+        return cache[key]
+
+    def score(result, fold):
+        if fold is None:
+            rr = result.residuals[result.inliers]
+            return float(np.nanmean(w * rr ** 2))
+        return float(w @ _row_rss(parts[fold], result.beta)), parts[fold].count * n
+
+    choice = select(methods, fit, score, int(holdout))
+    result = choice.result
+    method = choice.selection.method
+    # out-of-fold predictions of the chosen estimator: every block by the fit without it
+    held_pred = np.full_like(target, np.nan)
+    for g in range(int(holdout)):
+        try:
+            fold_result = fit(method, g)
+        except Exception:        # a fold that cannot be fitted is left out of the score
+            continue
+        rows = groups == g
+        held_pred[rows] = _predict(W[rows], fold_result.beta)
+    reference = target if validate_against == 'filtered' else prepared.tau_raw
+    joints = robot.joint_names
+    validation = {}
+    ok = np.all(np.isfinite(held_pred), axis=1)
+    if ok.sum() >= 2:
+        validation['held_out'] = _metrics_dict(joint_metrics(reference[ok], held_pred[ok],
+                                                             joints))
+    validation['training'] = _metrics_dict(joint_metrics(reference, _predict(W, result.beta),
+                                                         joints))
+    sol = solutions.get(None) if method == 'consistent' else None
+    theta = sol.theta if sol is not None else None
+    consistent_flag = bool(sol is not None and np.all(sol.min_eigenvalues >= -1e-8) and
+                           np.all(sol.phi[[i for i, f in enumerate(fterms)
+                                           if f in ('fc', 'fv', 'fs')]] >= -1e-9))
+    candidates = {}
+    for m, c in choice.candidates.items():
+        candidates[m] = ({'error': c} if isinstance(c, str) else
+                         {'condition_number': float(c.condition_number),
+                          'residual_rms': c.residual_rms().tolist(),
+                          'seconds': float(c.seconds)})
+    metadata = {
+        'robot_name': robot_name,
+        'fit': {'method': method, 'estimator': method,
+                'condition_number': float(result.condition_number),
+                'n_samples': int(result.n_samples), 'noise_std': noise.tolist(),
+                'residual_rms': result.residual_rms().tolist(),
+                'seconds': float(time.perf_counter() - started),
+                'nominal_weight': nominal_weight, 'solver': solver,
+                'candidates': candidates,
+                'consistent_fit': (None if 'consistent' not in choice.candidates or
+                                   isinstance(choice.candidates['consistent'], str) else
+                                   choice.candidates['consistent'].info)},
+        'selection': choice.selection.to_dict(),
+        'validation': {**validation, 'against': validate_against,
+                       'held_out_blocks': int(holdout)},
+        'preparation': dict(prepared.info),
+        'provenance': dict(provenance or {}),
+    }
+    model = DynamicsModel(robot.copy(), base, result.beta[:r], friction, result.beta[r:],
+                          result.std_errors, standard=theta, consistent=consistent_flag,
+                          metadata=metadata)
+    return model, validation
+
+
+def validate_full(model, t, q, tau, cutoff_hz=None, order=None, against='filtered',
+                  holdout_rows=None):
+    """Score a model on any trajectory with the keys of the gravity path.
+
+    The record is prepared with the model's own filter (its ``preparation``
+    metadata: cut-off and order, unless given), q̇ and q̈ from the filtered q,
+    and the predicted torques compared with the filtered or the raw torque.
+
+    Parameters
+    ----------
+    model : DynamicsModel or GravityModel
+        A gravity model predicts ``G(q)`` plus its Coulomb and viscous friction
+        where known.
+    t, q, tau : ndarray, (N,), (N, n), (N, n)
+    against : {'filtered', 'raw'}
+
+    Returns
+    -------
+    dict
+        ``{joint: {max_torque, rmse, rmse_percent, mae, rho, n_samples}}``.
+    """
+    from arm_dyn_id.data.preparation import prepare
+    from arm_dyn_id.errors import ConfigError
+    from arm_dyn_id.validation.metrics import joint_metrics
+    if against not in VALIDATE_AGAINST:
+        raise ConfigError(f'against {against!r} must be one of {list(VALIDATE_AGAINST)}')
+    t, q, tau = _check_record(model.robot, t, q, tau)
+    prep = model.metadata.get('preparation') or {}
+    cutoff = cutoff_hz if cutoff_hz is not None else prep.get('cutoff_hz')
+    order = order if order is not None else int(prep.get('order', 4))
+    data = prepare(t, q, tau, cutoff_hz=cutoff, order=order, decimate=1)
+    pred = predict_model(model, data.q, data.dq, data.ddq)
+    reference = data.tau if against == 'filtered' else data.tau_raw
+    return _metrics_dict(joint_metrics(reference, pred, model.joint_names))
+
+
+def predict_model(model, q, dq, ddq):
+    """Torques of a full or gravity model at states (N, n) (N·m)."""
+    if getattr(model, 'dynamics', 'gravity') == 'full':
+        return model.torques(q, dq, ddq)
+    out = model.gravity_torques(q)
+    fc = np.nan_to_num(model.friction.get('coulomb', 0.0))
+    fv = np.nan_to_num(model.friction.get('viscous', 0.0))
+    return out + fc * np.sign(dq) + fv * dq
+
+
+__all__ += ['fit_full', 'validate_full', 'predict_model', 'FULL_METHODS']

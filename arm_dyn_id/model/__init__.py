@@ -5,7 +5,44 @@
 - :mod:`.base_parameters`: base (minimal) parameter sets by pivoted QR, the
   regressor's condition number;
 - :mod:`.gravity`: the identified gravity model (serve G(q) at any g, save/load);
+- :mod:`.dynamics`: the identified full-dynamics model (inverse dynamics with
+  friction, gravity, save/load);
 - :mod:`.export`: physically consistent link parameters and the identified URDF.
+
+:func:`load_model` reads either model file (by its ``dynamics`` key).
 
 Imports only the foundation (``arm_dyn_id.config``, ``errors``, ``paths``).
 """
+
+
+def load_model(path, urdf=None):
+    """Read a model file: a :class:`~.gravity.GravityModel` or a
+    :class:`~.dynamics.DynamicsModel`, by the file's ``dynamics`` key
+    (``gravity`` when absent: version-1 files).
+
+    Parameters
+    ----------
+    path : path-like
+    urdf : path-like, optional
+        URDF to use instead of the one the file names.
+
+    Raises
+    ------
+    ConfigError
+        Missing file, not YAML, not a model file, unknown ``dynamics``.
+    URDFError
+        The URDF cannot be found.
+    """
+    from arm_dyn_id.errors import ConfigError
+    from arm_dyn_id.model.dynamics import DynamicsModel, read_model_file
+    from arm_dyn_id.model.gravity import GravityModel
+    doc = read_model_file(path)
+    kind = doc.get('dynamics', 'gravity')
+    if kind == 'gravity':
+        return GravityModel.from_dict(doc, urdf=urdf, source=str(path))
+    if kind == 'full':
+        return DynamicsModel.from_dict(doc, urdf=urdf, source=str(path))
+    raise ConfigError(f'model file {path} has dynamics {kind!r}; expected gravity or full')
+
+
+__all__ = ['load_model']

@@ -512,6 +512,8 @@ def identified_urdf(model, nominal_urdf_path, **options):
     ------
     InconsistentParametersError
     """
+    if getattr(model, 'dynamics', 'gravity') == 'full':
+        return identified_urdf_full(model, nominal_urdf_path)
     found = identified_parameters(model, nominal_urdf_path, details=True, **options)
     text = Path(nominal_urdf_path).read_text()
     for name, mass, com in zip(found.links, found.masses, found.coms):
@@ -519,5 +521,160 @@ def identified_urdf(model, nominal_urdf_path, **options):
     return text
 
 
+# ---------------------------------------------------------------------------
+# full inertias (the full-dynamics model)
+# ---------------------------------------------------------------------------
+def _link_inertia_params(link):
+    """10 inertial parameters (pinocchio order, about the link frame origin) of a
+    URDF link's ``<inertial>``, zeros when absent."""
+    import pinocchio as pin
+    inertial = link.find('inertial')
+    if inertial is None:
+        return np.zeros(10)
+    mass_el = inertial.find('mass')
+    mass = float(mass_el.get('value')) if mass_el is not None else 0.0
+    xyz, rpy = _origin(inertial)
+    el = inertial.find('inertia')
+
+    def get(key):
+        return float(el.get(key, 0)) if el is not None else 0.0
+    inertia = np.array([[get('ixx'), get('ixy'), get('ixz')],
+                        [get('ixy'), get('iyy'), get('iyz')],
+                        [get('ixz'), get('iyz'), get('izz')]])
+    rot = _rpy_matrix(rpy)
+    body = pin.Inertia(mass, xyz, rot @ inertia @ rot.T)
+    return np.asarray(body.toDynamicParameters(), dtype=float)
+
+
+def link_shares(robot, nominal_urdf):
+    """The URDF link each model body edits, and what the model merges into it.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        Built from ``nominal_urdf``.
+    nominal_urdf : path-like
+
+    Returns
+    -------
+    links : tuple of str, (nb,)
+        Child link of each body's joint.
+    own : ndarray, (nb, 10)
+        That link's own inertial parameters (joint frame).
+    fixed : ndarray, (nb, 10)
+        The rest of the body at nominal values (fixed children, locked subtrees).
+    """
+    path, _, xml_links, xml_joints = _parse(nominal_urdf)
+    links, own = [], []
+    for body in robot.body_names:
+        joint = xml_joints.get(body)
+        if joint is None or joint.find('child') is None:
+            raise URDFError(f'joint {body!r} of the model is not a joint of {path}')
+        name = joint.find('child').get('link')
+        links.append(name)
+        own.append(_link_inertia_params(xml_links[name]))
+    own = np.array(own)
+    fixed = robot.parameters('inertial').reshape(-1, 10) - own
+    return tuple(links), own, fixed
+
+
+def _num_attr(value):
+    return repr(float(value))
+
+
+def _edit_link_full(text, name, mass, com, inertia):
+    """URDF text with one link's whole ``<inertial>`` replaced (rpy 0, inertia at the CoM)."""
+    link_open = re.compile(r'<link\s[^>]*name\s*=\s*["\']' + re.escape(name) + r'["\'][^>]*?(/?)>')
+    m = _outside_comments(text, link_open)
+    if m is None:
+        raise URDFError(f'link {name!r} not found in the URDF text')
+    xyz = ' '.join(_num_attr(v) for v in com)
+    keys = (('ixx', 0, 0), ('ixy', 0, 1), ('ixz', 0, 2), ('iyy', 1, 1), ('iyz', 1, 2),
+            ('izz', 2, 2))
+    attrs = ' '.join(f'{k}="{_num_attr(inertia[i, j])}"' for k, i, j in keys)
+    indent = re.search(r'[ \t]*$', text[:m.start()]).group(0)
+    block = (f'<inertial>\n{indent}    <origin xyz="{xyz}" rpy="0 0 0"/>\n'
+             f'{indent}    <mass value="{_num_attr(mass)}"/>\n'
+             f'{indent}    <inertia {attrs}/>\n{indent}  </inertial>')
+    if m.group(1) == '/':
+        new = f'<link name="{name}">\n{indent}  {block}\n{indent}</link>'
+        return text[:m.start()] + new + text[m.end():]
+    close = _outside_comments(text, re.compile(r'</link\s*>'), m.end())
+    inertial = _outside_comments(text, re.compile(r'<inertial\b[^>]*>.*?</inertial\s*>', re.S),
+                                 m.end(), close.start())
+    if inertial is None:
+        return text[:m.end()] + f'\n{indent}  ' + block + text[m.end():]
+    return text[:inertial.start()] + block + text[inertial.end():]
+
+
+def full_identified_parameters(model, nominal_urdf=None, solver='CLARABEL'):
+    """Consistent standard parameters θ (10 per body) of a full-dynamics model.
+
+    The model's own ``standard`` θ when it has one (the consistent fit's);
+    otherwise the θ closest to the URDF with ``B θ = β`` exactly and every
+    link's pseudo-inertia PSD (an SDP; :class:`InconsistentParametersError`
+    when none exists).
+    """
+    from arm_dyn_id.model.dynamics import base_matrix
+    nb = model.robot.n_bodies
+    if model.standard is not None and model.consistent:
+        return np.asarray(model.standard[:10 * nb], dtype=float)
+    import cvxpy as cp
+    urdf = nominal_urdf or model.robot.source
+    robot = RobotModel.from_urdf(urdf, joints=model.joint_names)
+    _, _, fixed = link_shares(robot, urdf)
+    B = base_matrix(model.base)
+    p = B.shape[1]
+    nominal = robot.parameters('inertial')
+    if p > 10 * nb:
+        nominal = np.concatenate([nominal, np.zeros(p - 10 * nb)])
+    scale = np.maximum(np.abs(nominal), 1e-3)
+    theta = cp.Variable(p)
+    cons = [B @ theta == model.beta]
+    for k in range(nb):
+        th = theta[10 * k:10 * k + 10] - fixed[k]
+        P = cp.Variable((4, 4), PSD=True)
+        half = 0.5 * (th[4] + th[6] + th[9])
+        cons += [P[0, 0] == half - th[4], P[1, 1] == half - th[6], P[2, 2] == half - th[9],
+                 P[0, 1] == -th[5], P[0, 2] == -th[7], P[1, 2] == -th[8],
+                 P[0, 3] == th[1], P[1, 3] == th[2], P[2, 3] == th[3], P[3, 3] == th[0]]
+    if p > 10 * nb:
+        cons.append(theta[10 * nb:] >= 0)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(1 / scale, theta - nominal))),
+                      cons)
+    prob.solve(solver=getattr(cp, solver))
+    if theta.value is None or prob.status not in ('optimal', 'optimal_inaccurate'):
+        raise InconsistentParametersError(
+            f'no physically consistent link parameters of {urdf} reproduce the identified '
+            f'base parameters (the SDP returned {prob.status}): fit with the consistent '
+            'estimator')
+    return np.asarray(theta.value)[:10 * nb]
+
+
+def identified_urdf_full(model, nominal_urdf_path):
+    """URDF text with full identified inertias of every moving link.
+
+    Each moving link gets mass, CoM and the inertia tensor about its CoM
+    (``rpy 0``) from the consistent θ minus what the model merges into the body
+    at nominal values, so pinocchio's ``rnea`` on the result equals the model's
+    rigid-body torques (rotor inertias, which URDF cannot hold, excepted).
+    """
+    import pinocchio as pin
+    theta = full_identified_parameters(model, nominal_urdf_path)
+    robot = RobotModel.from_urdf(nominal_urdf_path, joints=model.joint_names)
+    links, _, fixed = link_shares(robot, nominal_urdf_path)
+    own = theta.reshape(-1, 10) - fixed
+    text = Path(nominal_urdf_path).read_text()
+    for name, params in zip(links, own):
+        if params[0] <= 0:
+            raise InconsistentParametersError(f'link {name} would get a mass of '
+                                              f'{params[0]:.4g} kg')
+        body = pin.Inertia.FromDynamicParameters(params)
+        text = _edit_link_full(text, name, body.mass, np.asarray(body.lever),
+                               np.asarray(body.inertia))
+    return text
+
+
 __all__ = ['InconsistentParametersError', 'LinkBox', 'ExportedParameters', 'link_boxes',
-           'identified_parameters', 'identified_urdf']
+           'identified_parameters', 'identified_urdf', 'link_shares',
+           'full_identified_parameters', 'identified_urdf_full']

@@ -6,9 +6,10 @@ the other gravity (seed 000 §3: the identification on Earth is reused on the
 Moon). A known payload adds ``base.beta(Δθ)`` to β, Δθ being its own mass
 parameters in the flange body's frame — gravity is linear in the link parameters.
 
-Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 1``)::
+Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 2``,
+``dynamics: gravity``; version 1 files, without ``dynamics``, load the same)::
 
-    schema, version, robot_name, joints, urdf: {file, sha256},
+    schema, version, dynamics, robot_name, joints, urdf: {file, sha256},
     gravity: {magnitude, direction},        # at which the data was taken
     base: {names, expressions, values, std_errors, independent, dependent, K,
            parameter_names, kind, friction},
@@ -37,7 +38,7 @@ from arm_dyn_id.errors import ConfigError, DataError, URDFError
 from arm_dyn_id.model.robot import Payload, RobotModel
 
 SCHEMA = 'arm_dyn_id/gravity_model'
-VERSION = 1
+VERSION = 2
 #: Sections of the model file carried in :attr:`GravityModel.metadata`.
 METADATA_SECTIONS = ('fit', 'selection', 'validation', 'provenance', 'gross_errors', 'rejected')
 
@@ -62,6 +63,8 @@ class GravityModel:
     metadata : dict, optional
         Fit, validation and provenance sections of the model file.
     """
+
+    dynamics = 'gravity'
 
     def __init__(self, robot, base, beta, std_errors=None, friction=None, metadata=None,
                  fit_gravity=None):
@@ -145,7 +148,7 @@ class GravityModel:
         robot = self.robot
         g = robot.gravity_vector
         doc = {
-            'schema': SCHEMA, 'version': VERSION,
+            'schema': SCHEMA, 'version': VERSION, 'dynamics': 'gravity',
             'robot_name': self.metadata.get('robot_name', Path(robot.source).stem),
             'joints': list(robot.joint_names),
             'urdf': {'file': str(robot.source),
@@ -201,6 +204,9 @@ class GravityModel:
         if int(doc.get('version', 0)) > VERSION:
             raise ConfigError(f'{source} has model file version {doc["version"]}; this '
                               f'arm_dyn_id reads up to version {VERSION}: upgrade arm_dyn_id')
+        if doc.get('dynamics', 'gravity') != 'gravity':
+            raise ConfigError(f'{source} holds a {doc["dynamics"]!r} model, not a gravity '
+                              'model: read it with arm_dyn_id.model.load_model')
         urdf_path = Path(urdf) if urdf else Path(doc['urdf']['file'])
         if not urdf_path.is_file() and not urdf:
             # a model moved with its URDF beside it

@@ -1,0 +1,553 @@
+"""The identified full-dynamics model: inverse dynamics with friction, save / load.
+
+Model (seed 001 eqs. 2-6, with the friction options of the real-arm work)::
+
+    τ = Y(q, q̇, q̈) θ + F(q̇) φ = Y_b(q, q̇, q̈) β + F(q̇) φ
+
+- ``Y θ`` is the rigid-body inverse dynamics, linear in the 10 inertial
+  parameters of every body (pinocchio's order ``m, mx, my, mz, Ixx, Ixy, Iyy,
+  Ixz, Iyz, Izz``, first moments and inertia about the joint frame origin) and,
+  when asked, in each joint's rotor inertia (armature ``Ia``, a ``q̈_i`` column).
+  Only the base combinations ``β = θ_b + K θ_d`` (:mod:`.base_parameters`,
+  pivoted QR of the regressor) are identifiable; ``Y θ = Y_b β`` for any θ.
+- ``F φ`` is friction, joint by joint (:class:`FrictionModel`): Coulomb
+  ``fc·s(q̇)`` with ``s`` the sign or a smooth sign ``tanh(q̇ / v_s)``, viscous
+  ``fv·q̇``, optionally an offset ``fo`` (the drive's torque offset and the
+  asymmetry of Coulomb friction) and a Stribeck term ``fs·sign(q̇)·exp(-(q̇/v_st)²)``
+  (the extra break-away torque near zero speed).
+
+Gravity is the part of ``Y_b β`` at q̇ = q̈ = 0, so a :class:`DynamicsModel` serves
+everything a :class:`~arm_dyn_id.model.gravity.GravityModel` serves
+(:meth:`DynamicsModel.gravity_torques`, at any gravity magnitude).
+
+Model file (YAML, ``schema: arm_dyn_id/dynamics_model``, ``version: 2``,
+``dynamics: full``)::
+
+    schema, version, dynamics, robot_name, joints, urdf: {file, sha256},
+    gravity: {magnitude, direction},
+    base: {names, expressions, values, std_errors, units, parameter_names,
+           independent, dependent, K, kind, friction, armature},
+    friction: {model: {coulomb, smooth_velocity, offset, stribeck, stribeck_velocity},
+               names, values, std_errors, coulomb, viscous, offset, stribeck},
+    standard: {names, values}        # consistent link parameters θ (when fitted so)
+    consistent: bool,                # every link's pseudo-inertia PSD, friction ≥ 0
+    fit, selection, validation, preparation, provenance
+
+:func:`arm_dyn_id.model.load_model` reads either kind of model file.
+"""
+
+import datetime
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import yaml
+
+from arm_dyn_id import __version__
+from arm_dyn_id.config import file_sha256
+from arm_dyn_id.errors import ConfigError, DataError, URDFError
+from arm_dyn_id.model.base_parameters import (BaseParameters, base_from_regressor,
+                                              inertial_base_parameters, random_configurations)
+from arm_dyn_id.model.robot import RobotModel
+
+SCHEMA = 'arm_dyn_id/dynamics_model'
+VERSION = 2
+#: Sections of the model file carried in :attr:`DynamicsModel.metadata`.
+METADATA_SECTIONS = ('fit', 'selection', 'validation', 'preparation', 'provenance',
+                     'warnings_at_fit')
+COULOMB_KINDS = ('sign', 'tanh')
+
+
+def _floats(values):
+    return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
+
+
+def _array(values, size=None):
+    if values is None:
+        return np.full(size, np.nan)
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+@dataclass(frozen=True)
+class FrictionModel:
+    """Which friction terms each joint carries.
+
+    Attributes
+    ----------
+    coulomb : {'sign', 'tanh'}
+        ``sign(q̇)`` or the smooth sign ``tanh(q̇ / smooth_velocity)``.
+    smooth_velocity : float
+        rad/s, the width of the smooth sign.
+    offset : bool
+        A constant torque per joint (``fo``).
+    stribeck : bool
+        A Stribeck term ``fs·sign(q̇)·exp(-(q̇ / stribeck_velocity)²)`` per joint.
+    stribeck_velocity : float
+        rad/s.
+    """
+
+    coulomb: str = 'sign'
+    smooth_velocity: float = 0.01
+    offset: bool = False
+    stribeck: bool = False
+    stribeck_velocity: float = 0.05
+
+    def __post_init__(self):
+        if self.coulomb not in COULOMB_KINDS:
+            raise ConfigError(f'friction coulomb {self.coulomb!r} must be one of '
+                              f'{list(COULOMB_KINDS)}')
+        for key in ('smooth_velocity', 'stribeck_velocity'):
+            v = getattr(self, key)
+            if not (np.isfinite(v) and v > 0):
+                raise ConfigError(f'friction {key} = {v} must be a positive speed (rad/s)')
+
+    @property
+    def terms(self):
+        """Per-joint parameter prefixes, in column order."""
+        return ('fc', 'fv') + (('fo',) if self.offset else ()) + \
+            (('fs',) if self.stribeck else ())
+
+    @property
+    def per_joint(self):
+        return len(self.terms)
+
+    #: Terms that must be non-negative in a physically consistent model.
+    POSITIVE = ('fc', 'fv', 'fs')
+
+    def names(self, n_joints):
+        """``fc1, fv1, [fo1, fs1,] fc2, ...`` (joint-major)."""
+        return tuple(f'{p}{j + 1}' for j in range(n_joints) for p in self.terms)
+
+    def features(self, dq):
+        """Per-joint friction features, (N, n) -> (N, n, k) (k = :attr:`per_joint`)."""
+        dq = np.asarray(dq, dtype=float)
+        cols = []
+        for term in self.terms:
+            if term == 'fc':
+                cols.append(np.sign(dq) if self.coulomb == 'sign'
+                            else np.tanh(dq / self.smooth_velocity))
+            elif term == 'fv':
+                cols.append(dq)
+            elif term == 'fo':
+                cols.append(np.ones_like(dq))
+            else:
+                cols.append(np.sign(dq) * np.exp(-(dq / self.stribeck_velocity) ** 2))
+        return np.stack(cols, axis=-1)
+
+    def regressor(self, dq, features=None):
+        """Block-diagonal friction regressor, (N, n) -> (N, n, n·k).
+
+        ``features`` (N, n, k) replaces :meth:`features` (e.g. filtered columns)."""
+        dq = np.atleast_2d(np.asarray(dq, dtype=float))
+        f = self.features(dq) if features is None else np.asarray(features, dtype=float)
+        N, n, k = f.shape
+        out = np.zeros((N, n, n * k))
+        for j in range(n):
+            out[:, j, j * k:(j + 1) * k] = f[:, j]
+        return out
+
+    def torques(self, dq, phi):
+        """Friction torques (N, n) for parameters φ (n·k,)."""
+        dq = np.asarray(dq, dtype=float)
+        phi = np.asarray(phi, dtype=float).reshape(dq.shape[-1], self.per_joint)
+        return np.einsum('...jk,jk->...j', self.features(dq), phi)
+
+    def to_dict(self):
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        data = dict(data or {})
+        known = {k: data[k] for k in ('coulomb', 'smooth_velocity', 'offset', 'stribeck',
+                                      'stribeck_velocity') if k in data}
+        return cls(**known)
+
+
+# ---------------------------------------------------------------------------
+# the rigid-body regressor
+# ---------------------------------------------------------------------------
+def standard_parameter_names(robot, armature=False):
+    """Names of θ: 10 per body (``m1, mx1, ..., Izz1, m2, ...``) and ``Ia1..Ian``."""
+    names = list(robot.parameter_names('inertial'))
+    if armature:
+        names += [f'Ia{j + 1}' for j in range(robot.n_joints)]
+    return tuple(names)
+
+
+def nominal_standard_parameters(robot, armature=False):
+    """θ of the URDF (armature 0: URDFs carry none)."""
+    theta = robot.parameters('inertial')
+    if armature:
+        theta = np.concatenate([theta, np.zeros(robot.n_joints)])
+    return theta
+
+
+def _pin_arrays(robot, q, dq, ddq):
+    """Configurations and velocities in pinocchio's layout, (N, nq), (N, nv)."""
+    N = q.shape[0]
+    Q = np.tile(pin.neutral(robot.model), (N, 1))
+    V = np.zeros((N, robot.model.nv))
+    A = np.zeros((N, robot.model.nv))
+    for k in range(robot.n_joints):
+        iq, iv = robot._idx_q[k], robot._idx_v[k]
+        if robot._nq_joint[k] == 1:
+            Q[:, iq] = q[:, k]
+        else:   # continuous joint: (cos, sin)
+            Q[:, iq], Q[:, iq + 1] = np.cos(q[:, k]), np.sin(q[:, k])
+        V[:, iv], A[:, iv] = dq[:, k], ddq[:, k]
+    return Q, V, A
+
+
+def _check_states(robot, q, dq, ddq):
+    arrays = []
+    for name, a in (('positions', q), ('velocities', dq), ('accelerations', ddq)):
+        a = np.asarray(a, dtype=float)
+        if a.ndim not in (1, 2) or a.shape[-1] != robot.n_joints:
+            raise DataError(f'{name} have shape {a.shape}, expected (N, {robot.n_joints}) '
+                            f'for joints {list(robot.joint_names)}')
+        arrays.append(np.atleast_2d(a))
+    if not (arrays[0].shape == arrays[1].shape == arrays[2].shape):
+        raise DataError(f'positions {arrays[0].shape}, velocities {arrays[1].shape} and '
+                        f'accelerations {arrays[2].shape} differ in shape')
+    return arrays
+
+
+def rigid_regressor(robot, q, dq, ddq, armature=False, out=None):
+    """Rigid-body regressor Y(q, q̇, q̈) of θ, (N, n) x3 -> (N, n, p).
+
+    One pinocchio ``computeJointTorqueRegressor`` per sample (about 15 µs for a
+    6-joint arm), armature columns ``q̈_i`` appended when asked.
+    """
+    q, dq, ddq = _check_states(robot, q, dq, ddq)
+    n, nb = robot.n_joints, robot.n_bodies
+    p = 10 * nb + (n if armature else 0)
+    N = q.shape[0]
+    out = np.empty((N, n, p)) if out is None else out
+    Q, V, A = _pin_arrays(robot, q, dq, ddq)
+    model, data, rows = robot.model, robot.data, robot._idx_v
+    for i in range(N):
+        out[i, :, :10 * nb] = pin.computeJointTorqueRegressor(model, data, Q[i], V[i],
+                                                              A[i])[rows]
+    if armature:
+        out[:, :, 10 * nb:] = 0.0
+        idx = np.arange(n)
+        out[:, idx, 10 * nb + idx] = ddq
+    return out
+
+
+def rigid_base_parameters(robot, armature=False, n_samples=200, seed=0):
+    """Base set of the rigid-body regressor (no friction: friction columns are
+    independent joint by joint and kept apart), optionally with armature."""
+    if not armature:
+        return inertial_base_parameters(robot, friction=False, n_samples=n_samples, seed=seed)
+    rng = np.random.default_rng(seed)
+    q = random_configurations(robot, n_samples, rng)
+    dq = rng.uniform(-2.0, 2.0, size=q.shape)
+    ddq = rng.uniform(-5.0, 5.0, size=q.shape)
+    Y = rigid_regressor(robot, q, dq, ddq, armature=True)
+    return base_from_regressor(Y.reshape(-1, Y.shape[-1]),
+                               standard_parameter_names(robot, True), 'inertial', False)
+
+
+def base_matrix(base):
+    """B with ``β = B θ`` (r, p)."""
+    B = np.zeros((base.count, len(base.parameter_names)))
+    B[np.arange(base.count), base.independent] = 1.0
+    B[:, base.dependent] += base.K
+    return B
+
+
+# ---------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------
+class DynamicsModel:
+    """Identified full-dynamics model of one arm.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        Kinematics (the URDF); its inertial values are not used for serving.
+    base : BaseParameters
+        Base set of the rigid-body regressor (``friction=False``; with armature
+        columns when its parameter names include ``Ia1``...).
+    beta : ndarray, (r,)
+        Rigid-body base parameters.
+    friction_model : FrictionModel
+    phi : ndarray, (n·k,)
+        Friction parameters, joint-major (:meth:`FrictionModel.names`).
+    std_errors : ndarray, (r + n·k,), optional
+        Standard errors of ``[β, φ]``.
+    standard : ndarray, (p,), optional
+        Physically consistent standard parameters θ with ``B θ = β`` (the
+        consistent fit's); used by the URDF export.
+    consistent : bool
+        Whether ``standard`` is physically consistent (pseudo-inertias PSD,
+        friction coefficients non-negative).
+    metadata : dict, optional
+    """
+
+    dynamics = 'full'
+
+    def __init__(self, robot, base, beta, friction_model=None, phi=None, std_errors=None,
+                 standard=None, consistent=False, metadata=None, fit_gravity=None):
+        self.robot = robot
+        self.base = base
+        self.friction_model = friction_model or FrictionModel()
+        beta = np.asarray(beta, dtype=float)
+        if beta.shape != (base.count,):
+            raise DataError(f'{beta.size} base parameter values for {base.count} parameters')
+        nf = robot.n_joints * self.friction_model.per_joint
+        phi = np.zeros(nf) if phi is None else np.asarray(phi, dtype=float)
+        if phi.shape != (nf,):
+            raise DataError(f'{phi.size} friction values for {nf} friction parameters')
+        self.beta = beta
+        self.phi = phi
+        self.std_errors = (np.full(base.count + nf, np.nan) if std_errors is None
+                           else np.asarray(std_errors, dtype=float))
+        self.standard = None if standard is None else np.asarray(standard, dtype=float)
+        self.consistent = bool(consistent)
+        self.metadata = dict(metadata or {})
+        self.fit_gravity = robot.gravity_magnitude if fit_gravity is None else fit_gravity
+        self._payload_beta = np.zeros(base.count)
+        p = len(base.parameter_names)
+        self._nb10 = 10 * robot.n_bodies
+        if p not in (self._nb10, self._nb10 + robot.n_joints):
+            raise DataError(f'base set over {p} parameters does not fit {robot.n_bodies} '
+                            'bodies (10 each, + armature)')
+
+    # properties -------------------------------------------------------------
+    @property
+    def joint_names(self):
+        return self.robot.joint_names
+
+    @property
+    def armature(self):
+        return len(self.base.parameter_names) > self._nb10
+
+    @property
+    def selection(self):
+        return self.metadata.get('selection')
+
+    @property
+    def friction_names(self):
+        return self.friction_model.names(self.robot.n_joints)
+
+    @property
+    def parameter_names(self):
+        """Names of ``[β, φ]``: base parameter names then friction names."""
+        return tuple(self.base.names) + self.friction_names
+
+    @property
+    def parameter_values(self):
+        return np.concatenate([self.beta, self.phi])
+
+    def friction_table(self):
+        """Friction values per term: ``{'coulomb': (n,), 'viscous': (n,), ...}``."""
+        k = self.friction_model.per_joint
+        phi = self.phi.reshape(-1, k)
+        long = {'fc': 'coulomb', 'fv': 'viscous', 'fo': 'offset', 'fs': 'stribeck'}
+        return {long[t]: phi[:, i].copy() for i, t in enumerate(self.friction_model.terms)}
+
+    @property
+    def friction(self):
+        """Coulomb and viscous friction per joint, as a GravityModel exposes them."""
+        table = self.friction_table()
+        return {'coulomb': table['coulomb'], 'viscous': table['viscous']}
+
+    # serving ----------------------------------------------------------------
+    def _theta(self):
+        """A full θ that gives the base values (zeros on the dependent columns)."""
+        theta = np.zeros(len(self.base.parameter_names))
+        theta[self.base.independent] = self.beta + self._payload_beta
+        return theta
+
+    def rigid_body_torques(self, q, dq, ddq):
+        """Rigid-body torques ``Y_b β`` (N·m): (n,) or (N, n) inputs and output."""
+        single = np.asarray(q).ndim == 1
+        Y = rigid_regressor(self.robot, q, dq, ddq, armature=self.armature)
+        out = Y @ self._theta()
+        return out[0] if single else out
+
+    def friction_torques(self, dq):
+        """Friction torques ``F(q̇) φ`` (N·m): (n,) or (N, n)."""
+        dq = np.asarray(dq, dtype=float)
+        if dq.ndim not in (1, 2) or dq.shape[-1] != self.robot.n_joints:
+            raise DataError(f'velocities have shape {dq.shape}, expected (N, '
+                            f'{self.robot.n_joints})')
+        return self.friction_model.torques(dq, self.phi)
+
+    def torques(self, q, dq, ddq):
+        """Full inverse dynamics with friction (N·m): (n,) or (N, n)."""
+        return self.rigid_body_torques(q, dq, ddq) + self.friction_torques(dq)
+
+    def gravity_torques(self, q, gravity=None):
+        """G(q) (N·m), as :meth:`GravityModel.gravity_torques`.
+
+        Parameters
+        ----------
+        q : ndarray, (n,) or (N, n)
+        gravity : float, optional
+            Magnitude (m/s²), same direction; default the robot's current one.
+        """
+        q = np.asarray(q, dtype=float)
+        if q.ndim not in (1, 2) or q.shape[-1] != self.robot.n_joints:
+            raise DataError(f'positions have shape {q.shape}, expected (N, '
+                            f'{self.robot.n_joints})')
+        g = None
+        if gravity is not None:
+            direction = self.robot.gravity_vector / self.robot.gravity_magnitude
+            g = float(gravity) * direction
+        theta = self._theta()[:self._nb10].reshape(-1, 10)[:, :4].ravel()
+        out = self.robot.gravity_torques_batch(np.atleast_2d(q), theta, gravity=g)
+        return out[0] if q.ndim == 1 else out
+
+    def set_gravity(self, magnitude):
+        """Serve another gravity magnitude from now on (m/s²)."""
+        self.robot.set_gravity(magnitude)
+        return self
+
+    def payload_beta(self, payload):
+        """Δβ of a rigid payload (linear in its 10 inertial parameters)."""
+        loaded = self.robot.with_payload(payload)
+        delta = loaded.parameters('inertial') - self.robot.parameters('inertial')
+        if self.armature:
+            delta = np.concatenate([delta, np.zeros(self.robot.n_joints)])
+        return self.base.beta(delta)
+
+    def set_payload(self, payload):
+        """Add a known payload analytically (None removes it)."""
+        self._payload_beta = (np.zeros(self.base.count) if payload is None
+                              else self.payload_beta(payload))
+        return self
+
+    # files --------------------------------------------------------------------
+    def to_dict(self):
+        robot = self.robot
+        g = robot.gravity_vector
+        table = self.friction_table()
+        doc = {
+            'schema': SCHEMA, 'version': VERSION, 'dynamics': 'full',
+            'robot_name': self.metadata.get('robot_name') or Path(robot.source).stem,
+            'joints': list(robot.joint_names),
+            'urdf': {'file': str(robot.source),
+                     'sha256': file_sha256(robot.source) if Path(robot.source).is_file()
+                     else None},
+            'gravity': {'magnitude': float(self.fit_gravity),
+                        'direction': (g / np.linalg.norm(g)).tolist()},
+            'base': {
+                'kind': self.base.kind, 'friction': False, 'armature': self.armature,
+                'names': list(self.base.names), 'expressions': list(self.base.expressions()),
+                'values': _floats(self.beta),
+                'std_errors': _floats(self.std_errors[:self.base.count]),
+                'units': 'kg, kg*m, kg*m^2 (inertia about the joint frame origin)',
+                'parameter_names': list(self.base.parameter_names),
+                'independent': self.base.independent.tolist(),
+                'dependent': self.base.dependent.tolist(), 'K': self.base.K.tolist(),
+            },
+            'friction': {
+                'model': self.friction_model.to_dict(),
+                'names': list(self.friction_names), 'values': _floats(self.phi),
+                'std_errors': _floats(self.std_errors[self.base.count:]),
+                'units': 'N*m (fc, fo, fs), N*m*s/rad (fv)',
+                **{k: _floats(v) for k, v in table.items()},
+            },
+            'consistent': self.consistent,
+        }
+        if self.standard is not None:
+            doc['standard'] = {'names': list(self.base.parameter_names),
+                               'values': _floats(self.standard)}
+        for section in METADATA_SECTIONS:
+            if section in self.metadata:
+                doc[section] = self.metadata[section]
+        doc.setdefault('provenance', {})
+        doc['provenance'].setdefault('created', datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec='seconds'))
+        doc['provenance'].setdefault('software', f'arm_dyn_id {__version__}')
+        return doc
+
+    def to_yaml(self):
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, width=100)
+
+    def save(self, path):
+        """Write the model file (YAML); atomic (temp file + rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + '.tmp')
+        tmp.write_text(self.to_yaml())
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_dict(cls, doc, urdf=None, source='<model>'):
+        """Rebuild a model from its file contents (see :meth:`GravityModel.from_dict`)."""
+        if not isinstance(doc, dict) or doc.get('schema') != SCHEMA:
+            raise ConfigError(f'{source} is not an arm_dyn_id full-dynamics model file '
+                              f'(schema {doc.get("schema") if isinstance(doc, dict) else None!r})')
+        if int(doc.get('version', 0)) > VERSION:
+            raise ConfigError(f'{source} has model file version {doc["version"]}; this '
+                              f'arm_dyn_id reads up to version {VERSION}: upgrade arm_dyn_id')
+        try:
+            urdf_path = _urdf_path(doc, urdf, source)
+            g = doc['gravity']
+            robot = RobotModel.from_urdf(urdf_path, joints=doc['joints'],
+                                         gravity=g['magnitude'],
+                                         gravity_direction=g['direction'])
+            b = doc['base']
+            base = BaseParameters.from_dict(b)
+            fr = doc.get('friction', {})
+            friction_model = FrictionModel.from_dict(fr.get('model'))
+            beta = _array(b['values'])
+            phi = _array(fr.get('values'))
+            errors = np.concatenate([_array(b.get('std_errors'), len(beta)),
+                                     _array(fr.get('std_errors'), len(phi))])
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f'{source}: model file is missing {exc}') from exc
+        warnings = []
+        sha = doc['urdf'].get('sha256')
+        if sha and file_sha256(urdf_path) != sha:
+            warnings.append(f'URDF {urdf_path} differs from the one the model was fitted '
+                            'with (sha256 mismatch): kinematics may not match')
+        metadata = {k: doc[k] for k in METADATA_SECTIONS if k in doc}
+        metadata['robot_name'] = doc.get('robot_name')
+        metadata['warnings'] = warnings
+        standard = doc.get('standard')
+        return cls(robot, base, beta, friction_model, phi, errors,
+                   standard=None if standard is None else _array(standard['values']),
+                   consistent=bool(doc.get('consistent', False)), metadata=metadata,
+                   fit_gravity=g['magnitude'])
+
+    @classmethod
+    def load(cls, path, urdf=None):
+        """Read a model file written by :meth:`save`."""
+        return cls.from_dict(read_model_file(path), urdf=urdf, source=str(path))
+
+
+def _urdf_path(doc, urdf, source):
+    urdf_path = Path(urdf) if urdf else Path(doc['urdf']['file'])
+    if not urdf_path.is_file() and not urdf:
+        beside = Path(source).parent / Path(doc['urdf']['file']).name
+        urdf_path = beside if beside.is_file() else urdf_path
+    if not urdf_path.is_file():
+        raise URDFError(f'URDF file {urdf_path} named by {source} does not exist; '
+                        'pass the arm\'s URDF explicitly')
+    return urdf_path
+
+
+def read_model_file(path):
+    """The YAML document of a model file, with errors that name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f'model file {path} does not exist')
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'model file {path} is not valid YAML: {exc}') from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f'model file {path} is not an arm_dyn_id model file')
+    return doc
+
+
+__all__ = ['DynamicsModel', 'FrictionModel', 'rigid_regressor', 'rigid_base_parameters',
+           'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix',
+           'read_model_file', 'SCHEMA', 'VERSION']
