@@ -1,4 +1,4 @@
-"""Identify a payload's mass and centre of mass with the arm model frozen.
+"""Identify a payload's mass, centre of mass and inertia with the arm model frozen.
 
 A rigid payload at a frame f of body b (placement R_f, p_f in the body frame)
 adds to body b's mass parameters ``Δm = m`` and ``Δh = R_f h + p_f m``, with
@@ -9,7 +9,22 @@ link parameters, so the extra torque is linear in (m, h):
 
 Y_m, Y_h being body b's columns of the gravity regressor. Four parameters,
 fitted by weighted least squares on friction-free samples (forward/backward
-averaged, seed 000 eq. 5) with the identified arm model frozen.
+averaged, seed 000 eq. 5, or the quasi-static samples of any slow motion) with the
+identified arm model frozen.
+
+With a full-dynamics arm model the same holds for the whole inverse dynamics: a
+payload's ten inertial parameters π_f = (m, h, I_f) in its frame (I_f about the
+frame's origin, pinocchio's order Ixx, Ixy, Iyy, Ixz, Iyz, Izz) enter body b's
+ten linearly, ``π_b += T π_f`` with
+
+    m_b += m,   h_b += R h + m p,
+    I_b += R I_f Rᵀ - m S(p)² - S(p) S(R h) - S(R h) S(p)
+
+(S the cross-product matrix), so ``τ - τ_arm(q, q̇, q̈) = Y_b(q, q̇, q̈) T π_f``
+(:func:`payload_full_regressor`). The inertia is fitted only when the motion
+excites it (the six inertia columns are not nearly dependent on the others and
+each other, :data:`MIN_INERTIA_EXCITATION`); otherwise the payload is a point
+mass and its four parameters are fitted.
 """
 
 from dataclasses import dataclass
@@ -22,6 +37,11 @@ from arm_dyn_id.model.robot import Payload
 from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers
 
 PAYLOAD_PARAMS = ('m', 'mx', 'my', 'mz')
+#: inertia about the payload frame's origin, pinocchio's order
+INERTIA_PARAMS = ('ixx', 'ixy', 'iyy', 'ixz', 'iyz', 'izz')
+#: Inertia is identified when the smallest singular value of the column-scaled,
+#: weighted payload regressor is at least this fraction of the largest.
+MIN_INERTIA_EXCITATION = 1e-3
 
 
 @dataclass(frozen=True)
@@ -32,17 +52,109 @@ class PayloadFit:
     ----------
     payload : Payload
         Mass (kg) and centre of mass (m, in ``payload.frame``).
-    std_errors : ndarray, (4,)
-        Of (m, m·cx, m·cy, m·cz) (kg, kg·m).
+    std_errors : ndarray, (4,) or (10,)
+        Of (m, m·cx, m·cy, m·cz) (kg, kg·m), and of the inertia about the
+        frame's origin (kg·m²) when it was fitted.
     com_std_errors : ndarray, (3,)
         First-order standard errors of the centre of mass (m).
     result : IdentificationResult
+    inertia_std_errors : ndarray, (3, 3) or None
+        First-order standard errors of ``payload.inertia`` (about the centre of
+        mass, kg·m²); None when the inertia was not identified.
+    note : str
+        How the data was used and, when the inertia was not fitted, why.
     """
 
     payload: Payload
     std_errors: np.ndarray
     com_std_errors: np.ndarray
     result: object
+    inertia_std_errors: np.ndarray = None
+    note: str = ''
+
+    @property
+    def mass_std_error(self):
+        return float(self.std_errors[0])
+
+    def to_dict(self):
+        """``mass``, ``com``, ``inertia`` (or None), each with its standard error."""
+        p = self.payload
+        inertia = None if p.inertia is None else np.asarray(p.inertia).tolist()
+        return {'frame': p.frame, 'mass': float(p.mass), 'mass_std_error': self.mass_std_error,
+                'com': [float(c) for c in p.com],
+                'com_std_error': [float(c) for c in self.com_std_errors],
+                'inertia': inertia,
+                'inertia_std_error': None if self.inertia_std_errors is None
+                else np.asarray(self.inertia_std_errors).tolist(),
+                'units': {'mass': 'kg', 'com': 'm, in the frame',
+                          'inertia': 'kg·m², about the centre of mass, frame axes'},
+                'method': self.result.method, 'n_samples': int(self.result.n_samples),
+                'condition_number': float(self.result.condition_number),
+                'note': self.note}
+
+
+def _frame(robot, frame):
+    """(body index 0-based, frame placement) of ``frame``; JointNameError when absent."""
+    model = robot.model
+    if not model.existFrame(frame):
+        raise JointNameError(f'payload frame {frame!r} is not in {robot.source} '
+                             f'(frames: {[f.name for f in model.frames]})')
+    f = model.frames[model.getFrameId(frame)]
+    return (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) - 1, f.placement
+
+
+def _skew(v):
+    x, y, z = v
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def _sym(six):
+    """pinocchio's (xx, xy, yy, xz, yz, zz) -> 3x3."""
+    xx, xy, yy, xz, yz, zz = six
+    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+
+
+def _six(mat):
+    return np.array([mat[0, 0], mat[0, 1], mat[1, 1], mat[0, 2], mat[1, 2], mat[2, 2]])
+
+
+def payload_transform(rotation, translation):
+    """T (10, 10): a payload's parameters in its frame -> its body's (see module notes).
+
+    Parameters
+    ----------
+    rotation : ndarray, (3, 3)
+        R of the frame in the body's joint frame.
+    translation : ndarray, (3,)
+        p of the frame in the body's joint frame (m).
+    """
+    R, p = np.asarray(rotation, dtype=float), np.asarray(translation, dtype=float)
+    Sp = _skew(p)
+    T = np.empty((10, 10))
+    for k in range(10):
+        e = np.zeros(10)
+        e[k] = 1.0
+        m, h, inertia = e[0], e[1:4], _sym(e[4:])
+        Rh = R @ h
+        body = R @ inertia @ R.T - m * Sp @ Sp - Sp @ _skew(Rh) - _skew(Rh) @ Sp
+        T[:, k] = np.concatenate([[m], Rh + m * p, _six(body)])
+    return T
+
+
+def payload_full_regressor(robot, q, dq, ddq, frame='flange'):
+    """Regressor of the payload's ten parameters (m, h, I_f) at ``frame``, (M, n, 10).
+
+    ``τ_loaded - τ_arm = Y @ π_f`` for the full inverse dynamics (no friction).
+
+    Raises
+    ------
+    JointNameError
+        If the frame is not in the model.
+    """
+    body, placement = _frame(robot, frame)
+    q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
+    Y = robot.full_regressor(q, dq, ddq, friction=False)[..., 10 * body:10 * body + 10]
+    return Y @ payload_transform(placement.rotation, placement.translation)
 
 
 def payload_regressor(robot, q, frame='flange', gravity=None):
@@ -53,17 +165,175 @@ def payload_regressor(robot, q, frame='flange', gravity=None):
     JointNameError
         If the frame is not in the model.
     """
-    model = robot.model
-    if not model.existFrame(frame):
-        raise JointNameError(f'payload frame {frame!r} is not in {robot.source} '
-                             f'(frames: {[f.name for f in model.frames]})')
-    f = model.frames[model.getFrameId(frame)]
-    body = (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) - 1
+    body, placement = _frame(robot, frame)
     Y = robot.gravity_regressor(np.atleast_2d(q), gravity=gravity)
     Ym = Y[..., 4 * body]                       # (M, n)
     Yh = Y[..., 4 * body + 1:4 * body + 4]      # (M, n, 3)
-    R, p = f.placement.rotation, f.placement.translation
+    R, p = placement.rotation, placement.translation
     return np.concatenate([(Ym + Yh @ p)[..., None], Yh @ R], axis=-1)
+
+
+def _point_mass_fit(P, extra, noise, frame, method, note=''):
+    """WLS of (m, h); PayloadFit with com = h / m (no inertia)."""
+    result = fit_wls(P[..., :4], extra, PAYLOAD_PARAMS, noise=noise, method=method)
+    return _finish(result, frame, note)
+
+
+def _finish(result, frame, note):
+    mass, h = float(result.beta[0]), result.beta[1:4]
+    sigma = result.std_errors
+    if not mass > 3 * sigma[0]:
+        raise DataError(f'no payload detected at {frame!r}: estimated mass {mass:.4g} ± '
+                        f'{sigma[0]:.2g} kg')
+    com = h / mass
+    # first-order propagation of c = h / m
+    J = np.zeros((3, len(result.beta)))
+    J[:, 0] = -h / mass ** 2
+    J[:, 1:4] = np.eye(3) / mass
+    com_cov = J @ result.covariance @ J.T
+    inertia = inertia_err = None
+    if len(result.beta) == 10:
+        inertia = _inertia_about_com(result.beta)
+        # Jacobian of the six unique entries by central differences (the map is smooth)
+        Jc = np.empty((6, 10))
+        for k in range(10):
+            d = np.zeros(10)
+            d[k] = 1e-6 * max(1.0, abs(result.beta[k]))
+            Jc[:, k] = (_six(_inertia_about_com(result.beta + d)) -
+                        _six(_inertia_about_com(result.beta - d))) / (2 * d[k])
+        inertia_err = _sym(np.sqrt(np.clip(np.diag(Jc @ result.covariance @ Jc.T), 0, None)))
+    payload = Payload(mass=mass, com=tuple(float(c) for c in com), frame=frame,
+                      inertia=None if inertia is None else
+                      tuple(tuple(float(x) for x in row) for row in inertia))
+    return PayloadFit(payload=payload, std_errors=sigma,
+                      com_std_errors=np.sqrt(np.clip(np.diag(com_cov), 0, None)),
+                      result=result, inertia_std_errors=inertia_err, note=note)
+
+
+def _inertia_about_com(beta):
+    """Inertia about the centre of mass (3x3, frame axes) of (m, h, I_f about the origin)."""
+    m, h = beta[0], beta[1:4]
+    S = _skew(h)
+    return _sym(beta[4:10]) + S @ S / m        # I_c = I_O + m S(c)² = I_O + S(h)²/m
+
+
+def inertia_excitation(P, noise=None):
+    """Smallest over largest singular value of the weighted, column-scaled regressor.
+
+    Parameters
+    ----------
+    P : ndarray, (M, n, 10)
+    noise : array_like, (n,), optional
+        σ per joint (N·m).
+
+    Returns
+    -------
+    float
+        Near 0 when some combination of the ten parameters leaves the torques
+        unchanged (the motion does not excite the inertia).
+    """
+    w = np.ones(P.shape[1]) if noise is None else 1.0 / np.asarray(noise, dtype=float)
+    A = (P * w[None, :, None]).reshape(-1, P.shape[-1])
+    A = A[np.all(np.isfinite(A), axis=1)]
+    norms = np.linalg.norm(A, axis=0)
+    if A.shape[0] < A.shape[1] or np.any(norms == 0):
+        return 0.0
+    s = np.linalg.svd(A / norms, compute_uv=False)
+    return float(s[-1] / s[0])
+
+
+def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame='flange',
+                          inertia='auto'):
+    """Payload parameters from any motion, the arm's full dynamic model frozen.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        The arm's kinematics (the payload frame must be in it).
+    q, dq, ddq : ndarray, (M, n)
+        Filtered joint angles, velocities and accelerations (rad, rad/s, rad/s²).
+    tau : ndarray, (M, n)
+        Measured joint torques with the payload, filtered like q (N·m).
+    arm_torques : ndarray, (M, n)
+        The frozen arm model's torques (rigid body + friction) at (q, dq, ddq) (N·m).
+    noise : array_like, (n,), optional
+        Torque noise σ per joint (N·m) for the weights.
+    frame : str
+    inertia : {'auto', True, False}
+        Fit the inertia: when the motion excites it (auto), always, or never.
+
+    Returns
+    -------
+    PayloadFit
+        ``payload.inertia`` about the centre of mass when it was fitted.
+
+    Raises
+    ------
+    DataError
+        Shapes that do not match, no payload in the data, or ``inertia=True`` and
+        the motion does not excite it.
+    """
+    arrays = (q, dq, ddq, tau, arm_torques)
+    q, dq, ddq, tau, arm = (np.asarray(a, dtype=float) for a in arrays)
+    if not (q.shape == dq.shape == ddq.shape == tau.shape == arm.shape) or q.ndim != 2:
+        raise DataError(f'payload data: q {q.shape}, dq {dq.shape}, ddq {ddq.shape}, tau '
+                        f'{tau.shape} and arm torques {arm.shape} must all be (M, n)')
+    P = payload_full_regressor(robot, q, dq, ddq, frame)
+    extra = tau - arm
+    excitation = inertia_excitation(P, noise)
+    fit_inertia = inertia is True or (inertia == 'auto' and
+                                      excitation >= MIN_INERTIA_EXCITATION)
+    if inertia is True and excitation < MIN_INERTIA_EXCITATION:
+        raise DataError(f'the motion does not excite the payload\'s inertia (excitation '
+                        f'{excitation:.2g} < {MIN_INERTIA_EXCITATION:g}): rotate the wrist '
+                        'joints faster and about several axes')
+    if fit_inertia:
+        result = fit_wls(P, extra, PAYLOAD_PARAMS + INERTIA_PARAMS, noise=noise,
+                         method='payload_full_wls')
+        return _finish(result, frame, f'full dynamics, {len(q)} samples; inertia identified '
+                       f'(excitation {excitation:.2g})')
+    why = ('not asked' if inertia is False else
+           f'not excited by the motion (excitation {excitation:.2g} < '
+           f'{MIN_INERTIA_EXCITATION:g})')
+    return _point_mass_fit(P, extra, noise, frame, 'payload_full_wls',
+                           f'full dynamics, {len(q)} samples; inertia {why}: a point mass')
+
+
+def identify_payload_quasi_static(model, t, q, tau, noise=None, frame='flange', dq=None):
+    """Payload mass and centre of mass from the static holds and slow motion of any
+    recording, the arm's gravity model frozen.
+
+    Holds are averaged; slow moving bins keep the frozen model's friction
+    (Coulomb and viscous, where it is known) subtracted.
+
+    Parameters
+    ----------
+    model : GravityModel
+    t : ndarray, (N,)
+    q, tau : ndarray, (N, n)
+    noise : array_like, (n,), optional
+    frame : str
+    dq : ndarray, (N, n), optional
+        Measured velocities (rad/s).
+
+    Returns
+    -------
+    PayloadFit
+    """
+    from arm_dyn_id.identification.quasi_static import quasi_static_samples
+    samples = quasi_static_samples(t, q, tau, dq=dq)
+    if samples.n_samples < 4:
+        raise DataError(f'only {samples.n_samples} quasi-static samples (holds and bins of '
+                        'slow motion): hold the arm with the payload still at a few poses for '
+                        'a second or two, or move it slowly')
+    fc, fv = (np.nan_to_num(model.friction[k]) for k in ('coulomb', 'viscous'))
+    friction = np.where(samples.is_hold[:, None], 0.0,
+                        fc * np.sign(samples.dq) + fv * samples.dq)
+    extra = samples.tau - friction - model.gravity_torques(samples.q)
+    P = payload_regressor(model.robot, samples.q, frame)
+    return _point_mass_fit(P, extra, noise, frame, 'payload_wls_quasi_static',
+                           f'gravity model, quasi-static samples: {len(samples.holds)} holds '
+                           f'and {int((~samples.is_hold).sum())} bins of slow motion')
 
 
 def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
@@ -101,24 +371,21 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
     """
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
+    note = 'gravity model, every sample'
     if average:
         if not markers:
             raise DataError('payload identification averages forward/backward passes: pass '
                             'the segment markers, or average=False')
-        paired = average_pairs(t, q, tau, sweeps_from_markers(t, markers))
+        sweeps = sweeps_from_markers(t, markers)
+        paired = average_pairs(t, q, tau, sweeps)
         q, tau = paired.q, paired.tau
+        note = f'gravity model, {len(sweeps) // 2} forward/backward pairs averaged'
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
     P = payload_regressor(model.robot, q, frame)
-    result = fit_wls(P, extra, PAYLOAD_PARAMS, noise=noise, method='payload_wls')
-    mass, h = float(result.beta[0]), result.beta[1:]
-    sigma = result.std_errors
-    if not mass > 3 * sigma[0]:
-        raise DataError(f'no payload detected at {frame!r}: estimated mass {mass:.4g} ± '
-                        f'{sigma[0]:.2g} kg')
-    com = h / mass
-    # first-order propagation of c = h / m
-    J = np.column_stack([-h / mass ** 2, np.eye(3) / mass])      # (3, 4)
-    com_cov = J @ result.covariance @ J.T
-    return PayloadFit(payload=Payload(mass=mass, com=tuple(float(c) for c in com), frame=frame),
-                      std_errors=sigma, com_std_errors=np.sqrt(np.diag(com_cov)),
-                      result=result)
+    return _point_mass_fit(P, extra, noise, frame, 'payload_wls', note)
+
+
+__all__ = ['INERTIA_PARAMS', 'MIN_INERTIA_EXCITATION', 'PAYLOAD_PARAMS', 'PayloadFit',
+           'identify_payload', 'identify_payload_full', 'identify_payload_quasi_static',
+           'inertia_excitation', 'payload_full_regressor', 'payload_regressor',
+           'payload_transform']
