@@ -8,16 +8,31 @@ node keeps its hot path on an EventsExecutor spun in short slices, and puts its
 services and timers on a companion node (``<name>_commands``, same namespace)
 spun by an ordinary executor in a background thread. The services keep the
 owning node's names (``/<node>/<service>``).
+
+Shutdown (docs/safety.md): rclpy's own SIGINT handler shuts the context down at
+once and then raises ``KeyboardInterrupt`` wherever the main thread happens to
+be, inside a subscription callback or in ``destroy_node``. Publishes after that
+fail ("publisher's context is invalid"), the EventsExecutor logs the exception
+as FATAL, and a second SIGINT (``ros2 launch`` forwards one after the terminal's)
+kills the process with -2. So :func:`run_node` installs its own SIGINT and
+SIGTERM handlers (:class:`StopRequest`): a signal only *asks* to stop; the spin
+loop notices within ``period`` s, the executors stop, the node's ``shutdown()``
+runs (the recorder closes its bag) while the context is still valid, the nodes
+are destroyed and only then the context is shut down. Further signals while
+that runs are ignored; exit code 0.
 """
 
+import signal
 import threading
 import time
 import traceback
 
 import rclpy
+from rclpy.exceptions import ParameterException
 from rclpy.executors import (
     ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor)
 from rclpy.experimental import EventsExecutor
+from rclpy.signals import SignalHandlerOptions
 
 from arm_dyn_id.errors import ConfigError, URDFError
 
@@ -76,12 +91,45 @@ def try_publish(node, publisher, msg):
         return False
 
 
-def spin_split(node, commands, threads=2, period=0.2):
+class StopRequest:
+    """SIGINT / SIGTERM as a request to stop: a flag, never an exception in a callback.
+
+    ``install()`` replaces the handlers of both signals (main thread only); every
+    signal after the first is ignored, so a node that is already closing its bag
+    is not interrupted by the second SIGINT that ``ros2 launch`` sends.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.signal = None
+
+    def _handle(self, signum, frame):
+        if self.signal is None:
+            self.signal = signum
+        self.event.set()
+
+    def install(self):
+        """Take SIGINT and SIGTERM over (rclpy's handlers must be off: SignalHandlerOptions.NO)."""
+        for sig in self.SIGNALS:
+            signal.signal(sig, self._handle)
+        return self
+
+    def is_set(self):
+        return self.event.is_set()
+
+    def set(self):
+        self.event.set()
+
+
+def spin_split(node, commands, threads=2, period=0.2, stop=None):
     """Spin ``node`` on an EventsExecutor and ``commands`` in a background thread.
 
-    Returns when the context shuts down (or raises KeyboardInterrupt on SIGINT);
-    the caller destroys the nodes.
+    Returns when ``stop`` (a :class:`StopRequest` or threading.Event) is set or the
+    context shuts down; the caller destroys the nodes.
     """
+    stop = stop if stop is not None else threading.Event()
     commands_executor = MultiThreadedExecutor(num_threads=threads, context=node.context)
     commands_executor.add_node(commands)
 
@@ -99,7 +147,7 @@ def spin_split(node, commands, threads=2, period=0.2):
     executor.add_node(node)
     try:
         # spin_once in slices: EventsExecutor.spin() stays in C++ and never sees SIGINT
-        while node.context.ok():
+        while node.context.ok() and not stop.is_set():
             try:
                 executor.spin_once(timeout_sec=period)
             except RuntimeError:
@@ -117,64 +165,102 @@ def spin_split(node, commands, threads=2, period=0.2):
         thread.join(5.0)
 
 
+def spin(node, stop, period=0.1):
+    """Spin ``node`` on a SingleThreadedExecutor until ``stop`` is set; returns the executor.
+
+    ``spin_once`` in slices of ``period`` s: with rclpy's signal handlers off, a
+    wait is not woken by SIGINT, so the loop looks at ``stop`` at least this often.
+    """
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    start = getattr(node, 'start', None)
+    if start is not None:
+        start()
+    while node.context.ok() and not stop.is_set():
+        executor.spin_once(timeout_sec=period)
+    return executor
+
+
+def parameter_error(exc):
+    """One line for an rclpy parameter exception: which parameter, what was wrong.
+
+    rclpy raises them from ``declare_parameter`` when a value given on the command
+    line or in a parameter file has the wrong type (``gravity:=earth``) or lies
+    outside the declared range (``payload_mass:=-1``).
+    """
+    # rclpy's text is '<what was wrong>: <parameter name(s)>'
+    text, _, name = str(exc).rpartition(': ')
+    if not text:
+        text, name = name, ''
+    prefix = f'parameter {name}: ' if name else ''
+    return (f'{prefix}{text}. Fix it on the command line (-p {name or "name"}:=...) or in '
+            f'the parameter / config file')
+
+
 def run_node(node_class, args=None, split=False, threads=2):
     """``main()`` of every node: init, spin, clean shutdown; returns the exit code.
 
     ``node_class()`` builds the node; its class attribute ``node_name`` names the
     logger of a start-up failure. ``split``: the node has a ``commands`` companion
     and is spun by :func:`spin_split` (1 kHz paths on the EventsExecutor);
-    otherwise a SingleThreadedExecutor spins it, and a ``start()`` method, if the
-    node has one, is called once the executor holds the node. A ``shutdown()``
-    method, if any, runs after the executors stopped and before the nodes are
-    destroyed.
+    otherwise a SingleThreadedExecutor spins it (:func:`spin`), and a ``start()``
+    method, if the node has one, is called once the executor holds the node. A
+    ``shutdown()`` method, if any, runs after the executors stopped and before the
+    nodes are destroyed, while the context is still valid.
 
-    Exit codes, the same for every node: 0 on a normal end, Ctrl-C, SIGTERM or an
-    external shutdown; 2 for a configuration error refused at start-up (ConfigError,
-    URDFError: one FATAL line naming the parameter, no traceback); 1 for an
-    unexpected crash (FATAL line and traceback).
+    Exit codes, the same for every node: 0 on a normal end, Ctrl-C (SIGINT, also
+    to the whole process group as ``ros2 launch`` sends it), SIGTERM or an
+    external shutdown; 2 for a configuration error refused at start-up
+    (ConfigError, URDFError, a parameter of the wrong type or out of its range:
+    one FATAL line naming the parameter, no traceback); 1 for an unexpected crash
+    (FATAL line and traceback). A signal during start-up ends the node as soon as
+    it is built.
     """
-    rclpy.init(args=args)
+    stop = StopRequest().install()
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     name = getattr(node_class, 'node_name', node_class.__name__)
     node = None
     executor = None
     code = 0
     try:
         node = node_class()
-        if split:
-            spin_split(node, node.commands, threads=threads)
+        if stop.is_set():
+            pass        # a signal arrived while the node was being built
+        elif split:
+            spin_split(node, node.commands, threads=threads, stop=stop)
         else:
-            executor = SingleThreadedExecutor(context=node.context)
-            executor.add_node(node)
-            start = getattr(node, 'start', None)
-            if start is not None:
-                start()
-            executor.spin()
+            executor = spin(node, stop)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except (ConfigError, URDFError) as exc:
         # a configuration error is reported, not a traceback
         rclpy.logging.get_logger(name).fatal(str(exc))
         code = 2
+    except ParameterException as exc:
+        rclpy.logging.get_logger(name).fatal(parameter_error(exc))
+        code = 2
     except Exception as exc:    # noqa: BLE001 - reported once, with its exit code
         context = node.context if node is not None else rclpy.utilities.get_default_context()
-        # a take interrupted by the shutdown of the context (SIGINT) is a normal end: seen
-        # as "Unable to convert call argument '0'" with joint_states at 200 Hz
+        # a take interrupted by the shutdown of the context is a normal end
         if not (isinstance(exc, RuntimeError) and shutting_down(context)):
             rclpy.logging.get_logger(name).fatal(
                 f'crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}')
             code = 1
     finally:
+        stop.set()      # from here on, signals are ignored (the handler only sets the flag)
         if executor is not None:
             # stop the executor before its node goes: destroying a node that an executor
             # may still be waiting on crashed the process now and then at Ctrl-C
-            executor.shutdown(timeout_sec=1.0)
+            executor.shutdown(timeout_sec=5.0)
         if node is not None:
-            shutdown = getattr(node, 'shutdown', None)
-            if shutdown is not None:
-                shutdown()
-            commands = getattr(node, 'commands', None)
-            if commands is not None:
-                commands.destroy_node()
-            node.destroy_node()
+            try:
+                shutdown = getattr(node, 'shutdown', None)
+                if shutdown is not None:
+                    shutdown()
+            finally:
+                commands = getattr(node, 'commands', None)
+                if commands is not None:
+                    commands.destroy_node()
+                node.destroy_node()
         rclpy.try_shutdown()
     return code
