@@ -34,14 +34,24 @@ can use and divides the cost of the per-sample regressor (one pinocchio call
 per sample) by ``decimate``. Keep ``fs / decimate`` at least ~4× the cutoff.
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.signal
 
+from arm_dyn_id.data.preparation import prepare
+from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.identification import consistent as cons
+from arm_dyn_id.identification.estimators import (
+    ESTIMATORS, HOLDOUT_FOLDS, IdentificationResult, NormalEquations, _predict, _row_rss,
+    _weights, fit_best, identifiability, sample_moments, select, time_blocks)
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
-from arm_dyn_id.errors import DataError
-from arm_dyn_id.identification.estimators import ESTIMATORS, HOLDOUT_FOLDS, fit_best
+from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
+                                       nominal_standard_parameters, rigid_base_parameters,
+                                       rigid_regressor)
+from arm_dyn_id.model.export import link_shares
+from arm_dyn_id.validation.metrics import joint_metrics
 
 DEFAULT_METHODS = ('wls',)
 
@@ -291,6 +301,8 @@ __all__ = ['FilteredData', 'FullFit', 'filter_and_differentiate', 'identify_full
 # ---------------------------------------------------------------------------
 #: Estimators :func:`fit_full` runs by default; the held-out score picks one.
 FULL_METHODS = ('wls', 'irls', 'consistent')
+#: Friction of :func:`fit_full` unless told: Coulomb (smooth sign) + viscous.
+DEFAULT_FRICTION = FrictionModel(coulomb='tanh', smooth_velocity=0.01)
 #: Torque the validation compares against: the filtered one (what the fit sees).
 VALIDATE_AGAINST = ('filtered', 'raw')
 
@@ -308,7 +320,6 @@ def _metrics_dict(metrics):
 
 def _regressor(robot, base, friction, prepared):
     """Stacked base + friction regressor W (M, n, r + f) of a prepared record."""
-    from arm_dyn_id.model.dynamics import rigid_regressor
     Y = rigid_regressor(robot, prepared.q, prepared.dq, prepared.ddq,
                         armature=len(base.parameter_names) > 10 * robot.n_bodies)
     F = friction.regressor(prepared.dq, features=prepared.features)
@@ -360,7 +371,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     holdout : int
         Time blocks (folds) for the held-out choice and validation (≥ 2).
     friction : FrictionModel, optional
-        Default Coulomb (sign) + viscous.
+        Default :data:`DEFAULT_FRICTION`: Coulomb with the smooth sign
+        ``tanh(q̇ / 0.01 rad/s)`` + viscous.
     armature : bool
         Identify rotor inertias.
     noise : array_like, (n,), optional
@@ -390,18 +402,6 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     RankDeficientError
         The data identifies no model with any estimator.
     """
-    import time
-    from arm_dyn_id.data.preparation import prepare
-    from arm_dyn_id.errors import ConfigError
-    from arm_dyn_id.identification import consistent as cons
-    from arm_dyn_id.identification.estimators import (
-        IdentificationResult, _predict, _weights, identifiability, sample_moments, select,
-        time_blocks, _row_rss)
-    from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
-                                           nominal_standard_parameters, rigid_base_parameters)
-    from arm_dyn_id.model.export import link_shares
-    from arm_dyn_id.validation.metrics import joint_metrics
-
     started = time.perf_counter()
     methods = tuple(methods)
     unknown = [m for m in methods if m not in ESTIMATORS and m != 'consistent']
@@ -414,7 +414,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     if int(holdout) < 2:
         raise ConfigError(f'holdout {holdout} must be at least 2 time blocks')
     t, q, tau = _check_record(robot, t, q, tau)
-    friction = friction or FrictionModel()
+    friction = friction or DEFAULT_FRICTION
     nominal_weight = cons.NOMINAL_WEIGHT if nominal_weight is None else float(nominal_weight)
     if config is not None:
         robot_name = robot_name or getattr(config, 'robot_name', None)
@@ -450,7 +450,6 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     solutions = {}
 
     def fit_consistent(fold):
-        from arm_dyn_id.identification.estimators import NormalEquations
         neq = NormalEquations.total(p for g, p in parts.items() if g != fold)
         sol = cons.solve_consistent(neq.A, neq.b, neq.count * n, B, theta_nom,
                                     robot.n_bodies, fterms, fixed=fixed,
@@ -571,9 +570,6 @@ def validate_full(model, t, q, tau, cutoff_hz=None, order=None, against='filtere
     dict
         ``{joint: {max_torque, rmse, rmse_percent, mae, rho, n_samples}}``.
     """
-    from arm_dyn_id.data.preparation import prepare
-    from arm_dyn_id.errors import ConfigError
-    from arm_dyn_id.validation.metrics import joint_metrics
     if against not in VALIDATE_AGAINST:
         raise ConfigError(f'against {against!r} must be one of {list(VALIDATE_AGAINST)}')
     t, q, tau = _check_record(model.robot, t, q, tau)

@@ -13,8 +13,14 @@ Model (seed 001 eqs. 2-6, with the friction options of the real-arm work)::
 - ``F φ`` is friction, joint by joint (:class:`FrictionModel`): Coulomb
   ``fc·s(q̇)`` with ``s`` the sign or a smooth sign ``tanh(q̇ / v_s)``, viscous
   ``fv·q̇``, optionally an offset ``fo`` (the drive's torque offset and the
-  asymmetry of Coulomb friction) and a Stribeck term ``fs·sign(q̇)·exp(-(q̇/v_st)²)``
+  asymmetry of Coulomb friction) and a Stribeck term ``fs·s(q̇)·exp(-(q̇/v_st)²)``
   (the extra break-away torque near zero speed).
+
+  The smooth sign matters when the model serves an arm at rest: with ``sign``,
+  velocity noise of a still joint flips the Coulomb torque between ±fc (on the
+  real UR10e, a still shoulder's predicted torque jumped by ±14 N·m); with
+  ``tanh`` and v_s = 0.01 rad/s (far below any commanded motion, far above the
+  velocity noise of a still, filtered encoder) it stays near zero.
 
 Gravity is the part of ``Y_b β`` at q̇ = q̈ = 0, so a :class:`DynamicsModel` serves
 everything a :class:`~arm_dyn_id.model.gravity.GravityModel` serves
@@ -82,7 +88,8 @@ class FrictionModel:
     offset : bool
         A constant torque per joint (``fo``).
     stribeck : bool
-        A Stribeck term ``fs·sign(q̇)·exp(-(q̇ / stribeck_velocity)²)`` per joint.
+        A Stribeck term ``fs·s(q̇)·exp(-(q̇ / stribeck_velocity)²)`` per joint
+        (``s`` the Coulomb term's sign or smooth sign).
     stribeck_velocity : float
         rad/s.
     """
@@ -122,17 +129,17 @@ class FrictionModel:
     def features(self, dq):
         """Per-joint friction features, (N, n) -> (N, n, k) (k = :attr:`per_joint`)."""
         dq = np.asarray(dq, dtype=float)
+        sign = np.sign(dq) if self.coulomb == 'sign' else np.tanh(dq / self.smooth_velocity)
         cols = []
         for term in self.terms:
             if term == 'fc':
-                cols.append(np.sign(dq) if self.coulomb == 'sign'
-                            else np.tanh(dq / self.smooth_velocity))
+                cols.append(sign)
             elif term == 'fv':
                 cols.append(dq)
             elif term == 'fo':
                 cols.append(np.ones_like(dq))
-            else:
-                cols.append(np.sign(dq) * np.exp(-(dq / self.stribeck_velocity) ** 2))
+            else:   # Stribeck: the same (smooth) sign, fading with speed
+                cols.append(sign * np.exp(-(dq / self.stribeck_velocity) ** 2))
         return np.stack(cols, axis=-1)
 
     def regressor(self, dq, features=None):
