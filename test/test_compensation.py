@@ -265,3 +265,35 @@ def test_swapping_the_gravity_model_keeps_the_output_order(robot, model):
     after = comp.update(0.01, JOINTS, q).values
     np.testing.assert_allclose(after, loaded.torques(q)[::-1])
     assert np.abs(after - before).max() > 0.05
+
+
+# -- the consumer on a torque-controlled MuJoCo arm (arm_dyn_id.sim.control) ----------
+@pytest.mark.parametrize('vector', [(0.0, 0.0, -9.81), (9.81, 0.0, 0.0)])
+def test_compensation_holds_a_torque_controlled_mujoco_arm_that_falls_without(robot, vector):
+    """MuJoCo is an independent oracle: pinocchio's G (through the Compensator) holds the
+    floating MuJoCo arm (zero stiffness, no friction) still, at a wall mount too."""
+    from arm_dyn_id.sim.control import EffortArm, run_pd
+    arm = EffortArm(robot.source, JOINTS, gravity_vector=vector)
+    q0 = np.array([0.3, 1.2, -0.4, 0.9, 0.3, 0.2])
+    comp = Compensator(GravityTorques.from_robot(robot, vector))
+    zero = np.zeros(len(JOINTS))
+
+    def hold(t):
+        return q0, zero
+
+    arm.reset(q0)
+    np.testing.assert_allclose(arm.gravity_torques(), comp.command_for(q0).torques, atol=1e-9)
+    floating = run_pd(arm, hold, 1.0, zero, zero, lambda q, dq: comp.command_for(q, dq).torques)
+    assert np.abs(floating.q - q0).max() < 1e-6
+    arm.reset(q0)
+    falling = run_pd(arm, hold, 1.0, zero, zero, None)
+    assert np.abs(falling.q[-1] - q0).max() > 0.1
+    # a PD alone sags; with the compensation it holds
+    arm.reset(q0)
+    inertia, omega = arm.joint_inertia(), 2 * np.pi * 2.0
+    kp, kd = inertia * omega ** 2, 2 * inertia * omega
+    sag = run_pd(arm, hold, 1.0, kp, kd, None)
+    arm.reset(q0)
+    held = run_pd(arm, hold, 1.0, kp, kd, lambda q, dq: comp.command_for(q, dq).torques)
+    assert np.abs(sag.error[-1]).max() > 0.05
+    assert np.abs(held.error).max() < 1e-6
