@@ -139,3 +139,65 @@ def test_huge_negative_combination_is_reported():
     model.beta[k] = -1000.0
     with pytest.raises(InconsistentParametersError, match=r'link_\d'):
         identified_parameters(model, urdf)
+
+
+# ---------------------------------------------------------------------------
+# full-dynamics models: whole inertias
+# ---------------------------------------------------------------------------
+def full_model(urdf, seed=0, consistent=True):
+    """A DynamicsModel of a slightly different, physically valid arm."""
+    from arm_dyn_id.model.dynamics import DynamicsModel, rigid_base_parameters
+    robot = RobotModel.from_urdf(urdf)
+    base = rigid_base_parameters(robot)
+    rng = np.random.default_rng(seed)
+    theta = []
+    for j in range(1, robot.model.njoints):
+        body = robot.model.inertias[j]
+        # scale mass and inertia, move the CoM a little: still a real body
+        other = pin.Inertia(body.mass * (1 + 0.1 * rng.random()),
+                            body.lever + 0.01 * rng.standard_normal(3),
+                            body.inertia * (1 + 0.1 * rng.random()))
+        theta.append(other.toDynamicParameters())
+    theta = np.concatenate(theta)
+    return DynamicsModel(robot, base, base.beta(theta),
+                         standard=theta if consistent else None, consistent=consistent)
+
+
+@pytest.mark.parametrize('urdf', ARMS)
+@pytest.mark.parametrize('consistent', [True, False])
+def test_full_export_reproduces_rigid_body_torques(urdf, consistent, tmp_path):
+    model = full_model(URDF_DIR / urdf, consistent=consistent)
+    text = identified_urdf(model, URDF_DIR / urdf)
+    path = tmp_path / 'identified.urdf'
+    path.write_text(text)
+    exported = RobotModel.from_urdf(path, joints=model.joint_names)
+    rng = np.random.default_rng(3)
+    n = model.robot.n_joints
+    q, dq, ddq = (rng.uniform(-r, r, (30, n)) for r in (np.pi, 2.0, 5.0))
+    torques = np.array([exported.inverse_dynamics(*s) for s in zip(q, dq, ddq)])
+    expected = model.rigid_body_torques(q, dq, ddq)
+    scale = np.max(np.abs(expected))
+    np.testing.assert_allclose(torques, expected, atol=1e-6 * scale, rtol=0)
+    # whole inertias were written, and every link is a real body
+    root = ET.fromstring(text)
+    for link in root.findall('link'):
+        inertial = link.find('inertial')
+        if inertial is None:
+            continue
+        el = inertial.find('inertia')
+        inertia = np.array([[float(el.get('ixx')), float(el.get('ixy')), float(el.get('ixz'))],
+                            [float(el.get('ixy')), float(el.get('iyy')), float(el.get('iyz'))],
+                            [float(el.get('ixz')), float(el.get('iyz')), float(el.get('izz'))]])
+        assert np.linalg.eigvalsh(inertia)[0] >= -1e-9
+    # the nominal URDF would not do
+    nominal = RobotModel.from_urdf(URDF_DIR / urdf)
+    plain = np.array([nominal.inverse_dynamics(*s) for s in zip(q, dq, ddq)])
+    assert np.max(np.abs(plain - expected)) > 1e-3 * scale
+
+
+def test_full_export_refuses_an_inconsistent_model():
+    model = full_model(URDF_DIR / 'humanoid_arm.urdf', consistent=False)
+    # a base parameter set no rigid bodies give: negate every mass-like combination
+    model.beta = -np.abs(model.beta) - 1.0
+    with pytest.raises(InconsistentParametersError, match='no physically consistent'):
+        identified_urdf(model, URDF_DIR / 'humanoid_arm.urdf')
