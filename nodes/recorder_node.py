@@ -6,11 +6,21 @@ names in config order) for every usable input, records the raw inputs, the
 torques, ``excitation_segments`` and its configuration to a rosbag2 MCAP bag
 (arm_dyn_id.data.bag_writer.BagRecorder), and reports stream quality on ``diagnostics``.
 Services: ``~/start_recording``, ``~/stop_recording`` (std_srvs/Trigger).
-See docs/recorder.md.
+
+A run ends the recording: when the excitation reports ``done`` on
+``excitation_segments``, the bag is closed ``done_tail`` s of samples later
+(``on_done: stop``; ``rotate`` opens a new bag at once, ``continue`` keeps it),
+and a later ``start`` marker opens a new one. Every closed bag is summarised in
+one log line: samples per second against ``expected_rate``, drops and gaps; below
+``min_delivered_fraction`` that line is a warning. An ``output_dir`` that cannot
+be written ends the node with exit code 2. See docs/recorder.md.
 """
 
 import json
+import os
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -38,6 +48,7 @@ from arm_dyn_id.data.bag_writer import BagRecorder, config_document
 from arm_dyn_id.data.recovery import is_unfinished, recover_unfinished
 
 NODE_NAME = 'recorder_node'
+ON_DONE = ('stop', 'rotate', 'continue')
 # joint_states positions joined with currents from current_topic, recorded for offline fits
 JOINED_TOPIC = '/arm_dyn_id/joint_states_with_current'
 DIAGNOSTIC_ARRAY = 'diagnostic_msgs/msg/DiagnosticArray'
@@ -62,11 +73,23 @@ class RecorderNode(Node):
         self.file_prefix = p('file_prefix').value
         self.flush_period = p('flush_period').value
         self.fsync = p('fsync').value
+        self.on_done = p('on_done').value
+        if self.on_done not in ON_DONE:
+            raise ConfigError(f'parameter on_done = {self.on_done!r} must be one of '
+                              f'{", ".join(ON_DONE)}')
+        self.done_tail = p('done_tail').value
+        self.min_delivered = p('min_delivered_fraction').value
+        check_writable(self.output_dir)
         self.quality = StreamQuality(self.expected_rate, self.gap_threshold)
         self.file_quality = None
         self.recorder = None
         self._failure = None   # why the last recording failed or could not start
         self._closing = []
+        self._done_at = None        # stamp (s) of the plan's end while recording its tail
+        self._done_wall = None      # monotonic time the done marker arrived
+        self._run_ended = False     # stopped at `done`: the next `start` marker records again
+        self._opened_ns = None      # node-clock time the current bag was opened
+        self._marker_lock = threading.Lock()
         self._window = (0, 0.0)
         self._log_throttle = 5.0
 
@@ -126,9 +149,11 @@ class RecorderNode(Node):
             f'converting currents of {self.joint_names} with gains '
             f'{np.round(self.converter.gains, 6).tolist()} N·m/A; output_dir {self.output_dir}')
         if p('record_on_start').value:
-            ok, message = self.start_recording()   # a failure is logged there
-            if ok:
-                self.get_logger().info(message)
+            ok, message = self.start_recording()
+            if not ok:
+                # asked to record and cannot: end (exit 2) rather than idle
+                raise ConfigError(f'parameter output_dir = {self.output_dir!r}: {message}')
+            self.get_logger().info(message)
 
     # -- parameters -------------------------------------------------------
     def _declare_parameters(self):
@@ -160,6 +185,14 @@ class RecorderNode(Node):
                   read_only=True, low=0.05, high=60.0),
             Param('recover_on_start', True, 'recover unfinished bags found in output_dir at '
                   'start', read_only=True),
+            Param('on_done', 'stop', 'when the excitation reports done: stop (close the bag; '
+                  'the next start marker opens a new one), rotate (close it and open a new '
+                  'one at once) or continue', read_only=True),
+            Param('done_tail', 1.0, 'samples kept after the done marker before the bag is '
+                  'closed (s of joint_states stamps)', read_only=True, low=0.0, high=60.0),
+            Param('min_delivered_fraction', 0.99, 'a closed bag holding less than this share '
+                  'of the samples expected at expected_rate is reported as a warning (1)',
+                  read_only=True, low=0.0, high=1.0),
         ], self.config)
         self.declare_parameter('current_joints', Parameter.Type.STRING_ARRAY, descriptor(
             'joint order of a float64_array current topic (default: joints)', read_only=True))
@@ -201,6 +234,9 @@ class RecorderNode(Node):
             return
         stamp = msg.header.stamp
         t = stamp.sec + stamp.nanosec * 1e-9
+        done_at = self._done_at
+        if done_at is not None and t >= done_at + self.done_tail:
+            self._end_of_run('the excitation reported done')
         if not separate:
             self._emit(msg.header, t, sample.position, sample.velocity, sample.effort, now)
             return
@@ -265,9 +301,45 @@ class RecorderNode(Node):
                 recorder.write(self._h_joined, now, joined)
 
     def _on_marker(self, data):
+        now = self.get_clock().now().nanoseconds
+        try:
+            marker = json.loads(deserialize_message(data, String).data)
+            phase, t = marker.get('phase'), float(marker.get('t', 0.0))
+        except (ValueError, TypeError, AttributeError):
+            phase, t = None, 0.0
+        opened = self._opened_ns
+        # markers are latched (transient_local): one from before this bag is history
+        old = opened is not None and t * 1e9 < opened - 1e6
+        if phase == 'start' and self.recorder is None and self._run_ended and not old:
+            self._run_ended = False
+            ok, message = self.start_recording()
+            log = self.get_logger().info if ok else self.get_logger().error
+            log(f'a new excitation run started: {message}')
         recorder = self.recorder
         if recorder is not None:
-            recorder.write(self._h_markers, self.get_clock().now().nanoseconds, data)
+            recorder.write(self._h_markers, now, data)
+        if phase == 'done' and recorder is not None and not old and self.on_done != 'continue':
+            with self._marker_lock:
+                if self._done_at is None:
+                    self._done_at, self._done_wall = t, time.monotonic()
+                    self.get_logger().info(
+                        f'the excitation reported done: closing {recorder.path.name} after '
+                        f'{self.done_tail:g} s more of joint_states (on_done: {self.on_done})')
+
+    def _end_of_run(self, why):
+        """Close the bag at the end of a run; rotate to a new one if asked."""
+        with self._marker_lock:
+            if self._done_at is None:
+                return
+            self._done_at = self._done_wall = None
+        ok, message = self.stop_recording()
+        self.get_logger().info(f'{why}: {message}')
+        if self.on_done == 'rotate':
+            ok, message = self.start_recording()
+            log = self.get_logger().info if ok else self.get_logger().error
+            log(f'rotated: {message}')
+        else:
+            self._run_ended = True
 
     # -- recording --------------------------------------------------------
     def start_recording(self):
@@ -314,6 +386,7 @@ class RecorderNode(Node):
             return False, message
         self.file_quality = StreamQuality(self.expected_rate, self.gap_threshold)
         self._failure = None
+        self._opened_ns = self.get_clock().now().nanoseconds
         self.recorder = rec
         return True, f'recording to {path}'
 
@@ -351,13 +424,15 @@ class RecorderNode(Node):
         rec, self.recorder = self.recorder, None
         if rec is None:
             return False, 'not recording; call ~/start_recording first'
-        summary = {'quality': self.file_quality.summary() if self.file_quality else None}
+        quality = self.file_quality.summary() if self.file_quality else None
+        summary = {'quality': quality}
         self.file_quality = None
+        self._done_at = self._done_wall = None
+        self._report_loss(rec, quality)
         error = rec.error
         if wait:
             rec.close(summary)
         else:
-            import threading
             thread = threading.Thread(target=rec.close, args=(summary,), daemon=False,
                                       name='bag-close')
             thread.start()
@@ -370,6 +445,21 @@ class RecorderNode(Node):
                            f'arm_dyn_id.data.recovery.recover_bag. Free disk space or fix '
                            f'output_dir, then call ~/start_recording')
         return True, f'stopped; bag {rec.path} is being closed'
+
+    def _report_loss(self, rec, quality):
+        """One line on what the bag holds against what the arm should have sent."""
+        if not quality or not quality['messages']:
+            self.get_logger().warning(f'{rec.path.name}: no joint_states samples recorded')
+            return
+        writer = rec.stats()
+        text = loss_summary(quality, writer.get('dropped', 0))
+        if quality['delivered_fraction'] < self.min_delivered or writer.get('dropped'):
+            self.get_logger().warning(
+                f'{rec.path.name}: {text}; samples were lost (below '
+                f'min_delivered_fraction {self.min_delivered:g}): the arm or this node '
+                f'could not keep up (see docs/recorder.md)')
+        else:
+            self.get_logger().info(f'{rec.path.name}: {text}')
 
     def _start_srv(self, request, response):
         response.success, response.message = self.start_recording()
@@ -429,6 +519,10 @@ class RecorderNode(Node):
                            'writer_written': writer['written'],
                            'seconds_since_flush': writer['seconds_since_flush']})
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        done_wall = self._done_wall
+        if done_wall is not None and time.monotonic() - done_wall > self.done_tail + 5.0:
+            # no sample reached the end of the tail (the arm went quiet): close all the same
+            self._end_of_run('the excitation reported done and joint_states stopped')
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [status]
@@ -440,6 +534,36 @@ class RecorderNode(Node):
             self.stop_recording(wait=True)
         for thread in self._closing:
             thread.join(30.0)
+
+
+def check_writable(output_dir):
+    """Raise ConfigError unless bags can be created in ``output_dir`` (or it can be made)."""
+    path = Path(output_dir).expanduser().absolute()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    problem = None
+    if probe == path and not path.is_dir():
+        problem = 'is not a folder'
+    elif not probe.is_dir():
+        problem = f'cannot be created: {probe} is not a folder'
+    elif not os.access(probe, os.W_OK | os.X_OK):
+        problem = ('is not writable' if probe == path
+                   else f'cannot be created: {probe} is not writable')
+    if problem:
+        raise ConfigError(f'parameter output_dir = {str(output_dir)!r} ({path}) {problem}; '
+                          f'give a folder this user can write (output_dir:=...)')
+
+
+def loss_summary(quality, writer_dropped=0):
+    """``N samples in T s = R samples/s of E (P %), D drops, G gaps (largest L s)``."""
+    q = quality
+    text = (f'{q["accepted"]} samples in {q["duration_s"]:.1f} s = {q["rate_hz"]:.0f} '
+            f'samples/s of {q["expected_rate_hz"]:.0f} ({100 * q["delivered_fraction"]:.1f} % '
+            f'delivered), {q["drops"]} drops, {q["gaps"]} gaps (largest {q["max_gap_s"]:.3f} s)')
+    if writer_dropped:
+        text += f', {writer_dropped} messages not written (writer queue full)'
+    return text
 
 
 def main(args=None):

@@ -1,5 +1,6 @@
 """Recorder node across processes: 1 kHz delivery, services, bad inputs, SIGKILL recovery,
-disk full while recording and an unwritable output folder."""
+disk full while recording, an unwritable output folder (exit 2) and the end of a run
+(`done` marker: stop or rotate)."""
 
 import json
 import math
@@ -366,30 +367,87 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
                                    atol=1e-9)
 
 
-def test_unwritable_output_dir_at_start_is_reported(ros_env, tmp_path):
-    """output_dir below a regular file (issue 9): a clear error, the node keeps converting."""
-    from diagnostic_msgs.msg import DiagnosticStatus
-    blocker = tmp_path / 'not_a_folder'
-    blocker.write_text('')
-    out = blocker / 'bags'
+@pytest.mark.parametrize('where', ['below_a_file', 'read_only'])
+def test_unwritable_output_dir_ends_the_node_with_exit_2(ros_env, tmp_path, where):
+    """A recorder that cannot write its output folder says so in one FATAL line and exits 2
+    (issue 16 item 7), instead of idling without a bag."""
+    import os
+    if where == 'below_a_file':
+        blocker = tmp_path / 'not_a_folder'
+        blocker.write_text('')
+        out = blocker / 'bags'
+    else:
+        if os.geteuid() == 0:
+            pytest.skip('root writes into a read-only folder')
+        locked = tmp_path / 'locked'
+        locked.mkdir(mode=0o555)
+        out = locked / 'bags'
     proc = start_recorder(ros_env, tmp_path, output_dir=str(out))
-    torques, diags = [], []
-    with RosHarness(ros_env.domain_id) as ros:
-        pub = _connect(ros, torques, diags)
-        sent = publish_at(pub, 1000.0, 0.5)
-        ros.wait_for(lambda: len(torques) >= 0.95 * len(sent), 5, what='joint_torques')
-        for msg in torques[::23]:
-            np.testing.assert_allclose(msg.effort, expected(int(round(msg.position[0] / 0.01))),
-                                       atol=1e-9)
-        started = ros.trigger('/recorder_node/start_recording')
-        assert not started.success
-        assert str(out) in started.message and 'output_dir' in started.message
-        assert f'{blocker} is a file, not a folder' in started.message
-        ros.wait_for(lambda: _diagnostics(diags, DiagnosticStatus.ERROR, str(out)), 5,
-                     what='an ERROR diagnostics status naming output_dir')
-    assert stop(proc) == 0, node_output(proc)
+    code = proc.wait(60)
     output = node_output(proc)
-    errors = [line for line in output.splitlines()
-              if '[ERROR]' in line and f'cannot create a bag in {out}' in line]
-    assert len(errors) == 2, output      # record_on_start, then ~/start_recording
-    assert not blocker.is_dir()
+    assert code == 2, output
+    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1, output
+    assert 'parameter output_dir' in fatal[0] and str(out) in fatal[0], output
+    assert 'Traceback' not in output, output
+    assert not out.exists()
+
+
+def _marker(phase, t, **extra):
+    from std_msgs.msg import String
+    return String(data=json.dumps({'segment_id': -1, 'joint': None, 'joint_index': -1,
+                                   'direction': 0, 'phase': phase, 't': t, **extra}))
+
+
+@pytest.mark.parametrize('on_done', ['stop', 'rotate'])
+def test_recording_ends_when_the_excitation_reports_done(ros_env, tmp_path, on_done):
+    """The `done` marker closes the bag done_tail s of samples later (issue 16 item 3);
+    `rotate` opens the next bag at once, `stop` at the next run's `start` marker."""
+    from std_msgs.msg import String
+    from arm_dyn_id.nodes.qos import MARKER_QOS
+    proc = start_recorder(ros_env, tmp_path, on_done=on_done, done_tail=0.2)
+    bags_dir = tmp_path / 'bags'
+
+    def bags():
+        return sorted(p for p in bags_dir.iterdir() if p.is_dir())
+
+    def closed():
+        return [b for b in bags() if (b / 'metadata.yaml').is_file()]
+
+    torques = []
+    with RosHarness(ros_env.domain_id) as ros:
+        pub = _connect(ros, torques, [])
+        markers = ros.node.create_publisher(String, 'excitation_segments', MARKER_QOS)
+        ros.wait_for_subscribers(markers, timeout=20)
+        wait_recording(tmp_path, proc)
+        t_start = time.time()
+        markers.publish(_marker('start', t_start))
+        sent = publish_at(pub, 500.0, 0.6)
+        t_done = sent[-1][0]
+        markers.publish(_marker('done', t_done))
+        # samples keep coming: the bag closes once their stamps pass t_done + done_tail
+        more = []
+        while not closed() and len(more) < 2500:
+            more += publish_at(pub, 500.0, 0.1, start_index=len(sent) + len(more))
+        ros.wait_for(closed, 10, what='the bag closed after done')
+        assert proc.poll() is None, node_output(proc)
+        if on_done == 'rotate':
+            ros.wait_for(lambda: len(bags()) == 2, 10, what='the next bag')
+        else:
+            publish_at(pub, 500.0, 0.2, start_index=10_000)
+            assert len(bags()) == 1      # stopped: nothing more recorded until a new run
+            markers.publish(_marker('start', time.time() + 0.1))
+            ros.wait_for(lambda: len(bags()) == 2, 10, what='a bag for the new run')
+        publish_at(pub, 500.0, 0.2, start_index=20_000)
+    assert stop(proc) == 0, node_output(proc)
+    first, second = bags()
+    rec = read_bag(first)
+    # everything up to the done marker, then at most the tail (and what was in flight)
+    assert rec.n_samples >= len(sent) * 0.95
+    assert rec.t[-1] >= t_done + 0.2 - 0.01
+    assert rec.t[-1] <= t_done + 0.2 + 0.5, (rec.t[-1] - t_done)
+    assert [m['phase'] for m in rec.markers] == ['start', 'done']
+    assert read_bag(second).n_samples > 0
+    output = node_output(proc)
+    assert 'the excitation reported done' in output
+    assert 'samples/s of 1000' in output     # what the closed bag holds, said in one line
