@@ -108,6 +108,22 @@ def _coerce(name, value, default, source):
                       f'{kind.__name__} like its default {default!r}')
 
 
+def _integer_given_for_float(node, name):
+    """A whole number given for a float parameter (``real_time_factor:=2``) as a float.
+
+    rclpy refuses an INTEGER value for a DOUBLE parameter; a user typing ``2`` for
+    2.0 means the same number, so the override is turned into a double before the
+    declaration. (Launch files type their arguments with ParameterValue.)
+    """
+    overrides = getattr(node, '_parameter_overrides', None)
+    given = overrides.get(name) if isinstance(overrides, dict) else None
+    if given is not None and given.type_ == Parameter.Type.INTEGER:
+        overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(given.value))
+    elif given is not None and given.type_ == Parameter.Type.INTEGER_ARRAY:
+        overrides[name] = Parameter(name, Parameter.Type.DOUBLE_ARRAY,
+                                    [float(v) for v in given.value])
+
+
 def declare_parameters(node, params, config=None):
     """Declare ``params`` on ``node``; their defaults come from the config file if it has them.
 
@@ -136,6 +152,9 @@ def declare_parameters(node, params, config=None):
         default = spec.default
         if spec.name in extra:
             default = _coerce(spec.name, extra[spec.name], spec.default, source)
+        if isinstance(default, float) or (isinstance(default, (list, tuple)) and default
+                                          and isinstance(default[0], float)):
+            _integer_given_for_float(node, spec.name)
         param = node.declare_parameter(spec.name, default, descriptor(
             spec.description, read_only=spec.read_only, low=spec.low, high=spec.high,
             dynamic=spec.dynamic or spec.default is None))

@@ -1,12 +1,10 @@
-"""Configuration errors at start-up, across processes (issue 9 b).
+"""Configuration errors at start-up, across processes (issue 9 b, issue 16 item 7).
 
-Each node is started as a real process with one bad arm config and must refuse it
-with a message naming the parameter and the offending value:
-
-* recorder_node and identifier_node log it as one FATAL line and exit with code 2
-  (nodes/executors.py ``run_node``, the same in every node), no traceback;
-* excitation_node stays up refusing to work: it logs the error, and ``~/start``
-  answers ``success=False`` with the same message (it commands nothing).
+Each node is started as a real process with one bad arm config, or one bad parameter
+on the command line (``gravity:=earth``, ``payload_mass:=-1``), and must refuse it
+with one FATAL line naming the parameter and the offending value, exit code 2
+(nodes/executors.py ``run_node``, the same in every node) and no traceback. The
+excitation node with no plan to run ends the same way instead of idling.
 """
 
 import copy
@@ -15,7 +13,7 @@ import pytest
 import yaml
 
 from arm_dyn_id.paths import share_dir
-from ros_utils import RosHarness, node_output, start_node, stop, wait_for
+from ros_utils import node_output, start_node
 
 pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -77,6 +75,10 @@ CASES = {
     'speed_above_velocity_limit': (_node_param(speed=1.0), ('excitation',),
                                    ['parameter speed = 1.0', 'joint_6',
                                     'velocity_limits[5] = 0.5']),
+    # a word where numbers belong, inside the config file
+    'torque_constants_word': (_set(torque_constants='fast'),
+                              ('recorder', 'identifier', 'excitation', 'sim_arm'),
+                              ["parameter torque_constants = 'fast'"]),
 }
 PARAMS = [pytest.param(node, case, id=f'{node}-{case}')
           for case, (_, nodes, _) in CASES.items() for node in nodes]
@@ -97,6 +99,16 @@ def _assert_names(text, needles, output):
     assert 'Traceback' not in output, output
 
 
+def _assert_one_fatal(proc, needles):
+    code = proc.wait(90)
+    output = node_output(proc)
+    assert code == 2, output
+    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1, output
+    _assert_names(fatal[0], needles, output)
+    return output
+
+
 @pytest.mark.parametrize('node, case', PARAMS)
 def test_bad_config_refused_at_start_up(ros_env, tmp_path, node, case):
     config, node_params, needles = _write_config(tmp_path, case)
@@ -106,28 +118,49 @@ def test_bad_config_refused_at_start_up(ros_env, tmp_path, node, case):
     if node == 'excitation':
         params['quick'] = True           # designs a plan at start-up (no plan_file)
     proc = start_node(f'arm_dyn_id.nodes.{node}_node', params, ros_env, name=node)
-    if node in ('recorder', 'identifier'):
-        # refuses: one FATAL line naming parameter and value, exit code 2
-        code = proc.wait(60)
-        output = node_output(proc)
-        assert code == 2, output
-        fatal = [line for line in output.splitlines() if '[FATAL]' in line]
-        assert len(fatal) == 1, output
-        _assert_names(fatal[0], needles, output)
-        assert not (tmp_path / 'bags').exists(), 'the recorder created its output folder'
-        return
-    # excitation_node: stays up, logs the error, refuses ~/start with the same message
-    wait_for(lambda: 'no plan to run' in node_output(proc) or proc.poll() is not None, 60,
-             poll=0.05, what='the start-up error in the log')
-    output = node_output(proc)
-    assert proc.poll() is None, output
-    logged = [line for line in output.splitlines() if 'no plan to run' in line]
-    assert len(logged) == 1 and '[ERROR]' in logged[0], output
-    _assert_names(logged[0], needles, output)
-    with RosHarness(ros_env.domain_id) as ros:
-        res = ros.trigger('/excitation_node/start', timeout=20)
-    assert not res.success, res.message
-    assert res.message.startswith('no plan loaded: '), res.message
-    _assert_names(res.message, needles, node_output(proc))
+    _assert_one_fatal(proc, needles)
+    assert not (tmp_path / 'bags').exists(), 'the recorder created its output folder'
+
+
+# node -> (-p arguments, texts the FATAL line must contain)
+COMMAND_LINE = {
+    'sim_arm-gravity_word': ('sim_arm', ['gravity:=earth'], ['parameter gravity', 'earth']),
+    'recorder-gravity_word': ('recorder', ['gravity:=earth'], ['parameter gravity', 'earth']),
+    'identifier-gravity_word': ('identifier', ['gravity:=earth'],
+                                ['parameter gravity', 'earth']),
+    'sim_arm-payload_negative': ('sim_arm', ['payload_mass:=-1'],
+                                 ['parameter payload_mass', '-1']),
+    'identifier-payload_negative': ('identifier', ['payload_mass:=-1'],
+                                    ['parameter payload_mass', '-1']),
+    'sim_arm-rate_word': ('sim_arm', ['real_time_factor:=fast'],
+                          ['parameter real_time_factor', 'fast']),
+    'excitation-no_plan': ('excitation', ['plan_file:=/nonexistent/arm_dyn_id/plan.yaml'],
+                           ['no plan to run', '/nonexistent/arm_dyn_id/plan.yaml']),
+    'recorder-on_done_word': ('recorder', ['on_done:=later'], ['parameter on_done', 'later']),
+}
+
+
+@pytest.mark.parametrize('case', list(COMMAND_LINE))
+def test_bad_parameter_on_the_command_line_is_one_fatal_line(ros_env, tmp_path, case):
+    node, given, needles = COMMAND_LINE[case]
+    ros_args = ['-p', 'config_file:=humanoid_arm.yaml', '-p', f'output_dir:={tmp_path}/bags']
+    for item in given:
+        ros_args += ['-p', item]
+    proc = start_node(f'arm_dyn_id.nodes.{node}_node', None, ros_env, name=node,
+                      ros_args=ros_args)
+    _assert_one_fatal(proc, needles)
+
+
+def test_a_whole_number_for_a_float_parameter_is_accepted(ros_env, tmp_path):
+    """``real_time_factor:=2`` means 2.0 (rclpy alone refuses an INTEGER for a DOUBLE
+    parameter); the node starts and reports the value."""
+    from ros_utils import stop, wait_for
+    proc = start_node('arm_dyn_id.nodes.sim_arm_node', None, ros_env, name='sim_arm',
+                      ros_args=['-p', 'config_file:=humanoid_arm.yaml',
+                                '-p', 'use_sim_time:=true', '-p', 'real_time_factor:=2'])
+    text = 'sim time x2'
+    wait_for(lambda: proc.poll() is not None or text in node_output(proc), 60,
+             what='the node up')
     assert proc.poll() is None, node_output(proc)
     assert stop(proc) == 0, node_output(proc)
+    assert '[FATAL]' not in node_output(proc)

@@ -111,3 +111,30 @@ def test_a_file_value_of_the_wrong_type_names_parameter_and_file(context, tmp_pa
             declare_parameters(node, SPECS, config)
     finally:
         node.destroy_node()
+
+
+def test_a_whole_number_given_for_a_float_parameter_is_a_float(context):
+    """``-p command_rate:=50`` arrives as INTEGER; rclpy alone would refuse it for a
+    DOUBLE parameter. Lists of whole numbers for float lists likewise."""
+    node = _node(context, command_rate=50, gains=[1, 2])
+    try:
+        values = declare_parameters(node, SPECS + [Param('gains', [0.5, 0.5], 'gains (1)')])
+        assert values['command_rate'] == 50.0 and isinstance(values['command_rate'], float)
+        assert values['gains'] == [1.0, 2.0]
+        assert node.get_parameter('command_rate').type_ == Parameter.Type.DOUBLE
+    finally:
+        node.destroy_node()
+
+
+def test_a_word_for_a_number_is_refused_naming_the_parameter(context):
+    from rclpy.exceptions import InvalidParameterTypeException
+    from arm_dyn_id.nodes.executors import parameter_error
+    node = _node(context, command_rate='fast')
+    try:
+        with pytest.raises(InvalidParameterTypeException) as info:
+            declare_parameters(node, SPECS)
+        line = parameter_error(info.value)
+        assert line.startswith('parameter command_rate: ') and "'fast'" in line, line
+        assert '\n' not in line
+    finally:
+        node.destroy_node()
