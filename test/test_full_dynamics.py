@@ -133,3 +133,128 @@ def test_method_choice_is_scored_on_held_out_blocks(robot, base):
     single = identify_full(robot, t, q, tau, cutoff_hz=5.0, decimate=2, base=base)
     assert single.selection.by == 'single_candidate'
     np.testing.assert_allclose(single.beta, fit.candidates['wls'].beta)
+
+
+# ---------------------------------------------------------------------------
+# fit_full / validate_full / data preparation
+# ---------------------------------------------------------------------------
+from arm_dyn_id.data.preparation import choose_cutoff, prepare, resample  # noqa: E402
+from arm_dyn_id.errors import ConfigError  # noqa: E402
+from arm_dyn_id.identification.full_dynamics import fit_full, validate_full  # noqa: E402
+from arm_dyn_id.model import load_model  # noqa: E402
+from arm_dyn_id.model.dynamics import DynamicsModel, FrictionModel  # noqa: E402
+
+SMOOTH = 0.01      # rad/s, the smooth sign of the simulated friction
+
+
+def smooth_record(robot, rng, rate=200.0, periods=1, noise=NOISE, jitter=0.0):
+    """Seed 001 motion with tanh Coulomb friction; stamps jittered by ±jitter/rate."""
+    a, b = fourier_coefficients(robot, rng)
+    t = np.arange(int(periods * 2 * np.pi / OMEGA * rate)) / rate
+    if jitter:
+        t = t + jitter / rate * rng.uniform(-1, 1, t.shape)
+        t[0] = 0.0
+    q, dq, ddq = fourier_series(t, OMEGA, a, b, np.zeros(robot.n_joints))
+    rigid = np.array([robot.inverse_dynamics(*s) for s in zip(q, dq, ddq)])
+    clean = rigid + COULOMB * np.tanh(dq / SMOOTH) + VISCOUS * dq
+    return t, q, dq, ddq, clean, clean + noise * rng.standard_normal(clean.shape)
+
+
+@pytest.fixture(scope='module')
+def full_fit(robot):
+    rng = np.random.default_rng(11)
+    t, q, _, _, _, tau = smooth_record(robot, rng, jitter=0.4)
+    return fit_full(robot, t, q, tau, methods=('wls', 'irls'),
+                    harmonic_hz=HARMONICS * OMEGA / (2 * np.pi))
+
+
+def test_fit_full_recovers_the_model_from_uneven_stamps(robot, full_fit):
+    model, validation = full_fit
+    assert isinstance(model, DynamicsModel) and model.dynamics == 'full'
+    prep = model.metadata['preparation']
+    assert prep['resampled'] and prep['cutoff_hz'] == pytest.approx(5 * 0.6)
+    assert 'highest harmonic' in prep['cutoff_source']
+    # a new trajectory, exact states: the model error is well below the noise
+    _, qv, dqv, ddqv, clean, _ = smooth_record(robot, np.random.default_rng(12), rate=50.0,
+                                               noise=0.0)
+    rmse = np.sqrt(np.mean((model.torques(qv, dqv, ddqv) - clean) ** 2, axis=0))
+    assert np.all(rmse < 0.5 * NOISE), rmse
+    np.testing.assert_allclose(model.friction['coulomb'], COULOMB, atol=0.3)
+    np.testing.assert_allclose(model.friction['viscous'], VISCOUS, atol=0.1)
+    # held-out keys as in the gravity path, the choice scored on held-out blocks
+    assert set(validation) == {'held_out', 'training'}
+    for joint, m in validation['held_out'].items():
+        assert {'rmse', 'rmse_percent', 'mae', 'rho'} <= set(m)
+        assert m['rmse'] < NOISE and m['rho'] > 0.9, (joint, m)
+    assert model.metadata['selection']['by'] == 'held_out'
+    assert set(model.metadata['selection']['scores']) == {'wls', 'irls'}
+
+
+def test_validate_full_scores_any_trajectory_and_survives_a_file(robot, full_fit, tmp_path):
+    model, _ = full_fit
+    t, q, _, _, _, tau = smooth_record(robot, np.random.default_rng(13), rate=100.0)
+    scores = validate_full(model, t, q, tau)
+    assert set(scores) == set(robot.joint_names)
+    assert all(s['rmse'] < NOISE for s in scores.values()), scores
+    raw = validate_full(model, t, q, tau, against='raw')
+    # the raw torque carries the measurement noise, the filtered one much less
+    assert all(raw[j]['rmse'] > scores[j]['rmse'] for j in scores)
+    loaded = load_model(model.save(tmp_path / 'full.yaml'))
+    again = validate_full(loaded, t, q, tau)
+    assert again[robot.joint_names[0]]['rmse'] == pytest.approx(
+        scores[robot.joint_names[0]]['rmse'])
+    # a wrong model scores worse
+    wrong = DynamicsModel(robot, model.base, model.beta * 0.5, model.friction_model, model.phi,
+                          metadata=model.metadata)
+    worse = validate_full(wrong, t, q, tau)
+    assert sum(w['rmse'] for w in worse.values()) > 3 * sum(s['rmse'] for s in scores.values())
+
+
+def test_fit_full_refuses_bad_inputs(robot):
+    t = np.linspace(0, 10, 1000)
+    q = np.zeros((1000, robot.n_joints))
+    with pytest.raises(DataError, match='must be'):
+        fit_full(robot, t, q[:, :3], q)
+    with pytest.raises(DataError, match='must be'):
+        fit_full(robot, t[:10], q, q)
+    with pytest.raises(DataError, match='usable samples'):
+        fit_full(robot, t, np.full_like(q, np.nan), q)
+    with pytest.raises(ConfigError, match='unknown estimator'):
+        fit_full(robot, t, q, q, methods=('magic',))
+    with pytest.raises(ConfigError, match='holdout'):
+        fit_full(robot, t, q, q, holdout=1)
+    with pytest.raises(ConfigError, match='validate_against'):
+        fit_full(robot, t, q, q, validate_against='both')
+
+
+def test_preparation_resamples_chooses_cutoff_and_refuses_gaps():
+    rng = np.random.default_rng(0)
+    rate = 100.0
+    t = np.arange(3000) / rate + rng.uniform(-0.004, 0.004, 3000)
+    t[0] = 0.0
+    t[100] = t[99]                              # a repeated stamp
+    q = np.column_stack([np.sin(2 * np.pi * 0.5 * t), 0.3 * np.sin(2 * np.pi * 1.5 * t)])
+    q[200] = np.nan                             # a garbage row
+    tu, qu, _, info = resample(t, q)
+    assert info['resampled'] and info['dropped'] == 2
+    assert np.allclose(np.diff(tu), 1 / info['rate_hz'])
+    np.testing.assert_allclose(qu[:, 0], np.sin(2 * np.pi * 0.5 * tu), atol=2e-3)
+    # from the spectrum: 5 x the top of the motion's band (1.5 Hz), not the noise
+    cut, source = choose_cutoff(qu + 1e-5 * rng.standard_normal(qu.shape), rate)
+    assert 5 * 1.4 <= cut <= 5 * 1.7, (cut, source)
+    assert choose_cutoff(qu, rate, harmonic_hz=2.0)[0] == pytest.approx(10.0)
+    prepared = prepare(t, q, q, features=FrictionModel().features)
+    assert prepared.info['cutoff_hz'] == pytest.approx(cut, rel=0.1)
+    assert prepared.features.shape == prepared.q.shape + (2,)
+    assert prepared.info['edge_s'] == pytest.approx(3 / prepared.info['cutoff_hz'], abs=0.01)
+    # 1 kHz data is decimated to >= 10 samples per cut-off period
+    t1k = np.arange(20000) / 1000.0
+    q1k = np.column_stack([np.sin(2 * np.pi * 0.5 * t1k)] * 2)
+    fast = prepare(t1k, q1k, cutoff_hz=5.0)
+    assert fast.info['decimate'] == 20
+    gap = t.copy()
+    gap[1500:] += 1.0
+    with pytest.raises(DataError, match='gap of'):
+        resample(gap, q)
+    with pytest.raises(DataError, match='Nyquist'):
+        prepare(t, q, cutoff_hz=60.0)

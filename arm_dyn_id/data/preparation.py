@@ -9,14 +9,19 @@ Only q and τ are measured; the model also needs q̇ and q̈. The steps, in orde
    than ``max_gap`` (default 10 median steps) is refused: interpolating across it
    would invent motion.
 2. **Cut-off** (:func:`choose_cutoff`). When the excitation's highest harmonic is
-   known (a Fourier plan), the cut-off is ``HARMONIC_FACTOR`` (3) times it.
+   known (a Fourier plan), the cut-off is ``HARMONIC_FACTOR`` (5) times it.
    Otherwise it comes from the data: the velocity power spectrum (Welch) summed
    over the joints, and the frequency below which it holds all but
-   ``POWER_LEFT`` (1e-4, -40 dB) of its power; the cut-off is 3 times that
+   ``POWER_LEFT`` (1e-4, -40 dB) of its power; the cut-off is 5 times that
    frequency, within ``[MIN_CUTOFF_HZ, 0.4·rate]``. Summing the joints lets the
    moving ones decide (a still joint's spectrum is noise). On the real UR10e
-   30 s Fourier run this gives 2.2 Hz x 3 = 6.7 Hz; isolated vibration and
-   stamp-jitter peaks at 7-25 Hz, 60 dB below the motion, stay outside. How the
+   30 s Fourier run this gives 1.07 Hz x 5 = 5.4 Hz; isolated vibration and
+   stamp-jitter peaks at 7-25 Hz, 60 dB below the motion, do not count (a
+   noise-floor rule, tried first, put the cut-off at the 40 Hz limit because of
+   them). Why 5: on simulated seed 001 records (TX-60, 6 harmonics of 0.1 Hz,
+   10 s) a 3x cut-off trims 3/f_c = 1.7 s of edges at each end and doubled the
+   model error against 5x-10x; above 5x the derivatives of real, quantised
+   encoder readings get noisier (q̈ noise grows as f_c^2.5) for no gain. How the
    cut-off was chosen is stated in the model file (``preparation.cutoff_source``).
 3. **Zero-phase low-pass** (:func:`lowpass`): Butterworth of ``order`` run
    forward and backward (``sosfiltfilt``): no phase lag, so q, q̇, q̈ and τ stay
@@ -24,6 +29,12 @@ Only q and τ are measured; the model also needs q̇ and q̈. The steps, in orde
    linear equation see the same attenuation), and so do the friction columns
    (``sign(q̇)`` is a step; filtering τ but not the column would bias every
    parameter).
+   The regressor ``Y(q, q̇, q̈)`` goes through the same filter too: the
+   dynamics are nonlinear in q, so the torque has content above the motion's
+   band (products of harmonics); filtering τ but not Y would remove it from one
+   side of ``τ = Y θ`` only. (On the simulated TX-60 the difference is small:
+   the rigid-body torque of a Fourier motion stays mostly inside the band; the
+   step ``sign(q̇)`` is what needs it most, see ``features``.)
 4. **Differentiation**: central differences of the filtered q (``np.gradient``).
 5. **Edge trimming**: ``filtfilt`` transients reach about ``3 / cutoff`` seconds
    into the record; those samples are dropped at both ends.
@@ -47,7 +58,7 @@ import scipy.signal
 from arm_dyn_id.errors import DataError
 
 #: Cut-off = this factor × the highest frequency the motion carries.
-HARMONIC_FACTOR = 3.0
+HARMONIC_FACTOR = 5.0
 #: The motion's band holds all but this fraction of the velocity power (-40 dB).
 POWER_LEFT = 1e-4
 MIN_CUTOFF_HZ = 0.5
@@ -85,6 +96,7 @@ class Prepared:
     tau: np.ndarray = None
     tau_raw: np.ndarray = None
     features: np.ndarray = None
+    regressor: np.ndarray = None
     info: dict = field(default_factory=dict)
 
 
@@ -135,7 +147,7 @@ def resample(t, q, tau=None, rate=None, max_gap=None):
     order = np.argsort(t[ok], kind='stable')
     ts, qs = t[ok][order], q[ok][order]
     taus = None if tau is None else tau[ok][order]
-    keep = np.concatenate([[True], np.diff(ts) > 0])
+    keep = np.concatenate([[True], np.diff(ts) > 0])[:len(ts)]
     ts, qs = ts[keep], qs[keep]
     taus = None if taus is None else taus[keep]
     dropped = int(len(t) - len(ts))
@@ -215,7 +227,8 @@ def lowpass(x, rate, cutoff_hz, order=DEFAULT_ORDER):
 
 
 def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDER, rate=None,
-            decimate=None, edge=None, filter_torque=True, features=None, max_gap=None):
+            decimate=None, edge=None, filter_torque=True, features=None, regressor=None,
+            max_gap=None):
     """Resample, filter, differentiate, trim and decimate one record.
 
     Parameters
@@ -244,6 +257,12 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
     features : callable, optional
         ``features(dq)`` (N, n) -> (N, n, k), computed at the full rate and
         filtered like τ (the friction columns).
+    regressor : callable, optional
+        ``regressor(q, dq, ddq)`` (M, n) x3 -> (M, n, p), evaluated on the
+        decimated samples and filtered like τ (at the decimated rate, which is
+        at least 10 samples per cut-off period): the same filter on both sides
+        of ``τ = Y θ``, so torque content the nonlinear dynamics put above the
+        cut-off is removed from both alike.
     max_gap : float, optional
         See :func:`resample`.
 
@@ -286,15 +305,29 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
     else:
         tauf = tauu
     keep = slice(n_edge, len(tu) - n_edge, step)
+    regr = None
+    if regressor is not None:
+        # evaluated on the decimated samples, edges included, then (when τ is
+        # filtered) through the same low-pass at the decimated rate, then trimmed
+        every = slice(n_edge % step, len(tu), step)     # the grid of ``keep``
+        regr = regressor(qf[every], dq[every], ddq[every])
+        if filter_torque:
+            shape = regr.shape
+            regr = lowpass(regr.reshape(shape[0], -1), fs / step, cutoff_hz,
+                           order).reshape(shape)
+        first = n_edge // step                          # where ``keep`` starts on it
+        regr = regr[first:first + len(tu[keep])]
     info.update({'cutoff_hz': float(cutoff_hz), 'cutoff_source': source, 'order': int(order),
                  'filter': 'Butterworth, zero-phase (forward-backward)',
                  'decimate': int(step), 'edge_s': float(n_edge / fs),
                  'n_raw': int(len(t_raw)), 'n_kept': int(len(tu[keep])),
-                 'filter_torque': bool(filter_torque)})
+                 'filter_torque': bool(filter_torque),
+                 'filter_regressor': bool(regressor is not None and filter_torque)})
     return Prepared(t=tu[keep], q=qf[keep], dq=dq[keep], ddq=ddq[keep],
                     tau=None if tauf is None else tauf[keep],
                     tau_raw=None if tauu is None else tauu[keep],
-                    features=None if feats is None else feats[keep], info=info)
+                    features=None if feats is None else feats[keep], regressor=regr,
+                    info=info)
 
 
 __all__ = ['Prepared', 'resample', 'choose_cutoff', 'default_decimation', 'lowpass', 'prepare']

@@ -318,12 +318,17 @@ def _metrics_dict(metrics):
     return out
 
 
-def _regressor(robot, base, friction, prepared):
-    """Stacked base + friction regressor W (M, n, r + f) of a prepared record."""
-    Y = rigid_regressor(robot, prepared.q, prepared.dq, prepared.ddq,
-                        armature=len(base.parameter_names) > 10 * robot.n_bodies)
+def _prepare(robot, base, friction, t, q, tau, **options):
+    """Prepared record with the stacked base + friction regressor W (M, n, r + f),
+    every column through the same filter as τ."""
+    armature = len(base.parameter_names) > 10 * robot.n_bodies
+
+    def rigid(qd, dqd, ddqd):
+        return base.reduce(rigid_regressor(robot, qd, dqd, ddqd, armature=armature))
+
+    prepared = prepare(t, q, tau, features=friction.features, regressor=rigid, **options)
     F = friction.regressor(prepared.dq, features=prepared.features)
-    return np.concatenate([base.reduce(Y), F], axis=2)
+    return prepared, np.concatenate([prepared.regressor, F], axis=2)
 
 
 def _check_record(robot, t, q, tau):
@@ -422,11 +427,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         if noise is None and cfg_noise is not None and np.all(np.isfinite(cfg_noise)) and \
                 np.all(np.asarray(cfg_noise) > 0):
             noise = np.asarray(cfg_noise, dtype=float)
-    prepared = prepare(t, q, tau, cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, order=order,
-                       decimate=decimate, filter_torque=filter_torque,
-                       features=friction.features)
     base = rigid_base_parameters(robot, armature=armature)
-    W = _regressor(robot, base, friction, prepared)
+    prepared, W = _prepare(robot, base, friction, t, q, tau, cutoff_hz=cutoff_hz,
+                           harmonic_hz=harmonic_hz, order=order, decimate=decimate,
+                           filter_torque=filter_torque)
     target = prepared.tau
     names = tuple(base.names) + friction.names(robot.n_joints)
     r = base.count
@@ -554,8 +558,10 @@ def validate_full(model, t, q, tau, cutoff_hz=None, order=None, against='filtere
     """Score a model on any trajectory with the keys of the gravity path.
 
     The record is prepared with the model's own filter (its ``preparation``
-    metadata: cut-off and order, unless given), q̇ and q̈ from the filtered q,
-    and the predicted torques compared with the filtered or the raw torque.
+    metadata: cut-off and order, unless given), q̇ and q̈ from the filtered q.
+    ``against='filtered'``: the filtered torque against the model's torque
+    through the same filter (what the fit compares); ``'raw'``: the resampled
+    measured torque against the model's torque.
 
     Parameters
     ----------
@@ -576,8 +582,15 @@ def validate_full(model, t, q, tau, cutoff_hz=None, order=None, against='filtere
     prep = model.metadata.get('preparation') or {}
     cutoff = cutoff_hz if cutoff_hz is not None else prep.get('cutoff_hz')
     order = order if order is not None else int(prep.get('order', 4))
-    data = prepare(t, q, tau, cutoff_hz=cutoff, order=order, decimate=1)
-    pred = predict_model(model, data.q, data.dq, data.ddq)
+    if getattr(model, 'dynamics', 'gravity') == 'full':
+        # filtered: the model's torque through the same filter (as the fit sees it)
+        data, W = _prepare(model.robot, model.base, model.friction_model, t, q, tau,
+                           cutoff_hz=cutoff, order=order, decimate=1,
+                           filter_torque=against == 'filtered')
+        pred = W @ np.concatenate([model.beta + model._payload_beta, model.phi])
+    else:
+        data = prepare(t, q, tau, cutoff_hz=cutoff, order=order, decimate=1)
+        pred = predict_model(model, data.q, data.dq, data.ddq)
     reference = data.tau if against == 'filtered' else data.tau_raw
     return _metrics_dict(joint_metrics(reference, pred, model.joint_names))
 
