@@ -1,16 +1,25 @@
-"""Identifier node: fits the gravity model live and serves gravity torques.
+"""Identifier node: fits the gravity or the full-dynamics model live and serves it.
 
 Accumulates ``joint_torques`` (sensor_msgs/JointState, effort in N·m) and
 ``excitation_segments`` markers, fits on ``~/fit`` or when the excitation is
-``done`` (arm_dyn_id.identification.pipeline.fit_gravity, in a worker thread), and
-publishes the model on ``~/model`` (YAML) and ``robot_description_identified``
+``done`` (in a worker thread): gravity (arm_dyn_id.identification.pipeline.fit_gravity)
+or full dynamics (arm_dyn_id.identification.full_dynamics.fit_full), chosen by the
+``dynamics`` parameter (``auto``: the pipeline's choose_dynamics, a Fourier plan ->
+full). It publishes the model on ``~/model`` (YAML) and ``robot_description_identified``
 (URDF, arm_dyn_id.model.export), both transient_local, with the base parameters as
-parameters ``base_parameters.<name>``.
+parameters ``base_parameters.<name>``, and writes every fit to
+``<model_dir>/<YYYYmmdd-HHMMSS>/`` with a ``latest`` link (arm_dyn_id.service.model_dir).
 
 Serves G(q): a ``gravity_torques`` message for every ``joint_states`` message,
 and ``gravity_query`` -> ``gravity_result`` queries matched by ``header.frame_id``
-(error replies: empty effort, ``name = ['error: <message>']``). With
-``serve_only: true`` it only serves ``model_file`` and reloads it when it changes.
+(error replies: empty effort, ``name = ['error: <message>']``). A full model also
+answers ``dynamics_query`` -> ``dynamics_result`` (inverse dynamics, rigid body and
+friction apart) and streams, for every ``joint_states``, ``model_torques``,
+``external_torques`` (the momentum-observer residual) and ``contact``
+(arm_dyn_id.service.dynamics). With ``serve_only: true`` it only serves
+``model_file`` (default ``<model_dir>/latest/model.yaml``) and reloads it when it
+changes. ``~/identify_payload`` / ``~/apply_payload`` identify a payload from the
+recent samples with the arm model frozen and add it to the served model.
 
 ``~/check`` runs the pre-flight check (arm_dyn_id.validation.check) on the samples
 held: the measured torques of the still or slow parts against the URDF's gravity,
@@ -24,6 +33,9 @@ the 1 kHz paths keep running on the EventsExecutor. See docs/identifier.md.
 import concurrent.futures
 import json
 import math
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -35,22 +47,27 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
-from arm_dyn_id.identification.pipeline import fit_gravity
+from arm_dyn_id.identification.payload import (
+    identify_payload, identify_payload_full, identify_payload_quasi_static)
+from arm_dyn_id.identification.pipeline import choose_dynamics, fit_gravity
+from arm_dyn_id.model import load_model
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
-from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
+from arm_dyn_id.service.dynamics import (
+    ResidualStream, ServedDynamics, answer_dynamics_query, is_full)
 from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
+from arm_dyn_id.service.model_dir import latest_model_file, resolve_model_dir, write_fit
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
 
@@ -58,10 +75,12 @@ NODE_NAME = 'identifier_node'
 BASE_PREFIX = 'base_parameters.'
 ARM_FIELDS = ('joints', 'urdf')     # arm config fields that parameters may override
 FIT_TIMEOUT = 600.0     # s a Trigger reply waits for a fit
+DYNAMICS_MODES = ('auto', 'gravity', 'full')
+EFFORT_KINDS = ('current', 'torque')
 
 
 class IdentifierNode(Node):
-    """Fit the gravity model from live data and serve gravity torques."""
+    """Fit the gravity or full-dynamics model from live data and serve it."""
 
     node_name = NODE_NAME
 
@@ -77,6 +96,11 @@ class IdentifierNode(Node):
         self.gravity = p('gravity').value
         self.payload = payload_from(p('payload_mass').value, p('payload_com').value,
                                     p('payload_frame').value)
+        self.dynamics_mode = p('dynamics').value
+        robot_name = self.config.robot_name if self.config else ''
+        self.model_root = resolve_model_dir(p('model_dir').value, robot_name)
+        if self.serve_only and not self.model_file:
+            self.model_file = str(latest_model_file(self.model_root))
         try:
             self.robot = RobotModel.from_config(self.config) if self.config else None
         except (JointNameError, URDFError) as exc:
@@ -89,12 +113,20 @@ class IdentifierNode(Node):
         self.marker_log = MarkerLog()
         self.model = None
         self.served = None
+        self.served_dynamics = None     # ServedDynamics of a full model, else None
+        self.residual = None            # ResidualStream of joint_states, else None
+        self.residual_status = 'no full-dynamics model'
+        self.contact = False
+        self.payload_fit = None
+        self.last_fit_dir = ''
         self.model_source = ''
         self.fit_status = 'no fit yet'
         self.urdf_status = 'no model yet'
         self.reload_error = ''
         self.counts = {'samples_rejected': 0, 'queries': 0, 'query_errors': 0,
-                       'stream': 0, 'stream_skipped': 0}
+                       'stream': 0, 'stream_skipped': 0, 'dynamics_queries': 0,
+                       'dynamics_query_errors': 0, 'residual': 0, 'residual_skipped': 0,
+                       'contacts': 0}
         self.errors = {}
         self._internal_set = False
         self._base_names = set()
@@ -111,9 +143,15 @@ class IdentifierNode(Node):
         self.urdf_pub = self.create_publisher(String, 'robot_description_identified', LATCHED_QOS)
         self.gravity_pub = self.create_publisher(JointState, 'gravity_torques', streams)
         self.result_pub = self.create_publisher(JointState, 'gravity_result', streams)
+        self.dyn_result_pub = self.create_publisher(JointState, 'dynamics_result', streams)
+        self.model_torque_pub = self.create_publisher(JointState, 'model_torques', streams)
+        self.external_pub = self.create_publisher(JointState, 'external_torques', streams)
+        self.contact_pub = self.create_publisher(Bool, 'contact', streams)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_state, streams)
         self.create_subscription(JointState, 'gravity_query', self._on_query, streams)
+        self.create_subscription(JointState, 'dynamics_query', self._on_dynamics_query,
+                                 streams)
         if not self.serve_only:
             self.create_subscription(JointState, 'joint_torques', self._on_torques, streams)
             self.create_subscription(String, 'excitation_segments', self._on_marker, MARKER_QOS)
@@ -128,7 +166,8 @@ class IdentifierNode(Node):
                 'error replies until it appears (polled every '
                 f'{p("model_poll_period").value} s)')
         what = 'serving only' if self.serve_only else \
-            f'fitting {list(self.config.joints)} with {list(self.methods)}'
+            f'fitting {list(self.config.joints)} ({self.dynamics_mode} dynamics) with ' \
+            f'{list(self.methods)}; every fit written under {self.model_root}'
         self.get_logger().info(f'{what}; model_file {self.model_file or "(none)"}')
 
     # -- parameters -------------------------------------------------------
@@ -168,13 +207,58 @@ class IdentifierNode(Node):
                   'topics (messages)', read_only=True),
             Param('initial_capacity', 65536, 'initial sample buffer size (samples); it '
                   'doubles when full', read_only=True),
+            Param('full_methods', ['wls', 'irls', 'consistent'], 'estimators of a full-dynamics '
+                  'fit; the best held-out score is kept (consistent: every link physically '
+                  'consistent, needed for the identified URDF)'),
+            Param('dynamics', 'auto', 'model to fit: auto (full for a Fourier excitation or '
+                  'rich motion, gravity for sweeps), gravity or full'),
+            Param('model_dir', '', 'absolute folder every fit is written to (a '
+                  '<YYYYmmdd-HHMMSS> folder each, and a latest link); empty: '
+                  '$ROS_HOME/arm_dyn_id/<robot_name> (~/.ros when ROS_HOME is unset)',
+                  read_only=True),
+            Param('write_report', True, 'render report.html into each fit folder'),
+            Param('residual', True, 'full model: publish model_torques, external_torques '
+                  '(and contact) for every joint_states', read_only=True),
+            Param('joint_states_effort', 'current', 'what joint_states.effort carries for the '
+                  'residual: current (A, converted with torque_constants, current_offsets, '
+                  '...) or torque (N·m)', read_only=True),
+            Param('observer_gains', [25.0], 'momentum observer bandwidth K per joint, or one '
+                  'for all (1/s): the residual follows an external torque with time '
+                  'constant 1/K', read_only=True),
+            Param('contact_thresholds', [0.0], 'contact when |external torque| of a joint '
+                  'exceeds its threshold (N·m), one for all or one per joint; 0 = no contact '
+                  'flag (no contact topic messages)', read_only=True),
+            Param('observer_max_gap', 0.05, 'a joint_states stamp step longer than this '
+                  'restarts the residual observer (s)', read_only=True, low=1e-4, high=10.0),
+            Param('velocity_cutoff', 20.0, 'cut-off of the causal velocity estimate used '
+                  'when joint_states has no velocity (Hz)', read_only=True, low=0.1,
+                  high=10000.0),
+            Param('payload_window', 60.0, '~/identify_payload uses the joint_torques samples '
+                  'of the last payload_window seconds (s)', low=0.1, high=1e6),
         ], self.config)
+        p = self.get_parameter
+        if p('dynamics').value not in DYNAMICS_MODES:
+            raise ConfigError(f'{NODE_NAME}: dynamics = {p("dynamics").value!r}; choose from '
+                              f'{list(DYNAMICS_MODES)}')
+        if p('joint_states_effort').value not in EFFORT_KINDS:
+            raise ConfigError(f'{NODE_NAME}: joint_states_effort = '
+                              f'{p("joint_states_effort").value!r}; choose from '
+                              f'{list(EFFORT_KINDS)}')
+        n = self.config.n_joints if self.config else None
+        for name, allow_zero in (('observer_gains', False), ('contact_thresholds', True)):
+            values = np.asarray(p(name).value, dtype=float)
+            bad = not np.all(np.isfinite(values)) or np.any(values < 0) or \
+                (not allow_zero and np.any(values == 0)) or \
+                (values.size != 1 and n is not None and values.size != n)
+            if bad or values.size == 0:
+                raise ConfigError(f'{NODE_NAME}: {name} = {values.tolist()} must be one '
+                                  f'{"non-negative" if allow_zero else "positive"} number, or '
+                                  'one per joint')
         methods = list(self.get_parameter('methods').value)
         unknown = [m for m in methods if m not in ESTIMATORS]
         if unknown or not methods:
             raise ConfigError(f'{NODE_NAME}: methods = {methods}: unknown estimator '
                               f'{unknown[:1]}; choose from {sorted(ESTIMATORS)}')
-        p = self.get_parameter
         payload_from(p('payload_mass').value, p('payload_com').value, p('payload_frame').value)
 
     def _on_set_parameters(self, params):
@@ -184,6 +268,11 @@ class IdentifierNode(Node):
                 return SetParametersResult(
                     successful=False, reason=f'{name} is read-only: it is set by ~/fit and '
                     '~/reload')
+        if 'dynamics' in new and new['dynamics'] not in DYNAMICS_MODES:
+            return SetParametersResult(successful=False, reason=(
+                f'dynamics {new["dynamics"]!r}: choose from {list(DYNAMICS_MODES)}'))
+        if 'dynamics' in new:
+            self.dynamics_mode = new['dynamics']
         if not ({'gravity', 'payload_mass', 'payload_com', 'payload_frame', 'methods'} & set(new)):
             return SetParametersResult(successful=True)
         if 'methods' in new:
@@ -200,15 +289,61 @@ class IdentifierNode(Node):
                     new.get('payload_mass', self.get_parameter('payload_mass').value),
                     new.get('payload_com', self.get_parameter('payload_com').value),
                     new.get('payload_frame', self.get_parameter('payload_frame').value))
-                served = ServedModel(self.model, g, payload) if self.model is not None else None
+                built = self._build_served(self.model, g, payload) \
+                    if self.model is not None else None
             except (ValueError, KeyError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             self.gravity, self.payload = g, payload
             if 'methods' in new:
                 self.methods = tuple(new['methods'])
-            if served is not None:
-                self.served = served
+            if built is not None:
+                self._install(built)
         return SetParametersResult(successful=True)
+
+    def _build_served(self, model, gravity, payload):
+        """What serves a model: the gravity ServedModel and, for a full model, its
+        ServedDynamics and the joint_states residual (pinocchio equivalent: ~0.1 s)."""
+        if is_full(model):
+            dynamics = ServedDynamics(model, gravity, payload)
+            served = ServedModel(model, gravity, payload, fast=dynamics.fast)
+            residual, status = self._residual_for(dynamics)
+        else:
+            served, dynamics, residual = ServedModel(model, gravity, payload), None, None
+            status = 'off: a gravity model (the residual needs a full-dynamics model)'
+        return {'served': served, 'dynamics': dynamics, 'residual': residual,
+                'residual_status': status}
+
+    def _residual_for(self, dynamics):
+        """(ResidualStream or None, status line) for a served full model."""
+        p = self.get_parameter
+        if not p('residual').value:
+            return None, 'off (parameter residual is false)'
+        if not dynamics.fast.exact:
+            return None, 'off: the model has no pinocchio equivalent (a massless body)'
+        gains = offsets = None
+        if p('joint_states_effort').value == 'current':
+            if self.config is None:
+                return None, ('off: joint_states effort is a motor current and no config_file '
+                              'gives the torque constants (give config_file, or '
+                              'joint_states_effort:=torque)')
+            gains, offsets = self.config.joint_torque_gains, self.config.current_offsets
+        thresholds = np.asarray(p('contact_thresholds').value, dtype=float)
+        thresholds = None if np.all(thresholds <= 0) else \
+            np.where(thresholds > 0, thresholds, np.inf)
+        stream = ResidualStream(dynamics, p('observer_gains').value, thresholds,
+                                p('observer_max_gap').value, p('velocity_cutoff').value,
+                                torque_gains=gains, offsets=offsets)
+        what = 'no contact flag' if thresholds is None else \
+            f'contact above {np.round(stream.observer.thresholds, 4).tolist()} N·m'
+        return stream, f'on ({p("joint_states_effort").value} in joint_states.effort; {what})'
+
+    def _install(self, built):
+        """Swap the served objects in (each one reference: the 1 kHz paths take no lock)."""
+        self.served_dynamics = built['dynamics']
+        self.residual = built['residual']
+        self.residual_status = built['residual_status']
+        self.contact = False
+        self.served = built['served']
 
     def _publish_base_parameters(self, model):
         wanted = {BASE_PREFIX + n: float(v) for n, v in zip(model.base.names, model.beta)}
@@ -288,17 +423,81 @@ class IdentifierNode(Node):
         return done
 
     def _fit_job(self, t, q, tau, markers):
-        """In the worker: fit, then prepare the model for serving."""
+        """In the worker: choose gravity or full, fit, prepare for serving, write the folder."""
         started = time.monotonic()
-        fit = self._fit(t, q, tau, markers)
+        choice = choose_dynamics(t, q, markers, mode=self.dynamics_mode)
+        if choice.kind == 'full':
+            model, validation, summary = self._fit_full(t, q, tau, markers)
+        else:
+            fit = self._fit(t, q, tau, markers)
+            model, validation = fit.model, fit.validation
+            summary = (f'{fit.result.method}; residual RMS '
+                       f'{np.round(fit.result.residual_rms(), 4).tolist()} N·m')
         seconds = time.monotonic() - started
-        return self._prepare(fit.model, source=f'fit of {len(t)} samples'), (
-            f'fitted {fit.model.base.count} base parameters from {len(t)} samples with '
-            f'{fit.result.method} in {seconds:.2f} s; residual RMS '
-            f'{np.round(fit.result.residual_rms(), 4).tolist()} N·m')
+        model.metadata.setdefault('dynamics_choice', choice.to_dict())
+        prepared = self._prepare(model, source=f'fit of {len(t)} samples ({choice.kind})')
+        written = self._write_fit(model, prepared['urdf'], validation, choice)
+        prepared['written'] = written
+        return prepared, (
+            f'{choice.kind} dynamics ({choice.reason}): fitted {model.base.count} base '
+            f'parameters from {len(t)} samples with {summary} in {seconds:.2f} s; {written}')
+
+    def _fit_full(self, t, q, tau, markers):
+        """Full dynamics with friction (identification.full_dynamics.fit_full), all samples.
+
+        Returns (model, validation dict, one-line summary).
+        """
+        from arm_dyn_id.identification.full_dynamics import fit_full
+        # stamps that do not move forward (a replayed or restarted stream) are left out
+        keep = np.ones(len(t), dtype=bool)
+        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        model, validation = fit_full(
+            self.robot, t[keep], q[keep], tau[keep], config=self.config,
+            methods=tuple(self.get_parameter('full_methods').value),
+            noise=self.config.torque_noise, robot_name=self.config.robot_name,
+            provenance={'data': 'live joint_torques', 'config': str(self.config.source or '')})
+        fit = model.metadata.get('fit', {})
+        consistent = 'physically consistent' if model.consistent else 'not consistent'
+        return model, validation, f'{fit.get("method", "?")} ({consistent})'
+
+    def _write_fit(self, model, urdf, validation, choice):
+        """Write the fit's folder under model_dir and move ``latest``; a sentence saying
+        where (or why not: the model is served either way)."""
+        validation = dict(validation or {})
+        validation.setdefault('fit_summary', {})
+        if isinstance(validation['fit_summary'], dict):
+            validation['fit_summary'] = dict(validation['fit_summary'],
+                                             dynamics=choice.to_dict(),
+                                             source='identifier_node live fit')
+        try:
+            paths = write_fit(self.model_root, model, urdf, validation, report=False)
+        except OSError as exc:
+            self._error('model_dir write failed')
+            self.get_logger().error(f'could not write the fit under {self.model_root}: {exc}')
+            return f'NOT written to {self.model_root}: {exc}'
+        self.last_fit_dir = str(paths['folder'])
+        if self.get_parameter('write_report').value:
+            # the plots take seconds: rendered after the reply, in the same worker
+            self._worker.submit(self._render_report, paths['folder'])
+        return f'written to {paths["folder"]} (latest -> it)'
+
+    def _render_report(self, folder):
+        """``arm-dyn-id report <folder>`` in a child process at low priority: matplotlib
+        would hold this process's GIL for seconds, starving the 1 kHz callbacks."""
+        command = [sys.executable, '-m', 'arm_dyn_id', 'report', str(folder)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                  preexec_fn=lambda: os.nice(10))
+        except (OSError, subprocess.SubprocessError) as exc:
+            done = None
+            why = str(exc)
+        if done is None or done.returncode != 0:
+            why = why if done is None else (done.stderr.strip().splitlines() or ['?'])[-1]
+            self._error('report failed')
+            self.get_logger().warning(f'report.html not rendered in {folder}: {why}')
 
     def _fit(self, t, q, tau, markers):
-        """The fit itself: samples (N,), (N, n), (N, n) and markers in, a fit out.
+        """The gravity fit: samples (N,), (N, n), (N, n) and markers in, a fit out.
 
         The same pipeline as ``arm-dyn-id fit`` (identification.pipeline), on every
         pair (no hold-out: the node fits all it recorded) and on the excitation
@@ -319,7 +518,7 @@ class IdentifierNode(Node):
         if self.config is not None and tuple(model.joint_names) != tuple(self.config.joints):
             raise DataError(f'model joints {list(model.joint_names)} differ from the config '
                             f'joints {list(self.config.joints)}')
-        served = ServedModel(model, self.gravity, self.payload)
+        built = self._build_served(model, self.gravity, self.payload)
         urdf = None
         nominal = self.config.urdf if self.config is not None else model.robot.source
         try:
@@ -327,7 +526,7 @@ class IdentifierNode(Node):
             urdf_status = 'published'
         except InconsistentParametersError as exc:
             urdf_status = f'not published: {exc}'
-        return {'model': model, 'served': served, 'yaml': model.to_yaml(), 'urdf': urdf,
+        return {'model': model, 'built': built, 'yaml': model.to_yaml(), 'urdf': urdf,
                 'urdf_status': urdf_status, 'source': source}
 
     def request_reload(self, reason='~/reload'):
@@ -346,15 +545,16 @@ class IdentifierNode(Node):
         return done
 
     def _reload_job(self, path):
-        model = GravityModel.load(path)
+        model = load_model(path)
         if model.metadata.get('rejected'):
             # arm-dyn-id fit --force wrote it although the data could not support it
             raise DataError(f'{path} is marked rejected ({model.metadata["rejected"]}); '
                             'it is not served: refit with better data')
         for warning in model.metadata.get('warnings', []):
             self.get_logger().warning(warning)
-        return self._prepare(model, source=path), f'loaded {path} ({model.base.count} base ' \
-            f'parameters, fitted at {model.fit_gravity} m/s^2)'
+        kind = 'full-dynamics' if is_full(model) else 'gravity'
+        return self._prepare(model, source=path), f'loaded {path} ({kind} model, ' \
+            f'{model.base.count} base parameters, fitted at {model.fit_gravity} m/s^2)'
 
     def _chain(self, job, done, apply, kind):
         """When ``job`` ends (in the worker), apply its result, then resolve ``done``."""
@@ -386,11 +586,11 @@ class IdentifierNode(Node):
 
     def _apply_model(self, prepared):
         self.model = prepared['model']
-        served = prepared['served']
-        if served.fast.gravity != (self.gravity or self.model.fit_gravity) or \
-                served.fast.payload != self.payload:
-            served = ServedModel(self.model, self.gravity, self.payload)   # changed meanwhile
-        self.served = served
+        built = prepared['built']
+        fast = built['served'].fast
+        if fast.gravity != (self.gravity or fast.fit_gravity) or fast.payload != self.payload:
+            built = self._build_served(self.model, self.gravity, self.payload)  # changed since
+        self._install(built)
         self.model_source = prepared['source']
         self.model_pub.publish(String(data=prepared['yaml']))
         if prepared['urdf'] is not None:
@@ -470,6 +670,9 @@ class IdentifierNode(Node):
             self.counts['stream_skipped'] += 1
             self._error('stream: no_model')
             return
+        residual = self.residual
+        if residual is not None:
+            self._residual(residual, msg)
         answer = served.stream(msg.name, msg.position)
         if isinstance(answer, Rejection):
             self.counts['stream_skipped'] += 1
@@ -486,6 +689,65 @@ class IdentifierNode(Node):
         out.effort = tau.tolist()
         if try_publish(self, self.gravity_pub, out):
             self.counts['stream'] += 1
+
+    def _residual(self, residual, msg):
+        """model_torques, external_torques (and contact) for one joint_states message."""
+        stamp = msg.header.stamp
+        answer = residual.update(msg.name, stamp.sec + stamp.nanosec * 1e-9, msg.position,
+                                 msg.velocity, msg.effort)
+        if isinstance(answer, Rejection):
+            self.counts['residual_skipped'] += 1
+            self._error(f'residual: {answer.reason}')
+            self.get_logger().warning(
+                f'joint_states message gives no residual ({answer.reason}): {answer.detail}',
+                throttle_duration_sec=self._throttle)
+            return
+        q, dq, model, external, contact = answer
+        out = JointState()
+        out.header = msg.header
+        out.name = residual.joints
+        out.position = q.tolist()
+        out.velocity = dq.tolist()
+        out.effort = model.tolist()
+        try_publish(self, self.model_torque_pub, out)
+        out = JointState()
+        out.header = msg.header
+        out.name = residual.joints
+        out.position = q.tolist()
+        out.velocity = dq.tolist()
+        out.effort = external.tolist()
+        try_publish(self, self.external_pub, out)
+        if residual.observer.thresholds is not None:
+            try_publish(self, self.contact_pub, Bool(data=contact))
+            if contact and not self.contact:
+                self.counts['contacts'] += 1
+                joint = residual.joints[int(np.argmax(
+                    np.abs(external) / residual.observer.thresholds))]
+                self.get_logger().warning(
+                    f'contact: external torque {np.round(external, 3).tolist()} N·m exceeds '
+                    f'the threshold at {joint}', throttle_duration_sec=1.0)
+            self.contact = contact
+        self.counts['residual'] += 1
+
+    def _on_dynamics_query(self, msg):
+        """Inverse dynamics: position, velocity, effort = acceleration in; torques out."""
+        served = self.served_dynamics
+        answer = answer_dynamics_query(served, msg.name, msg.position, msg.velocity,
+                                       msg.effort)
+        out = JointState()
+        out.header = msg.header
+        if isinstance(answer, Rejection):
+            out.name = [f'error: {answer.detail}']
+            self.counts['dynamics_query_errors'] += 1
+            self._error(f'dynamics_query: {answer.reason}')
+        else:
+            _, _, _, rigid, friction = answer
+            out.name = served.joints
+            out.position = rigid.tolist()
+            out.velocity = friction.tolist()
+            out.effort = (rigid + friction).tolist()
+            self.counts['dynamics_queries'] += 1
+        try_publish(self, self.dyn_result_pub, out)
 
     def _on_query(self, msg):
         served = self.served
@@ -522,6 +784,10 @@ class IdentifierNode(Node):
                                 callback_group=services)
         commands.create_service(Trigger, f'{base}/reload', self._reload_srv,
                                 callback_group=services)
+        commands.create_service(Trigger, f'{base}/identify_payload', self._identify_payload_srv,
+                                callback_group=services)
+        commands.create_service(Trigger, f'{base}/apply_payload', self._apply_payload_srv,
+                                callback_group=services)
         p = self.get_parameter
         commands.create_timer(p('diagnostics_period').value, self._publish_diagnostics,
                               callback_group=timers)
@@ -553,6 +819,88 @@ class IdentifierNode(Node):
         response.success, response.message = self.save()
         return response
 
+    def _identify_payload_srv(self, request, response):
+        response.success, response.message = self.identify_payload()
+        return response
+
+    def _apply_payload_srv(self, request, response):
+        response.success, response.message = self.apply_payload()
+        return response
+
+    # -- payload ------------------------------------------------------------
+    def identify_payload(self):
+        """Payload from the last ``payload_window`` s of samples, arm model frozen.
+
+        identification.payload.identify_payload on the served model (gravity, or the
+        gravity part of a full model) at ``payload_frame``; forward/backward
+        passes averaged when the window holds sweep markers. (success, message):
+        the message is JSON ``{mass, com, frame, mass_std, com_std, samples}``.
+        """
+        if self.serve_only or self.buffer is None:
+            return False, 'serve_only is true: this node holds no samples to identify from'
+        model = self.model
+        if model is None:
+            return False, 'no arm model yet: fit one (~/fit) or ~/reload before the payload'
+        t, q, tau = self.buffer.snapshot()
+        if len(t) == 0:
+            return False, ('no data: no joint_torques samples received; move the arm with '
+                           'the payload attached while the recorder runs')
+        window = self.get_parameter('payload_window').value
+        keep = t >= t[-1] - window
+        t, q, tau = t[keep], q[keep], tau[keep]
+        markers = [m for m in self.marker_log.markers if m.get('t', -np.inf) >= t[0] - 1.0]
+        sweeps = [m for m in markers if m.get('phase') == 'sweep'
+                  and int(m.get('joint_index', -1)) >= 0]
+        frame = self.get_parameter('payload_frame').value
+        noise = self.config.torque_noise
+        try:
+            if is_full(model):
+                fit = self._payload_full(model, t, q, tau, noise, frame)
+            elif sweeps:
+                fit = identify_payload(model, t, q, tau, markers=markers, noise=noise,
+                                       frame=frame, average=True)
+            else:
+                fit = identify_payload_quasi_static(model, t, q, tau, noise=noise, frame=frame)
+        except (DataError, JointNameError, ValueError) as exc:
+            return False, f'payload not identified from {len(t)} samples: {exc}'
+        self.payload_fit = fit
+        doc = {'mass': fit.payload.mass, 'com': list(fit.payload.com), 'frame': frame,
+               'mass_std': float(fit.std_errors[0]),
+               'com_std': [float(x) for x in fit.com_std_errors], 'samples': int(len(t))}
+        inertia = getattr(fit.payload, 'inertia', None)
+        if inertia is not None:
+            doc['inertia'] = np.asarray(inertia, dtype=float).tolist()
+        return True, json.dumps(doc)
+
+    @staticmethod
+    def _payload_full(model, t, q, tau, noise, frame):
+        """Any motion, the full model frozen: filtered like the model's own fit."""
+        from arm_dyn_id.data.preparation import prepare
+        keep = np.ones(len(t), dtype=bool)
+        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        cutoff = model.metadata.get('preparation', {}).get('cutoff_hz')
+        data = prepare(t[keep], q[keep], tau[keep], cutoff_hz=cutoff)
+        arm = model.torques(data.q, data.dq, data.ddq)
+        return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
+                                     noise=noise, frame=frame)
+
+    def apply_payload(self):
+        """Serve the last identified payload (sets payload_mass, payload_com, payload_frame)."""
+        fit = self.payload_fit
+        if fit is None:
+            return False, 'no payload identified yet: call ~/identify_payload first'
+        payload = fit.payload
+        results = self.set_parameters([
+            Parameter('payload_frame', Parameter.Type.STRING, payload.frame),
+            Parameter('payload_com', Parameter.Type.DOUBLE_ARRAY,
+                      [float(c) for c in payload.com]),
+            Parameter('payload_mass', Parameter.Type.DOUBLE, float(payload.mass))])
+        refused = [r.reason for r in results if not r.successful]
+        if refused:
+            return False, f'payload not applied: {refused[0]}'
+        return True, (f'serving the payload {payload.mass:.4g} kg at '
+                      f'{np.round(payload.com, 4).tolist()} m in {payload.frame}')
+
     # -- diagnostics --------------------------------------------------------
     def _publish_diagnostics(self):
         status = DiagnosticStatus()
@@ -582,6 +930,18 @@ class IdentifierNode(Node):
             'query_errors': self.counts['query_errors'],
             'stream_served': self.counts['stream'],
             'stream_skipped': self.counts['stream_skipped'],
+            'dynamics': 'full' if self.served_dynamics is not None else (
+                'gravity' if self.served is not None else 'none'),
+            'dynamics_queries_served': self.counts['dynamics_queries'],
+            'dynamics_query_errors': self.counts['dynamics_query_errors'],
+            'residual': self.residual_status,
+            'residual_served': self.counts['residual'],
+            'residual_skipped': self.counts['residual_skipped'],
+            'observer_restarts': self.residual.observer.restarts if self.residual else 0,
+            'contact': self.contact,
+            'contacts': self.counts['contacts'],
+            'model_dir': str(self.model_root),
+            'last_fit_dir': self.last_fit_dir,
             'samples_rejected': self.counts['samples_rejected'],
             'publish_failures': json.dumps(getattr(self, 'publish_failures', {})),
             'errors': json.dumps(self.errors),

@@ -17,6 +17,9 @@ path is used.
 validation of every query (joint names and positions checked by
 :class:`arm_dyn_id.data.joint_states.JointStateCheck`), with a named rejection
 reason for every refused request.
+
+A full-dynamics model (:mod:`arm_dyn_id.service.dynamics`) serves its gravity the same
+way, through its pinocchio equivalent.
 """
 
 import numpy as np
@@ -25,6 +28,7 @@ import pinocchio as pin
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.model.robot import Payload
+from arm_dyn_id.service.dynamics import NO_MODEL, EquivalentDynamics, is_full
 
 _MIN_MASS = 1e-9     # kg; below this a body cannot carry a first moment in pinocchio
 
@@ -52,6 +56,7 @@ class FastGravity:
 
     def __init__(self, model, gravity=None, payload=None, check_samples=20, seed=0):
         self.model = model
+        self.fit_gravity = float(model.fit_gravity)
         self.gravity = float(model.fit_gravity if gravity is None else gravity)
         if not np.isfinite(self.gravity) or self.gravity < 0:
             raise ValueError(f'gravity {self.gravity} m/s² must be a finite magnitude >= 0')
@@ -130,9 +135,6 @@ def payload_from(mass, com, frame):
     return Payload(mass=mass, com=com, frame=str(frame))
 
 
-NO_MODEL = 'no_model'
-
-
 class ServedModel:
     """An identified model as served: G(q) plus the checks of every request.
 
@@ -141,21 +143,30 @@ class ServedModel:
 
     Parameters
     ----------
-    model : GravityModel
+    model : GravityModel or DynamicsModel
+        A full-dynamics model serves its G(q) through
+        :class:`arm_dyn_id.service.dynamics.EquivalentDynamics`.
     gravity : float or None
         Gravity served (m/s²); None or 0: the model's fit gravity.
     payload : Payload or None
+    fast : EquivalentDynamics, optional
+        Already built for this model, gravity and payload (the node shares the one
+        its :class:`~arm_dyn_id.service.dynamics.ServedDynamics` built).
 
     Attributes
     ----------
-    fast : FastGravity
+    fast : FastGravity or EquivalentDynamics
+        ``gravity``, ``payload``, ``exact`` and ``torques(q)`` either way.
     joints : list of str
         The model's joint order, that of every reply.
     """
 
-    def __init__(self, model, gravity=None, payload=None):
+    def __init__(self, model, gravity=None, payload=None, fast=None):
         self.model = model
-        self.fast = FastGravity(model, gravity=gravity or None, payload=payload)
+        self.full = is_full(model)
+        self.fast = fast if fast is not None else (
+            EquivalentDynamics if self.full else FastGravity)(
+                model, gravity=gravity or None, payload=payload)
         self.joints = list(model.joint_names)
         # queries must name exactly the model's joints; a stream may carry more
         self._query = JointStateCheck(model.joint_names, strict=True)
