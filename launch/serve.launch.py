@@ -1,6 +1,9 @@
 """Serve gravity torques from a saved model file (identifier_node with serve_only).
 
-    ros2 launch arm_dyn_id serve.launch.py model_file:=/path/model.yaml
+    ros2 launch arm_dyn_id serve.launch.py [model_file:=/path/model.yaml]
+
+Without model_file it serves the identifier's latest fit,
+$ROS_HOME/arm_dyn_id/<robot_name>/latest/model.yaml (docs/identifier.md).
 
 The node reloads the file when it changes (polled every model_poll_period s) and
 keeps serving the previous model if the new file is invalid.
@@ -20,7 +23,9 @@ def generate_launch_description():
     gravity = LaunchConfiguration('gravity')
     poll = LaunchConfiguration('model_poll_period')
     return LaunchDescription([
-        DeclareLaunchArgument('model_file', description='gravity model YAML to serve'),
+        DeclareLaunchArgument('model_file', default_value='',
+                              description='model YAML to serve (gravity or full); empty: '
+                              'the latest fit, <model_dir>/latest/model.yaml'),
         DeclareLaunchArgument(
             'config',
             default_value=PathJoinSubstitution(
@@ -38,7 +43,7 @@ def generate_launch_description():
             output='screen',
             parameters=[{
                 'config_file': config,
-                'model_file': model_file,
+                'model_file': ParameterValue(model_file, value_type=str),
                 'serve_only': True,
                 'gravity': ParameterValue(gravity, value_type=float),
                 'model_poll_period': ParameterValue(poll, value_type=float),
