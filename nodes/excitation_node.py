@@ -1,14 +1,17 @@
 """Excitation node: drives the arm through an excitation plan, safely.
 
 Loads a plan (``plan_file``) or designs one at start-up from the arm config
-(``config_file``). ``~/start`` approaches the plan's first pose slowly from the
-measured position, then runs the plan, either as one ``JointTrajectory`` on
-``<controller>/joint_trajectory`` or as position commands streamed on
-``<controller>/commands``. Segment markers go to ``excitation_segments``
-(docs/interfaces.md). ``~/stop`` and the watchdog (joint states missing, tracking
-error) hold the measured position and do not resume by themselves. Every command
-is checked against the configured limits before it is published; an out-of-limit
-point is refused and the arm held instead. All timing uses the node clock
+(``config_file``); without a usable plan it exits with code 2. ``~/start`` approaches
+the plan's first pose slowly from the measured position, then runs the plan, either as
+short ``JointTrajectory`` windows on ``<controller>/joint_trajectory`` (each carries
+``lookahead`` s of plan and then its own stop ramp to rest, and replaces the previous
+one from its start: if windows stop arriving the arm brakes by itself) or as position
+commands streamed on ``<controller>/commands``. Segment markers go to
+``excitation_segments`` (docs/interfaces.md). ``~/stop`` and the watchdog (joint states
+missing, tracking error, the node itself too late to extend the look-ahead) brake the
+commanded motion to rest within the acceleration limits (arm_dyn_id/excitation/
+stopping.py) and do not resume by themselves. Every command is checked against the
+configured limits before it is published. All timing uses the node clock
 (``use_sim_time`` works); the joint-state watchdog also runs on the steady clock so
 that it fires when ``/clock`` stops too.
 """
@@ -30,6 +33,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
+from arm_dyn_id.excitation.stopping import PlanStream
 from arm_dyn_id.nodes.executors import run_node
 from arm_dyn_id.nodes.qos import MARKER_QOS
 from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
@@ -46,7 +50,14 @@ PARAMETERS = (
     Param('output', 'trajectory', 'trajectory (JointTrajectory) or commands (streamed '
           'Float64MultiArray positions)', read_only=True),
     Param('command_rate', 100.0, 'command stream and progress rate (Hz), > 0', read_only=True),
-    Param('trajectory_point_period', 0.1, 'spacing of JointTrajectory points (s), > 0'),
+    Param('trajectory_point_period', 0.01, 'spacing of JointTrajectory points (s), > 0',
+          read_only=True),
+    Param('lookahead', 0.25, 'plan time each JointTrajectory window carries before its stop '
+          'ramp (s), >= trajectory_point_period; a new window is sent when half is used',
+          read_only=True),
+    Param('stop_acceleration', 0.0, 'braking rate of a stop (rad/s²), capped at (and raised '
+          'to, where a position limit needs it) the acceleration limits; <= 0: the limits',
+          read_only=True),
     Param('start_delay', 0.2, 'the run starts this long after ~/start (s, >= 0): the '
           'trajectory is stamped with that future start time so that the controller and '
           'this node share it however late the message arrives'),
@@ -114,31 +125,30 @@ class ExcitationNode(Node):
         try:
             self.config = arm_config(self, NODE_NAME)
         except _CORE_ERRORS as exc:
-            # stays up refusing ~/start with this message (diagnostics say why)
-            self.load_error = str(exc)
-            self.get_logger().error(f'no config: {exc}')
+            raise ConfigError(f'no plan to run: {exc}') from exc
         declare_parameters(self, PARAMETERS, self.config)
         p = self._param
         self.controller = p('controller').rstrip('/')
         self.output = p('output')
-        if self.output not in ('trajectory', 'commands'):
-            self.get_logger().error(f'parameter output = {self.output!r} must be trajectory or '
-                                    'commands; using trajectory')
-            self.output = 'trajectory'
         self.plan = None
         self.state = 'idle'
         self.reason = ''
         self.run_plan = None
+        self.stream = None
         self.t0 = None
+        self.t_rest = None
         self.next_segment = 0
         self.last_command = None        # (node time s, q)
         self.q_meas = None
         self.js_node_time = None
         self.js_steady_time = None
-        self.check = JointStateCheck(self.config.joints) if self.config else None
+        self.check = JointStateCheck(self.config.joints)
         self.rejected = {}      # joint_states rejection reason -> count
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._load()
+        if self.plan is None:
+            # nothing to do: say why and end (exit code 2) rather than idle
+            raise ConfigError(f'no plan to run: {self.load_error}')
 
         self.marker_pub = self.create_publisher(String, 'excitation_segments', MARKER_QOS)
         self.traj_pub = self.create_publisher(
@@ -153,11 +163,10 @@ class ExcitationNode(Node):
         self.tick_timer = self.create_timer(1.0 / rate, self._tick)          # node clock
         self.watchdog_timer = self.create_timer(0.02, self._watchdog, clock=self._steady)
         self.diag_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._steady)
-        if self.plan is not None:
-            self.get_logger().info(
-                f'plan {self.plan.name!r} ({self.plan.kind}) ready: {self.plan.duration:.1f} s, '
-                f'{len(self.plan.segments)} segments; output {self.output} on '
-                f'{self.controller}/; call ~/start')
+        self.get_logger().info(
+            f'plan {self.plan.name!r} ({self.plan.kind}) ready: {self.plan.duration:.1f} s, '
+            f'{len(self.plan.segments)} segments; output {self.output} on '
+            f'{self.controller}/; call ~/start')
 
     # parameters ---------------------------------------------------------------
     def _param(self, name):
@@ -168,15 +177,19 @@ class ExcitationNode(Node):
     def _load(self):
         p = self._param
         try:
+            if self.output not in ('trajectory', 'commands'):
+                raise ConfigError(f'parameter output = {self.output!r} must be trajectory or '
+                                  'commands')
             for name in ('command_rate', 'trajectory_point_period', 'approach_speed',
                          'approach_acceleration', 'joint_state_timeout',
-                         'tracking_error_threshold', 'speed'):
+                         'tracking_error_threshold', 'speed', 'lookahead'):
                 if not p(name) > 0:
                     raise ConfigError(f'parameter {name} = {p(name)} must be > 0')
             if not p('start_delay') >= 0:
                 raise ConfigError(f'parameter start_delay = {p("start_delay")} must be >= 0')
-            if self.config is None:
-                raise ConfigError(self.load_error)
+            if not p('lookahead') >= p('trajectory_point_period'):
+                raise ConfigError(f'parameter lookahead = {p("lookahead")} s must be at least '
+                                  f'trajectory_point_period = {p("trajectory_point_period")} s')
             if p('plan_file'):
                 plan = Plan.from_yaml(p('plan_file'))
             else:
@@ -190,12 +203,9 @@ class ExcitationNode(Node):
             self.plan = plan
         except _CORE_ERRORS as exc:
             self.load_error = str(exc)
-            self.get_logger().error(f'no plan to run: {exc}')
 
     # inputs ---------------------------------------------------------------------
     def _on_joint_states(self, msg):
-        if self.config is None:
-            return
         sample = self.check.check(msg.name, position=msg.position)
         if isinstance(sample, Rejection):
             # not a measurement: the watchdog holds the arm if no usable one follows
@@ -225,34 +235,39 @@ class ExcitationNode(Node):
     # services -------------------------------------------------------------------
     def _on_start(self, request, response):
         response.success = False
-        if self.plan is None:
-            response.message = f'no plan loaded: {self.load_error}'
-            return response
         if self.state in ('approach', 'running'):
             response.message = 'already running; call ~/stop first'
+            return response
+        if self.state == 'stopping':
+            response.message = (f'still braking to rest (until t = {self.t_rest:.3f} s); '
+                                'call ~/start again once stopped')
             return response
         if not self._has_recent_state():
             response.message = ('no recent joint_states with every configured joint; is the '
                                 'arm driver running?')
             return response
+        p = self._param
         try:
-            run = self.plan.with_approach(self.q_meas, self.config,
-                                          self._param('approach_speed'),
-                                          self._param('approach_acceleration'))
+            run = self.plan.with_approach(self.q_meas, self.config, p('approach_speed'),
+                                          p('approach_acceleration'))
             check_limits(run, self.config)
         except _CORE_ERRORS as exc:
             response.message = f'refused: {exc}'
             self.get_logger().error(response.message)
             return response
         self.run_plan = run
-        self.t0 = self._now() + self._param('start_delay')
+        self.t0 = self._now() + p('start_delay')
+        stop_acc = p('stop_acceleration')
+        self.stream = PlanStream(run, self.t0, self.config, p('trajectory_point_period'),
+                                 p('lookahead'), stop_acc if stop_acc > 0 else None)
         self.next_segment = 0
         self.last_command = (self.t0, np.array(self.q_meas))
         self.state = 'running'
         self.reason = ''
+        self.t_rest = None
         self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
                       'phase': 'start', 't': self.t0, 'plan': self.plan.name})
-        if self.output == 'trajectory' and not self._send_trajectory():
+        if self.output == 'trajectory' and not self._send_window(self.t0):
             response.message = f'refused: {self.reason}'
             return response
         self._tick()
@@ -266,37 +281,84 @@ class ExcitationNode(Node):
     def _on_stop(self, request, response):
         was = self.state
         response.success = True
-        if self.hold('stop requested'):
+        if was == 'stopping':
+            response.message = f'already braking to rest (until t = {self.t_rest:.3f} s)'
+        elif was == 'running':
+            self.stop('stop requested')
+            response.message = (f'braking to rest by t = {self.t_rest:.3f} s (was running); '
+                                f'{self.reason}')
+        elif self.hold('stop requested'):
             response.message = f'holding the measured position (was {was})'
         else:
             response.message = f'stopped (was {was}); {self.reason}'
         return response
 
     # output ---------------------------------------------------------------------
-    def _send_trajectory(self):
-        run = self.run_plan
-        period = self._param('trajectory_point_period')
-        t = np.unique(np.concatenate([np.arange(0.0, run.duration, period), [run.duration]]))
-        q, dq, ddq = run.sample(t)
-        problem = check_point(q, dq, ddq, self.config, t=t)
-        if problem:
-            self.hold(f'refused to send the trajectory: {problem}')
-            return False
+    def _trajectory_msg(self, window):
         msg = JointTrajectory()
-        msg.header.stamp = _stamp(self.t0)
+        msg.header.stamp = _stamp(window.start)
         msg.joint_names = list(self.config.joints)
-        for k in range(len(t)):
+        for k in range(len(window.times)):
+            # positions and velocities: a cubic spline through them reproduces the stop ramp
             msg.points.append(JointTrajectoryPoint(
-                positions=q[k].tolist(), velocities=dq[k].tolist(),
-                accelerations=ddq[k].tolist(), time_from_start=_duration(t[k])))
-        self.traj_pub.publish(msg)
+                positions=window.q[k].tolist(), velocities=window.dq[k].tolist(),
+                time_from_start=_duration(window.times[k])))
+        return msg
+
+    def _send_window(self, t_from):
+        """Send the window of plan from node time ``t_from``; False (and braking) if the
+        look-ahead ran out or a point fails the limits."""
+        try:
+            window = self.stream.window(t_from)
+        except ValueError as exc:
+            self.stop(f'commands late: {exc}; the arm brakes on the last window\'s ramp')
+            return False
+        problem = check_point(window.q, window.dq, window.ddq, self.config,
+                              t=window.absolute_times)
+        if problem:
+            self.stop(f'refused to send the trajectory: {problem}')
+            return False
+        self.traj_pub.publish(self._trajectory_msg(window))
+        return True
+
+    def _command(self, now):
+        """Publish the streamed command for node time ``now``; False if it fails a check."""
+        q, dq, ddq = self.stream.reference(max(now, self.t0))
+        problem = check_point(q, dq, ddq, self.config)
+        if problem is None:
+            t_last, q_last = self.last_command
+            dt = max(now - t_last, 1.0 / self._param('command_rate'))
+            step = np.abs(q - q_last)
+            over = step > self.config.velocity_limits * dt * 1.5 + 1e-6
+            if over.any():
+                i = int(np.argmax(over))
+                problem = (f'command step of {self.config.joints[i]} = {step[i]:.4f} rad in '
+                           f'{dt:.4f} s exceeds its velocity limit')
+        if problem:
+            if self.state == 'running':
+                self.stop(f'refused to publish: {problem}')
+            else:       # already braking: the last good command stands
+                self.state = 'stopped'
+                self.get_logger().error(f'refused to publish while braking: {problem}')
+            return False
+        self.cmd_pub.publish(Float64MultiArray(data=q.tolist()))
+        self.last_command = (now, q)
         return True
 
     def _tick(self):
-        """Node-clock tick: stream commands, announce segments, check tracking."""
-        if self.state != 'running':
+        """Node-clock tick: stream commands or windows, announce segments, check
+        tracking, finish braking."""
+        if self.state not in ('running', 'stopping'):
             return
         now = self._now()
+        if self.state == 'stopping':
+            if self.output == 'commands' and not self._command(now):
+                return
+            if now >= self.t_rest:
+                self.state = 'stopped'
+                self.get_logger().info(f'at rest: {self.reason}')
+                self._publish_diagnostics()
+            return
         t = now - self.t0
         run = self.run_plan
         segs = run.segments
@@ -305,29 +367,22 @@ class ExcitationNode(Node):
             self._marker(seg.marker(self.t0 + seg.t_start))
             self.next_segment += 1
         if self.output == 'commands':
-            q, dq, ddq = run.sample(min(t, run.duration))
-            problem = check_point(q, dq, ddq, self.config)
-            if problem is None:
-                t_last, q_last = self.last_command
-                dt = max(now - t_last, 1.0 / self._param('command_rate'))
-                step = np.abs(q - q_last)
-                over = step > self.config.velocity_limits * dt * 1.5 + 1e-6
-                if over.any():
-                    i = int(np.argmax(over))
-                    problem = (f'command step of {self.config.joints[i]} = {step[i]:.4f} rad in '
-                               f'{dt:.4f} s exceeds its velocity limit')
-            if problem:
-                self.hold(f'refused to publish: {problem}')
+            if not self._command(now):
                 return
-            self.cmd_pub.publish(Float64MultiArray(data=q.tolist()))
-            self.last_command = (now, q)
+        elif t < run.duration:
+            period = self._param('trajectory_point_period')
+            tail = self.stream.tail
+            if now + period >= tail.t0 - 0.5 * self.stream.lookahead and tail.t0 < self.stream.end:
+                if not self._send_window(self.stream.grid_after(now + period)):
+                    return
         if self.q_meas is not None and self.js_node_time is not None:
-            q_des = run.sample(min(max(self.js_node_time - self.t0, 0.0), run.duration))[0]
+            q_des = self.stream.plan_state(min(max(self.js_node_time, self.t0),
+                                               self.stream.end))[0]
             err = np.abs(self.q_meas - q_des)
             limit = self._param('tracking_error_threshold')
             if err.max() > limit:
                 i = int(np.argmax(err))
-                self.hold(f'tracking error of {self.config.joints[i]} = {err[i]:.4f} rad '
+                self.stop(f'tracking error of {self.config.joints[i]} = {err[i]:.4f} rad '
                           f'exceeds tracking_error_threshold {limit} rad')
                 return
         if t >= run.duration:
@@ -335,6 +390,7 @@ class ExcitationNode(Node):
             self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
                           'phase': 'done', 't': self.t0 + run.duration})
             self.get_logger().info(f'plan {self.plan.name!r} done')
+            self._publish_diagnostics()
 
     def _watchdog(self):
         """Steady-clock check: joint states must keep arriving while running."""
@@ -347,27 +403,61 @@ class ExcitationNode(Node):
         timeout = self._param('joint_state_timeout')
         wall_age = time.monotonic() - (self.js_steady_time or 0.0)
         if wall_age > timeout:
-            self.hold(f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
+            self.stop(f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
                       f'joint_state_timeout {timeout} s)')
 
+    def stop(self, reason):
+        """Brake the running plan to rest within the limits; report; do not resume.
+
+        Trajectory output: one window that brakes from the next point of the grid (at
+        most two ``trajectory_point_period`` from now) replaces the current one.
+        Commands output: the ticks stream the braking from now on.
+        """
+        now = self._now()
+        if self.output == 'trajectory':
+            t_stop = self.stream.grid_after(now + self._param('trajectory_point_period'))
+        else:
+            t_stop = max(now, self.t0)
+        window = self.stream.stop(t_stop)
+        self.state = 'stopping'
+        self.reason = reason
+        self.t_rest = window.rest_time
+        sent = False
+        if self.output == 'trajectory':
+            problem = check_point(window.q, window.dq, window.ddq, self.config,
+                                  t=window.absolute_times)
+            if problem is None:
+                self.traj_pub.publish(self._trajectory_msg(window))
+                sent = True
+            else:       # cannot happen for a checked plan; the last window brakes by itself
+                self.reason = reason = f'{reason}; braking window refused: {problem}'
+        self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
+                      'phase': 'stopped', 't': now, 'reason': reason,
+                      'braking_from': t_stop, 'rest_time': self.t_rest})
+        log = self.get_logger().warn if reason == 'stop requested' else self.get_logger().error
+        log(f'braking to rest from t = {t_stop:.3f} s to {self.t_rest:.3f} s'
+            f'{"" if sent or self.output == "commands" else " (on the last window)"}: '
+            f'{reason}; call ~/start to run the plan again')
+        self._publish_diagnostics()
+
     def hold(self, reason):
-        """Hold the measured position (or the last command) now; report; do not resume.
+        """Hold the measured position (or the last command) of an arm that is not running;
+        report. Returns True if a hold was sent.
 
         The hold is clipped into the position limits (a trajectory hold reaches it within
-        the velocity limits). When the arm is not running and stands outside its limits
-        (more than START_TOLERANCE), nothing is commanded. Returns True if a hold was sent.
+        the velocity limits). When the arm stands outside its limits (more than
+        START_TOLERANCE), nothing is commanded.
         """
-        was_running = self.state == 'running'
         q = self.q_meas if self.q_meas is not None else (
             self.last_command[1] if self.last_command is not None else None)
         self.state = 'stopped'
         self.reason = reason
         sent = False
-        if q is not None and self.config is not None:
+        if q is not None:
             cfg = self.config
             held = np.clip(q, cfg.position_limits_lower, cfg.position_limits_upper)
             jump = np.abs(held - q)
-            if not was_running and jump.max() > START_TOLERANCE:
+            if jump.max() > START_TOLERANCE:
                 # not ours to move: holding "here" would command a position outside the
                 # limits, and holding at the limit would jump the arm there at once
                 i = int(np.argmax(jump))
@@ -392,10 +482,8 @@ class ExcitationNode(Node):
                 sent = True
         self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
                       'phase': 'stopped', 't': self._now(), 'reason': reason})
-        log = self.get_logger().error if was_running and reason != 'stop requested' else \
-            self.get_logger().warn
-        log(f'{"holding" if sent else "stopped, not holding"}: {reason}; call ~/start to run '
-            'the plan again')
+        self.get_logger().warn(f'{"holding" if sent else "stopped, not holding"}: {reason}; '
+                               'call ~/start to run the plan')
         self._publish_diagnostics()
         return sent
 
@@ -404,24 +492,21 @@ class ExcitationNode(Node):
 
     def _publish_diagnostics(self):
         status = DiagnosticStatus(name=f'{self.get_name()}: excitation',
-                                  hardware_id=self.config.robot_name if self.config else '')
-        if self.plan is None:
-            status.level, status.message = DiagnosticStatus.ERROR, f'no plan: {self.load_error}'
-        elif self.state == 'stopped' and self.reason != 'stop requested':
+                                  hardware_id=self.config.robot_name)
+        if self.state in ('stopped', 'stopping') and self.reason != 'stop requested':
             status.level, status.message = DiagnosticStatus.ERROR, f'held: {self.reason}'
         else:
             status.level, status.message = DiagnosticStatus.OK, self.state
         progress = 0.0
-        if self.state == 'running' and self.run_plan is not None:
+        if self.state == 'running':
             progress = min(1.0, (self._now() - self.t0) / max(self.run_plan.duration, 1e-9))
         status.values = [KeyValue(key='state', value=self.state),
                          KeyValue(key='reason', value=self.reason),
                          KeyValue(key='progress', value=f'{progress:.3f}'),
-                         KeyValue(key='plan', value=self.plan.name if self.plan else ''),
+                         KeyValue(key='plan', value=self.plan.name),
                          KeyValue(key='rejected', value=json.dumps(self.rejected)),
                          # ready: ~/start would be accepted now (plan loaded, arm heard)
-                         KeyValue(key='ready', value=str(self.plan is not None
-                                                         and self._has_recent_state()).lower())]
+                         KeyValue(key='ready', value=str(self._has_recent_state()).lower())]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.diag_pub.publish(msg)

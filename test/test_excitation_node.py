@@ -47,28 +47,33 @@ def _one_joint_plan(tmp_path, config_path):
 
 class FakeArm:
     """Follows Float64MultiArray commands and JointTrajectory messages perfectly and
-    publishes joint_states at 200 Hz. ``freeze()``: it keeps publishing but stops
-    following (a controller that no longer tracks)."""
+    publishes joint_states at 200 Hz. Trajectories are followed with
+    JointTrajectoryFollower (joint_trajectory_controller semantics: each message
+    replaces the last from its start, cubic between points). ``freeze()``: it keeps
+    publishing but stops following (a controller that no longer tracks)."""
 
     def __init__(self, ros, q0):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from trajectory_msgs.msg import JointTrajectory
+        from arm_dyn_id.excitation.follow import JointTrajectoryFollower
         self.q = np.array(q0, dtype=float)
         self.commands = []          # (monotonic time, q)
         self.trajectories = []      # (monotonic time, JointTrajectory)
         self.markers = []
+        self.reference = []         # (node time, q, dq) of the followed trajectory
         self.publishing = True
         self.following = True
         self._lock = threading.Lock()
-        self._trajectory = None     # (node-clock times (s), positions) being followed
+        self.follower = JointTrajectoryFollower(self.q)
+        self._tracking = False      # following trajectories (not commands)
         self.ros = ros
         self.pub = ros.node.create_publisher(JointState, 'joint_states', 10)
         ros.node.create_subscription(Float64MultiArray, 'arm_controller/commands',
                                      self._on_command, 100)
         ros.node.create_subscription(JointTrajectory, 'arm_controller/joint_trajectory',
-                                     self._on_trajectory, 10)
+                                     self._on_trajectory, 100)
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
         ros.node.create_subscription(String, 'excitation_segments',
@@ -85,42 +90,48 @@ class FakeArm:
         self.commands.append((time.monotonic(), q.copy()))
         with self._lock:
             if self.following:
-                self._trajectory = None
+                self._tracking = False
                 self.q = q
 
     def _on_trajectory(self, msg):
         self.trajectories.append((time.monotonic(), msg))
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        start = stamp if stamp > 0 else self._now()
-        times = start + np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-                                  for p in msg.points])
+        times = np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
+                          for p in msg.points])
         positions = np.array([p.positions for p in msg.points])
+        velocities = np.array([p.velocities for p in msg.points]) \
+            if all(len(p.velocities) for p in msg.points) else None
         with self._lock:
             if self.following:
-                self._trajectory = (times, positions)
+                now = self._now()
+                if not self._tracking:
+                    self.follower.hold(self.q)
+                    self._tracking = True
+                # absolute times, as joint_trajectory_controller: a message that
+                # arrives after its stamp is followed where it is at that time
+                self.follower.replace(stamp if stamp > 0 else now, times, positions,
+                                      velocities)
 
     def freeze(self):
         """Stop following (joint_states go on); returns the position it stays at."""
         with self._lock:
             self.following = False
+            self._tracking = False
             return self.q.copy()
 
     def follow(self):
         """Follow again, from where it stands, the next message it gets."""
         with self._lock:
             self.following = True
-            self._trajectory = None
 
     def _run(self):
         from sensor_msgs.msg import JointState
         while not self._stop:
             with self._lock:
-                if self.following and self._trajectory is not None:
-                    times, positions = self._trajectory
+                if self.following and self._tracking:
                     now = self._now()
-                    if now >= times[0]:     # before its first point: stay where it is
-                        self.q = np.array([np.interp(now, times, positions[:, j])
-                                           for j in range(positions.shape[1])])
+                    self.q, dq, _ = self.follower.sample(now)
+                    self.reference.append((now, self.q.copy(), dq))
                 q = self.q.tolist()
             if self.publishing:
                 msg = JointState(name=JOINTS, position=q)
@@ -134,6 +145,20 @@ class FakeArm:
 
     def phases(self):
         return [m['phase'] for m in self.markers]
+
+
+def _braking_rest(plan, q_start, t0, braking_from, cfg_path, params):
+    """The stop the node must command: the run (plan after its approach from
+    ``q_start``, starting at node time ``t0``) braked from ``braking_from``
+    (arm_dyn_id/excitation/stopping.py). Returns (StopRamp, ArmConfig)."""
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.excitation.stopping import PlanStream
+    cfg = load_arm_config(cfg_path, node_name='excitation_node')
+    run = plan.with_approach(q_start, cfg, params['approach_speed'],
+                             params['approach_acceleration'])
+    stream = PlanStream(run, t0, cfg, 0.01, 0.25)
+    stream.stop(braking_from)
+    return stream.ramp, cfg
 
 
 def _wait_until_ready(ros, timeout=30.0):
@@ -165,11 +190,19 @@ def _start(ros_env, tmp_path, extra=None):
               'joint_state_timeout': 0.3}
     params.update(extra or {})
     proc = start_node('arm_dyn_id.nodes.excitation_node', params, ros_env, name='excitation')
+    proc.params, proc.config_path = params, cfg
     return proc, plan
+
+
+def _marker(arm, phase, since=0):
+    found = [m for m in arm.markers[since:] if m['phase'] == phase]
+    return found[-1] if found else None
 
 
 def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
     proc, plan = _start(ros_env, tmp_path)
+    lower = np.array(HUMANOID_LIMITS['position_limits_lower'])
+    upper = np.array(HUMANOID_LIMITS['position_limits_upper'])
     with RosHarness(ros_env.domain_id) as ros:
         arm = FakeArm(ros, plan.start_position + 0.05)
         try:
@@ -186,32 +219,43 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
             assert [m['direction'] for m in sweeps] == [1, -1]
             assert all(m['joint'] == 'joint_6' and m['joint_index'] == 5 for m in sweeps)
             qs = np.array([c[1] for c in arm.commands])
-            assert np.all(qs >= np.array(HUMANOID_LIMITS['position_limits_lower']))
-            assert np.all(qs <= np.array(HUMANOID_LIMITS['position_limits_upper']))
+            assert np.all(qs >= lower) and np.all(qs <= upper)
             assert np.allclose(qs[-1], plan.end_position, atol=1e-6)
 
-            # ~/stop holds where the arm is (how fast: printed, not asserted; shared
-            # machines are noisy) and the node does not resume
+            # ~/stop mid-sweep brakes the commanded motion to rest (how fast: printed,
+            # not asserted; bench/excitation_stop.py measures it) and does not resume
+            q_start = arm.q.copy()
+            n_markers = len(arm.markers)
             res = ros.trigger('/excitation_node/start', timeout=20)
             assert res.success, res.message
-            ros.wait_for(lambda: 'sweep' in arm.phases()[len(phases):], 30)
+            ros.wait_for(lambda: 'sweep' in arm.phases()[n_markers:], 30)
+            t0 = _marker(arm, 'start', n_markers)['t']
             n_before = len(arm.commands)
             t_call = time.monotonic()
             res = ros.trigger('/excitation_node/stop', timeout=5)
-            assert res.success
-            ros.wait_for(lambda: 'stopped' in arm.phases()[len(phases):], 5)
+            assert res.success and res.message.startswith('braking to rest'), res.message
+            stopped = ros.wait_for(lambda: _marker(arm, 'stopped', n_markers), 5)
             after = ros.wait_for(
                 lambda: [c for c in arm.commands[n_before:] if c[0] >= t_call], 10,
-                what='a hold command after ~/stop')
+                what='a command after ~/stop')
             print(f'\nfirst command after ~/stop: {1e3 * (after[0][0] - t_call):.0f} ms')
-            # ticks sent just before the stop may land next to the hold: count after them
-            wait_quiet(arm.commands, what='commands around the hold')
+            wait_quiet(arm.commands, what='commands of the braking')
             n_stopped = len(arm.commands)
-            hold = arm.commands[-1][1]
-            # the hold is where the sweep was when stopped (0.2 rad/s for < 1 s at most)
-            assert np.max(np.abs(hold - arm.commands[n_before - 1][1])) < 0.2
+            # the braking is the documented ramp: from the plan's state when it was
+            # decided, each joint at its acceleration limit, to rest
+            ramp, cfg = _braking_rest(plan, q_start, t0, stopped['braking_from'],
+                                      proc.config_path, proc.params)
+            assert stopped['rest_time'] == pytest.approx(ramp.end_time, abs=1e-9)
+            assert ramp.v0[5] != 0 and np.max(ramp.stop_times) <= 0.2 / 5.0 + 1e-9
+            final = arm.commands[-1][1]
+            assert np.allclose(final, ramp.rest_position, atol=1e-9), (final, ramp)
+            braking = np.array([c[1] for c in arm.commands[n_before:]])
+            assert np.all(braking >= lower) and np.all(braking <= upper)
+            # joint 6 only moves on, towards where it rests: no reversal, no overshoot
+            direction = np.sign(ramp.v0[5])
+            assert np.all(np.diff(braking[:, 5]) * direction >= -1e-12)
             time.sleep(0.5)     # a window to watch, not a wait: nothing may arrive in it
-            assert len(arm.commands) == n_stopped, 'commands kept coming after the hold'
+            assert len(arm.commands) == n_stopped, 'commands kept coming after the rest'
 
             # watchdog: joint states stop while running
             mark = len(arm.markers)
@@ -228,10 +272,10 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
 
 
 @pytest.mark.parametrize('output', ['commands', 'trajectory'])
-def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output):
+def test_arm_stops_following_brake_report_and_no_resume(ros_env, tmp_path, output):
     """The arm keeps publishing joint_states but stops following mid-sweep: the node
-    holds the measured position, reports why (marker, log, diagnostics) and sends
-    nothing more until ~/start."""
+    brakes the commanded motion to rest (within the limits), reports why (marker, log,
+    diagnostics) and sends nothing more until ~/start."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     proc, plan = _start(ros_env, tmp_path, {'output': output})
     lower = np.array(HUMANOID_LIMITS['position_limits_lower'])
@@ -241,7 +285,8 @@ def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output
         ros.node.create_subscription(
             DiagnosticArray, 'diagnostics',
             lambda m: diagnostics.extend(s for s in m.status if 'excitation' in s.name), 10)
-        arm = FakeArm(ros, plan.start_position + 0.05)
+        q_start = plan.start_position + 0.05
+        arm = FakeArm(ros, q_start)
         sent = arm.commands if output == 'commands' else arm.trajectories
         try:
             ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
@@ -249,29 +294,39 @@ def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output
             res = ros.trigger('/excitation_node/start', timeout=20)
             assert res.success, res.message + node_output(proc)
             ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
-            q_frozen = arm.freeze()
-            n_sent, t_freeze = len(sent), time.monotonic()
-            ros.wait_for(lambda: 'stopped' in arm.phases(), 10, what='stopped marker')
-            stopped = [m for m in arm.markers if m['phase'] == 'stopped'][0]
+            arm.freeze()
+            t_freeze = time.monotonic()
+            stopped = ros.wait_for(lambda: _marker(arm, 'stopped'), 10, what='stopped marker')
             assert 'tracking error of joint_6' in stopped['reason'], stopped
             assert 'tracking_error_threshold' in stopped['reason'], stopped
-            ros.wait_for(lambda: len(sent) > n_sent, 5, what='hold after the stopped marker')
-            hold_time = [t for t, _ in sent[n_sent:]][-1]
-            print(f'\n{output}: hold {1e3 * (hold_time - t_freeze):.0f} ms after the arm froze')
-
-            # the hold is the last thing sent: at the measured (frozen) position, in limits
-            n_hold = len(sent)
+            n_stop = len(sent)
+            wait_quiet(sent, what='the braking')
+            print(f'\n{output}: stopped marker {1e3 * (time.monotonic() - t_freeze):.0f} ms '
+                  'after the arm froze (printed, not asserted)')
+            ramp, cfg = _braking_rest(plan, q_start, _marker(arm, 'start')['t'],
+                                      stopped['braking_from'], proc.config_path, proc.params)
+            n_rest = len(sent)
             time.sleep(0.5)     # a window to watch, not a wait: nothing may arrive in it
-            assert len(sent) == n_hold, f'{len(sent) - n_hold} messages after the hold'
+            assert len(sent) == n_rest, f'{len(sent) - n_rest} messages after the rest'
             if output == 'commands':
-                hold = sent[-1][1]
+                final = sent[-1][1]
+                braking = np.array([c for _, c in sent[n_stop - 1:]])
             else:
+                # ONE braking window replaced the plan's: it starts from the plan's
+                # state, only brakes, and ends at rest
                 msg = sent[-1][1]
-                assert len(msg.points) == 1 and not any(msg.points[0].velocities), msg
-                hold = np.array(msg.points[0].positions)
-                assert len(sent) == n_sent + 1, 'more than one hold trajectory'
-            assert np.allclose(hold, q_frozen, atol=1e-9), (hold, q_frozen)
-            assert np.all(hold >= lower) and np.all(hold <= upper), hold
+                windows = [m for _, m in sent if m.header.stamp.sec + 1e-9 *
+                           m.header.stamp.nanosec < stopped['braking_from'] - 1e-6]
+                assert len(windows) == len(sent) - 1, 'more than one braking window'
+                stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+                assert stamp == pytest.approx(stopped['braking_from'], abs=1e-6)
+                braking = np.array([p.positions for p in msg.points])
+                v = np.abs(np.array([p.velocities for p in msg.points]))
+                assert np.all(np.diff(v, axis=0) <= 1e-12) and not v[-1].any(), v
+                assert np.allclose(braking[0], ramp.q0, atol=1e-9)
+                final = braking[-1]
+            assert np.allclose(final, ramp.rest_position, atol=1e-9), (final, ramp)
+            assert np.all(braking >= lower) and np.all(braking <= upper), braking
             phases = arm.phases()
             assert phases.count('stopped') == 1 and 'done' not in phases, phases
 
@@ -280,7 +335,8 @@ def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output
                                      'tracking error' in s.message for s in diagnostics), 5,
                          what='diagnostics error')
             log = [line for line in node_output(proc).splitlines() if 'tracking error' in line]
-            assert log and '[ERROR]' in log[0] and 'holding' in log[0], node_output(proc)
+            assert log and '[ERROR]' in log[0] and 'braking to rest' in log[0], \
+                node_output(proc)
 
             # only ~/start runs the plan again
             arm.follow()
@@ -294,25 +350,87 @@ def test_arm_stops_following_hold_report_and_no_resume(ros_env, tmp_path, output
     assert stop(proc) == 0, node_output(proc)
 
 
-def test_start_refused_without_joint_states_and_bad_plan(ros_env, tmp_path):
+def test_trajectory_windows_then_killed_node_arm_brakes_to_rest(ros_env, tmp_path):
+    """Trajectory output: short windows of at most ``lookahead`` s of plan plus a stop
+    ramp, each replacing the last. SIGKILL the node mid-sweep: the arm (following with
+    joint_trajectory_controller semantics) runs out its last window and brakes to rest
+    by itself, within the limits."""
+    lookahead = 0.1
+    proc, plan = _start(ros_env, tmp_path, {'output': 'trajectory', 'lookahead': lookahead,
+                                            'trajectory_point_period': 0.02})
+    from ros_utils import kill
+    lower = np.array(HUMANOID_LIMITS['position_limits_lower'])
+    upper = np.array(HUMANOID_LIMITS['position_limits_upper'])
+    vel = np.array(HUMANOID_LIMITS['velocity_limits'])
+    acc = np.array(HUMANOID_LIMITS['acceleration_limits'])
+    with RosHarness(ros_env.domain_id) as ros:
+        arm = FakeArm(ros, plan.start_position + 0.05)
+        try:
+            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
+            _wait_until_ready(ros)
+            res = ros.trigger('/excitation_node/start', timeout=20)
+            assert res.success, res.message + node_output(proc)
+            ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
+            kill(proc)
+            wait_quiet(arm.trajectories, what='windows in flight')
+            # the follower reaches the rest of the last window's ramp
+            msgs = [m for _, m in arm.trajectories]
+            last = msgs[-1]
+            stamp = last.header.stamp.sec + 1e-9 * last.header.stamp.nanosec
+            end = stamp + last.points[-1].time_from_start.sec + \
+                1e-9 * last.points[-1].time_from_start.nanosec
+            ros.wait_for(lambda: arm.reference and arm.reference[-1][0] > end + 0.05, 10,
+                         what='the end of the last window')
+        finally:
+            arm.close()
+    starts = []
+    for msg in msgs:
+        t = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                      for p in msg.points])
+        q = np.array([p.positions for p in msg.points])
+        v = np.array([p.velocities for p in msg.points])
+        assert t[0] == 0.0 and np.all(np.diff(t) > 0)
+        assert np.all(q >= lower) and np.all(q <= upper)
+        assert np.all(np.abs(v) <= vel * (1 + 1e-9))
+        assert not v[-1].any(), 'a window that does not end at rest'
+        # at most the look-ahead of plan, then braking at most v/a long
+        assert t[-1] <= lookahead + np.max(vel / acc) + 1e-9
+        starts.append(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
+    # the windows follow each other before the look-ahead of the last one runs out
+    assert len(msgs) > 5 and np.all(np.diff(starts) > 0)
+    assert np.all(np.diff(starts) <= lookahead + 1e-6), np.diff(starts)
+    ref_t = np.array([r[0] for r in arm.reference])
+    ref_q = np.array([r[1] for r in arm.reference])
+    ref_v = np.array([r[2] for r in arm.reference])
+    assert np.all(ref_q >= lower - 1e-9) and np.all(ref_q <= upper + 1e-9)
+    assert np.all(np.abs(ref_v) <= vel * (1 + 1e-6))
+    rest = ref_t > end
+    assert rest.any() and np.allclose(ref_v[rest], 0.0, atol=1e-12)
+    assert np.allclose(ref_q[rest], ref_q[-1]), 'the arm kept moving after the last window'
+
+
+def test_bad_plan_or_no_plan_exits_2(ros_env, tmp_path):
+    """A plan file outside the limits, or a missing one: one FATAL line naming what is
+    wrong, exit code 2 (no idling node that refuses ~/start)."""
     cfg = _config(tmp_path)
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
-    text = plan_path.read_text().replace('speed: 0.2', 'speed: 0.2')
     # a plan file whose sweep runs past joint 6's upper limit
-    from arm_dyn_id.excitation.plans import Plan
-    bad = Plan.from_yaml(text)
     from dataclasses import replace
-    pieces = tuple(replace(p, q0=p.q0 + np.array([0, 0, 0, 0, 0, 1.3])) for p in bad.pieces)
+    pieces = tuple(replace(p, q0=p.q0 + np.array([0, 0, 0, 0, 0, 1.3])) for p in plan.pieces)
     bad_path = tmp_path / 'bad.yaml'
-    replace(bad, pieces=pieces).to_yaml(bad_path)
-    proc = start_node('arm_dyn_id.nodes.excitation_node',
-                      {'config_file': str(cfg), 'plan_file': str(bad_path)}, ros_env,
-                      name='bad')
-    with RosHarness(ros_env.domain_id) as ros:
-        res = ros.trigger('/excitation_node/start', timeout=20)
-        assert not res.success
-        assert 'joint_6' in res.message and 'position' in res.message
-    assert stop(proc) == 0
+    replace(plan, pieces=pieces).to_yaml(bad_path)
+    for plan_file, needles in ((bad_path, ('joint_6', 'position')),
+                               (tmp_path / 'missing.yaml', ('missing.yaml', 'does not exist'))):
+        proc = start_node('arm_dyn_id.nodes.excitation_node',
+                          {'config_file': str(cfg), 'plan_file': str(plan_file)}, ros_env,
+                          name='bad')
+        code = proc.wait(60)
+        output = node_output(proc)
+        assert code == 2, output
+        fatal = [line for line in output.splitlines() if '[FATAL]' in line]
+        assert len(fatal) == 1 and 'no plan to run' in fatal[0], output
+        assert all(n in fatal[0] for n in needles), output
+        assert 'Traceback' not in output, output
 
 
 def _sim_ready():

@@ -81,7 +81,9 @@ class StopRamp:
         scalar = np.ndim(t) == 0
         s = np.atleast_1d(np.asarray(t, dtype=float))[:, None] - self.t0
         s = np.maximum(s, 0.0)
-        moving = s < self.stop_times
+        # node-clock times near 1.8e9 s are 2.4e-7 s apart: a knot placed at a joint's
+        # rest instant must sample as at rest
+        moving = s < self.stop_times - 8 * np.spacing(max(abs(self.t0), 1.0))
         sc = np.minimum(s, self.stop_times)
         q = self.q0 + self.v0 * sc + 0.5 * self.acceleration * sc ** 2
         dq = np.where(moving, self.v0 + self.acceleration * sc, 0.0)
