@@ -17,7 +17,17 @@ and stamps samples with the wall clock (start time + simulated time). With
 ``use_sim_time`` true the node *is* the clock: every 1 ms step it publishes
 ``/clock`` and then ``joint_states``, paced at ``real_time_factor`` (0 = as fast
 as possible).
+
+Nothing is lost silently (docs/simulation.md): in sim-time mode with
+``lockstep_topic`` set (``joint_torques``: the recorder republishes every sample it
+took, with the same stamp), the arm never runs more than ``lockstep_window`` s of
+simulated time ahead of the last stamp seen there, so a recorder that cannot keep up
+slows the simulation down instead of losing samples; the diagnostics report the
+achieved real-time factor and the time spent waiting. In wall-time mode an arm that
+falls behind real time restarts its schedule and says so (a gap in the stamps).
 """
+
+import struct
 
 import threading
 import time
@@ -87,7 +97,17 @@ class SimArmNode(Node):
             Param('publish_rate', 1000.0, 'joint_states rate (Hz), a divisor of the step rate',
                   read_only=True, low=1.0, high=1000.0),
             Param('real_time_factor', 1.0, 'sim time only: simulated/wall speed; 0 = as fast '
-                  'as possible', low=0.0, high=1000.0)]
+                  'as possible', low=0.0, high=1000.0),
+            Param('lockstep_topic', '', 'sim time only: sensor_msgs/JointState topic whose '
+                  'header stamps say how far a consumer got (joint_torques of the recorder); '
+                  'the arm waits when it is lockstep_window ahead. Empty: off',
+                  read_only=True),
+            Param('lockstep_window', 0.05, 'largest lead over the lockstep_topic stamps (s of '
+                  'simulated time); below the joint_states queue depth (100 samples)',
+                  read_only=True, low=0.001, high=10.0),
+            Param('lockstep_timeout', 2.0, 'wall seconds without lockstep_topic messages '
+                  'after which the arm stops waiting (the consumer is gone) and warns',
+                  read_only=True, low=0.1, high=600.0)]
         for key in SimParams.keys():
             # the sim_arm_node section of the config gives the defaults; None: SimParams'
             default = float(self.config.gravity) if key == 'gravity' else None
@@ -140,9 +160,31 @@ class SimArmNode(Node):
         self.create_service(Trigger, '~/set_gravity', self._srv_gravity)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._stop = threading.Event()
-        self._stats = {'overruns': 0, 'resyncs': 0, 'rejected': 0}
+        self._started = None
+        self._stats = {'overruns': 0, 'resyncs': 0, 'rejected': 0, 'lockstep_wait': 0.0,
+                       'lockstep_released': 0}
+        # lockstep: the stamp (s) the consumer has reached, and when it was heard (monotonic)
+        self._lock_topic = self.get_parameter('lockstep_topic').value
+        self._lock_window = float(self.get_parameter('lockstep_window').value)
+        self._lock_timeout = float(self.get_parameter('lockstep_timeout').value)
+        self._acked = None
+        self._acked_wall = None
+        self._ack_event = threading.Event()
+        if self._lock_topic and not self._sim_time:
+            self.get_logger().warning(
+                f'lockstep_topic {self._lock_topic!r} ignored: a wall-time arm does not wait '
+                '(use_sim_time:=true to step in lock with the recorder)')
+            self._lock_topic = ''
+        if self._lock_topic:
+            self.create_subscription(JointState, self._lock_topic, self._on_lockstep,
+                                     QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                                                reliability=ReliabilityPolicy.RELIABLE),
+                                     raw=True)
         self._thread = threading.Thread(target=self._run, name='sim_arm_loop', daemon=True)
         mode = f'sim time x{self._rtf:g}' if self._sim_time else 'wall time'
+        if self._lock_topic:
+            mode += (f', in lock with {self._lock_topic} (at most {self._lock_window:g} s '
+                     'ahead)')
         self.get_logger().info(
             f'{self.config.robot_name}: {n} joints, {mode}, joint_states every '
             f'{self._decimation} step(s) of {dt * 1e3:g} ms, '
@@ -153,12 +195,56 @@ class SimArmNode(Node):
         """Start the stepping thread (call once, after the executor has the node)."""
         if not self._sim_time:
             self._time_base = time.time() - self.arm.time
+        self._started = time.monotonic()
         self._thread.start()
 
     def shutdown(self):
         self._stop.set()
+        self._ack_event.set()
         if self._thread.is_alive():
             self._thread.join(5.0)
+        wall = time.monotonic() - self._started if self._started else 0.0
+        if wall > 0:
+            stats = self._stats
+            self.get_logger().info(
+                f'simulated {self.arm.time:.1f} s in {wall:.1f} s wall '
+                f'(x{self.arm.time / wall:.2f} real time); waited {stats["lockstep_wait"]:.1f} s '
+                f'for {self._lock_topic or "nothing (no lockstep)"}; '
+                f'{stats["resyncs"]} schedule restarts, {stats["overruns"]} late steps')
+
+    def _on_lockstep(self, data):
+        # header.stamp is the first field after the 4-byte CDR encapsulation header
+        sec, nanosec = struct.unpack_from('<iI' if data[1] == 1 else '>iI', data, 4)
+        stamp = sec + nanosec * 1e-9
+        if self._acked is None or stamp > self._acked:
+            self._acked = stamp
+        self._acked_wall = time.monotonic()
+        self._ack_event.set()
+
+    def _wait_for_consumer(self, t_next):
+        """Lockstep: block while the consumer is ``lockstep_window`` behind ``t_next``.
+
+        Returns the wall seconds waited. Not before the consumer was first heard, and
+        not after ``lockstep_timeout`` s of silence (it is gone: counted and logged).
+        """
+        waited = 0.0
+        while not self._stop.is_set():
+            acked, heard = self._acked, self._acked_wall
+            if acked is None or t_next - acked <= self._lock_window:
+                return waited
+            if time.monotonic() - heard > self._lock_timeout:
+                self._stats['lockstep_released'] += 1
+                self.get_logger().warning(
+                    f'no {self._lock_topic} for {self._lock_timeout:g} s: running on without '
+                    f'waiting for it (its last stamp {acked:.3f} s, simulated time '
+                    f'{t_next:.3f} s)', throttle_duration_sec=10.0)
+                self._acked = None      # wait again once it is back
+                return waited
+            self._ack_event.clear()
+            start = time.monotonic()
+            self._ack_event.wait(0.05)
+            waited += time.monotonic() - start
+        return waited
 
     def now_sim(self):
         """Simulated time (s) of the next sample."""
@@ -189,10 +275,16 @@ class SimArmNode(Node):
         k = 0
         diag_every = int(round(1.0 / dt))
         window_wall, window_steps = time.monotonic(), 0
+        lockstep = bool(self._lock_topic)
         with lock:      # the sample at t = 0 is not published (a zero stamp means "now")
             q, dq, ddq = follower.sample(arm.time)
             arm.step(q, dq, ddq)
         while not self._stop.is_set():
+            if lockstep:
+                waited = self._wait_for_consumer(arm.time + dt)
+                if waited:
+                    self._stats['lockstep_wait'] += waited
+                    wall0 += waited     # time spent waiting is not lag to catch up
             with lock:
                 t_next = arm.time
                 q, dq, ddq = follower.sample(t_next)
@@ -230,6 +322,11 @@ class SimArmNode(Node):
                     if not sim_time:
                         base += lag
                         self._time_base = base
+                        self.get_logger().warning(
+                            f'the simulation fell {lag:.3f} s behind real time: its stamps '
+                            f'jump by that much, a gap in joint_states '
+                            f'({self._stats["resyncs"]} so far; docs/simulation.md)',
+                            throttle_duration_sec=5.0)
                 elif lag > dt:
                     self._stats['overruns'] += 1
 
@@ -241,7 +338,10 @@ class SimArmNode(Node):
         status.level = DiagnosticStatus.OK
         status.name = f'{self.get_name()}: simulation'
         status.hardware_id = self.config.robot_name
-        status.message = f'{rate:.0f} steps/s'
+        status.message = f'{rate:.0f} steps/s (x{rate * self.params.timestep:.2f} real time)'
+        if self._stats['lockstep_wait']:
+            status.message += f', waited {self._stats["lockstep_wait"]:.1f} s for ' \
+                              f'{self._lock_topic}'
         payload = arm.payload
         values = {
             'steps_per_second': f'{rate:.1f}',
@@ -250,6 +350,10 @@ class SimArmNode(Node):
             'gravity_m_s2': f'{arm.gravity:g}',
             'payload': 'none' if payload is None else
             f'{payload[0]:g} kg at {np.round(payload[1], 4).tolist()} m',
+            'real_time_factor_achieved': f'{rate * self.params.timestep:.3f}',
+            'lockstep_topic': self._lock_topic,
+            'lockstep_wait_s': f'{self._stats["lockstep_wait"]:.3f}',
+            'lockstep_released': str(self._stats['lockstep_released']),
             'late_steps': str(self._stats['overruns']),
             'schedule_resyncs': str(self._stats['resyncs']),
             'rejected_commands': str(self._stats['rejected']),

@@ -140,3 +140,58 @@ def test_wall_time_commands_and_payload(ros_env, client):
     after = np.mean([m.effort for m in client.states[-100:]], axis=0)
     assert abs(after[3] - before[3]) > 0.05, (before, after)
     assert stop(proc) == 0, node_output(proc)
+
+
+def _quiet(client, seconds_without_news=0.3, timeout=30.0):
+    """Spin until no joint_states arrived for ``seconds_without_news`` (the arm waits)."""
+    last = {'n': -1, 't': time.monotonic()}
+
+    def settled():
+        if len(client.states) != last['n']:
+            last['n'], last['t'] = len(client.states), time.monotonic()
+        return time.monotonic() - last['t'] >= seconds_without_news
+    client.spin_until(settled, timeout, 'joint_states to pause')
+
+
+def test_lockstep_never_runs_ahead_of_the_consumer(ros_env, client):
+    """As fast as possible (real_time_factor 0), but never more than lockstep_window of
+    simulated time ahead of the stamps on lockstep_topic (issue 16 item 8): a recorder
+    that cannot keep up slows the arm down instead of losing samples."""
+    window = 0.05
+    proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0,
+                     lockstep_topic='consumer_acks', lockstep_window=window,
+                     lockstep_timeout=5.0)
+    acks = client.node.create_publisher(JointState, 'consumer_acks', QoSProfile(depth=10))
+
+    def ack(t):
+        msg = JointState()
+        msg.header.stamp.sec = int(t)
+        msg.header.stamp.nanosec = int(round((t - int(t)) * 1e9))
+        acks.publish(msg)
+    try:
+        client.spin_until(lambda: len(client.states) > 10 and acks.get_subscription_count(),
+                          30, 'joint_states and the lockstep subscription')
+    except TimeoutError:
+        pytest.fail(node_output(proc))
+    # the first stamp heard starts the lock: the free-running arm stops where it is
+    ack(stamp(client.states[-1]))
+    _quiet(client)
+    for lead in (0.3, 1.2):
+        acked = stamp(client.states[-1]) + lead
+        ack(acked)
+        client.spin_until(lambda: stamp(client.states[-1]) >= acked + window - 2e-3, 30,
+                          f'the arm to reach {acked + window:.3f} s')
+        _quiet(client)
+        # it waits right at the window: not a step further while the consumer is silent
+        # (less than lockstep_timeout)
+        assert stamp(client.states[-1]) <= acked + window + 1.5e-3, (stamp(client.states[-1]),
+                                                                     acked)
+    held = stamp(client.states[-1])
+    # a consumer silent for lockstep_timeout is gone: the arm runs on, and says so
+    client.spin_until(lambda: stamp(client.states[-1]) > held + 1.0, 60,
+                      'the arm running on without the consumer')
+    assert stop(proc) == 0, node_output(proc)
+    output = node_output(proc)
+    assert 'in lock with consumer_acks' in output
+    assert 'no consumer_acks for 5 s: running on without waiting' in output
+    assert 'waited' in output and 'real time' in output     # the summary at the end
