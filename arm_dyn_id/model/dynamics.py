@@ -369,12 +369,27 @@ class DynamicsModel:
         theta[self.base.independent] = self.beta + self._payload_beta
         return theta
 
+    def _single_regressor(self, q, dq, ddq):
+        """Y (n, p) of one state: the query path (one pinocchio call, ~20 µs)."""
+        robot = self.robot
+        n = robot.n_joints
+        for name, a in (('positions', q), ('velocities', dq), ('accelerations', ddq)):
+            if a.shape != (n,):
+                raise DataError(f'{name} have shape {a.shape}, expected ({n},) for joints '
+                                f'{list(robot.joint_names)}')
+        y = pin.computeJointTorqueRegressor(robot.model, robot.data, robot._pin_q(q),
+                                            robot._pin_v(dq), robot._pin_v(ddq))[robot._idx_v]
+        if self.armature:
+            y = np.hstack([y, np.diag(ddq)])
+        return y
+
     def rigid_body_torques(self, q, dq, ddq):
         """Rigid-body torques ``Y_b β`` (N·m): (n,) or (N, n) inputs and output."""
-        single = np.asarray(q).ndim == 1
+        q, dq, ddq = (np.asarray(a, dtype=float) for a in (q, dq, ddq))
+        if q.ndim == 1:
+            return self._single_regressor(q, dq, ddq) @ self._theta()
         Y = rigid_regressor(self.robot, q, dq, ddq, armature=self.armature)
-        out = Y @ self._theta()
-        return out[0] if single else out
+        return Y @ self._theta()
 
     def friction_torques(self, dq):
         """Friction torques ``F(q̇) φ`` (N·m): (n,) or (N, n)."""
@@ -405,9 +420,15 @@ class DynamicsModel:
         if gravity is not None:
             direction = self.robot.gravity_vector / self.robot.gravity_magnitude
             g = float(gravity) * direction
+        if q.ndim == 1:
+            # the rigid-body regressor at rest is the gravity regressor; gravity is
+            # linear in g, so another magnitude along the same direction scales it
+            zero = np.zeros_like(q)
+            out = self._single_regressor(q, zero, zero) @ self._theta()
+            return out if gravity is None else out * float(gravity) / \
+                self.robot.gravity_magnitude
         theta = self._theta()[:self._nb10].reshape(-1, 10)[:, :4].ravel()
-        out = self.robot.gravity_torques_batch(np.atleast_2d(q), theta, gravity=g)
-        return out[0] if q.ndim == 1 else out
+        return self.robot.gravity_torques_batch(q, theta, gravity=g)
 
     def set_gravity(self, magnitude):
         """Serve another gravity magnitude from now on (m/s²)."""
