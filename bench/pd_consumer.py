@@ -147,7 +147,7 @@ def main():
             err = np.sqrt(np.mean((gravity.batch(check) - true_g) ** 2, axis=0))
             report.add('model error', {
                 'compensation': label,
-                'G rms error % of max |G| per joint': [
+                'G rms error, % of max abs G, J1-J6': [
                     round(100 * float(e / s), 3) for e, s in zip(err, scale)]})
 
         # 2. the consumer
@@ -185,8 +185,8 @@ def main():
             steady = np.array(steady)
             report.add('steady state', {
                 'compensation': label,
-                'mean |error| (mrad) J1-J6': mrad(steady.mean(axis=0)),
-                'max |error| (mrad) J1-J6': mrad(steady.max(axis=0)),
+                'mean abs error (mrad) J1-J6': mrad(steady.mean(axis=0)),
+                'max abs error (mrad) J1-J6': mrad(steady.max(axis=0)),
                 'mean (mrad)': round(1000 * float(steady.mean()), 3)})
         # hand-guiding: zero stiffness; the config's friction and no damping, or no
         # friction and the PD's damping only
