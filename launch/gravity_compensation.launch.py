@@ -13,6 +13,8 @@ config's ``joints``); see docs/compensation.md. Every argument is typed, so
 
 from typing import List
 
+import yaml
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
@@ -43,15 +45,27 @@ OPTIONAL_ARRAYS = {
 }
 
 
+def _floats(name, text):
+    """'[0, 0, 9.81]' -> [0.0, 0.0, 9.81] (launch itself refuses lists mixing 0 and 9.81)."""
+    try:
+        values = yaml.safe_load(text)
+        if not isinstance(values, list) or len(values) != 3:
+            raise ValueError
+        return [float(v) for v in values]
+    except (ValueError, TypeError, yaml.YAMLError):
+        raise ValueError(f'launch argument {name}:={text!r} must be three numbers, e.g. '
+                         '[0.0, 0.0, -9.81]') from None
+
+
 def _node(context):
     parameters = {'config_file': LaunchConfiguration('config')}
     for name, (_, _, kind) in ARGUMENTS.items():
         value = LaunchConfiguration(name)
         parameters[name] = ParameterValue(value, value_type=kind)
     for name in OPTIONAL_ARRAYS:
-        if LaunchConfiguration(name).perform(context).strip():
-            parameters[name] = ParameterValue(LaunchConfiguration(name),
-                                              value_type=List[float])
+        text = LaunchConfiguration(name).perform(context).strip()
+        if text:
+            parameters[name] = ParameterValue(_floats(name, text), value_type=List[float])
     return [Node(
         namespace='',
         package='arm_dyn_id',
