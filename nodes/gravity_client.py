@@ -1,25 +1,34 @@
-"""Client of the identifier node's gravity query: ``gravity_query`` -> ``gravity_result``.
+"""Clients of the identifier node's queries and residual stream (docs/interfaces.md).
 
-The request is a sensor_msgs/JointState with joint names and positions (rad); the
-reply carries G(q) (N·m) in ``effort`` and the same ``header.frame_id``
-(the correlation id). An error reply has an empty ``effort`` and
-``name = ['error: <message>']`` (docs/interfaces.md).
+- :class:`GravityClient`: ``gravity_query`` -> ``gravity_result``. The request is a
+  sensor_msgs/JointState with joint names and positions (rad); the reply carries
+  G(q) (N·m) in ``effort`` and the same ``header.frame_id`` (the correlation id).
+- :class:`DynamicsClient`: ``dynamics_query`` -> ``dynamics_result``, inverse dynamics
+  of a full model: positions, velocities and accelerations (in ``effort``) in; the
+  total torque, its rigid-body part and its friction part out.
+- :class:`ResidualMonitor`: the latest ``external_torques`` (residual) and ``contact``.
+
+An error reply has an empty ``effort`` and ``name = ['error: <message>']``.
 
 Example::
 
     client = GravityClient(node)          # node spun by an executor in another thread
     client.wait_for_server(5.0)
     tau = client.call(['joint_1', 'joint_2'], [0.1, 0.2])   # N·m, in the order asked
+    ids = DynamicsClient(node)
+    answer = ids.call(names, q, dq, ddq)  # answer.total, .rigid_body, .friction (N·m)
 """
 
 import itertools
 import threading
 import time
 import uuid
+from typing import NamedTuple
 
 import numpy as np
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 
 from arm_dyn_id.nodes.qos import stream_qos
 
@@ -27,7 +36,15 @@ ERROR_PREFIX = 'error: '
 
 
 class GravityQueryError(RuntimeError):
-    """An error reply from the gravity service, or no reply within the timeout."""
+    """An error reply from the gravity (or dynamics) service, or no reply in time."""
+
+
+class InverseDynamics(NamedTuple):
+    """A dynamics_result in the order of the joints asked (N·m, each (n,))."""
+
+    total: np.ndarray
+    rigid_body: np.ndarray
+    friction: np.ndarray
 
 
 class GravityClient:
@@ -43,6 +60,8 @@ class GravityClient:
     depth : int
         QoS depth (reliable, volatile).
     """
+
+    result_name = 'gravity_result'
 
     def __init__(self, node, query_topic='gravity_query', result_topic='gravity_result',
                  depth=100):
@@ -80,13 +99,21 @@ class GravityClient:
         self._pub.publish(msg)
         return future
 
-    def _query(self, joint_names, positions):
+    @staticmethod
+    def _floats(values):
+        return [float(x) for x in np.asarray(values, dtype=float).ravel()]
+
+    def _query(self, joint_names, positions, velocities=None, accelerations=None):
         names = [str(n) for n in joint_names]
         msg = JointState()
         msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.header.frame_id = f'{self._prefix}-{next(self._counter)}'
         msg.name = names
-        msg.position = [float(x) for x in np.asarray(positions, dtype=float).ravel()]
+        msg.position = self._floats(positions)
+        if velocities is not None:
+            msg.velocity = self._floats(velocities)
+        if accelerations is not None:
+            msg.effort = self._floats(accelerations)
         future = Future()
         with self._lock:
             self._pending[msg.header.frame_id] = (future, names)
@@ -106,8 +133,11 @@ class GravityClient:
         GravityQueryError
             On an error reply (its message) or when no reply came within ``timeout`` s.
         """
+        return self._call(self._query(joint_names, positions), timeout, resend_period)
+
+    def _call(self, query, timeout, resend_period):
         event = threading.Event()
-        future, msg = self._query(joint_names, positions)
+        future, msg = query
         future.add_done_callback(lambda _f: event.set())
         deadline = time.monotonic() + timeout
         self._pub.publish(msg)
@@ -120,8 +150,8 @@ class GravityClient:
         if not future.done():
             future.cancel()
             raise GravityQueryError(
-                f'no gravity_result within {timeout} s (is identifier_node running, and is '
-                'this node spun in another thread?)')
+                f'no {self.result_name} within {timeout} s (is identifier_node running, and '
+                'is this node spun in another thread?)')
         return future.result()
 
     def _forget(self, key):
@@ -145,4 +175,119 @@ class GravityClient:
         except KeyError as exc:
             future.set_exception(GravityQueryError(f'reply lacks joint {exc}'))
             return
-        future.set_result(np.asarray(msg.effort, dtype=float)[order])
+        try:
+            future.set_result(self._result(msg, order))
+        except (IndexError, ValueError) as exc:
+            future.set_exception(GravityQueryError(f'malformed reply: {exc}'))
+
+    @staticmethod
+    def _result(msg, order):
+        return np.asarray(msg.effort, dtype=float)[order]
+
+
+class DynamicsClient(GravityClient):
+    """Inverse dynamics of a full model, as a blocking or an async call.
+
+    Same protocol and resend as :class:`GravityClient` on ``dynamics_query`` ->
+    ``dynamics_result``: the query's ``position``, ``velocity`` and ``effort`` carry
+    q (rad), q̇ (rad/s) and q̈ (rad/s²); the reply's ``effort`` the total torque,
+    ``position`` its rigid-body part ``M q̈ + C q̇ + G`` and ``velocity`` its friction
+    part (N·m), in the model's order (reordered here to the order asked).
+    """
+
+    result_name = 'dynamics_result'
+
+    def __init__(self, node, query_topic='dynamics_query', result_topic='dynamics_result',
+                 depth=100):
+        super().__init__(node, query_topic, result_topic, depth)
+
+    def call_async(self, joint_names, positions, velocities, accelerations):
+        """Send a query; an :class:`rclpy.task.Future` of :class:`InverseDynamics`."""
+        future, msg = self._query(joint_names, positions, velocities, accelerations)
+        self._pub.publish(msg)
+        return future
+
+    def call(self, joint_names, positions, velocities, accelerations, timeout=1.0,
+             resend_period=0.05):
+        """Blocking query; :class:`InverseDynamics` in the order of ``joint_names``.
+
+        Raises
+        ------
+        GravityQueryError
+            On an error reply (its message) or when no reply came within ``timeout`` s.
+        """
+        return self._call(self._query(joint_names, positions, velocities, accelerations),
+                          timeout, resend_period)
+
+    @staticmethod
+    def _result(msg, order):
+        return InverseDynamics(*(np.asarray(values, dtype=float)[order]
+                                 for values in (msg.effort, msg.position, msg.velocity)))
+
+
+class ResidualMonitor:
+    """The latest residual (external torque estimate) and contact flag of a full model.
+
+    Subscribes ``external_torques`` (sensor_msgs/JointState: the residual in
+    ``effort``, N·m) and ``contact`` (std_msgs/Bool, only published when the node has
+    ``contact_thresholds``). Something must spin ``node``.
+
+    Parameters
+    ----------
+    node : rclpy.node.Node
+    callback : callable, optional
+        Called as ``callback(msg)`` with every external_torques message.
+    depth : int
+        QoS depth (reliable, volatile; the node's publishers are reliable).
+
+    Attributes
+    ----------
+    count : int
+        external_torques messages received.
+    contact : bool or None
+        The last contact flag (None before the first).
+    contacts : int
+        Rising edges of the contact flag seen.
+    """
+
+    def __init__(self, node, callback=None, depth=100, residual_topic='external_torques',
+                 contact_topic='contact'):
+        qos = stream_qos(depth)
+        self.count = 0
+        self.contact = None
+        self.contacts = 0
+        self._latest = None
+        self._callback = callback
+        self._lock = threading.Lock()
+        self._sub = node.create_subscription(JointState, residual_topic, self._on_residual,
+                                             qos)
+        self._contact_sub = node.create_subscription(Bool, contact_topic, self._on_contact,
+                                                     qos)
+
+    def _on_residual(self, msg):
+        with self._lock:
+            self._latest = msg
+            self.count += 1
+        if self._callback is not None:
+            self._callback(msg)
+
+    def _on_contact(self, msg):
+        with self._lock:
+            if msg.data and not self.contact:
+                self.contacts += 1
+            self.contact = bool(msg.data)
+
+    def latest(self, joint_names=None):
+        """(stamp s, external torque (n,) N·m) of the last message, or None.
+
+        ``joint_names`` reorders the torque (the message is in the model's order).
+        """
+        with self._lock:
+            msg = self._latest
+        if msg is None:
+            return None
+        tau = np.asarray(msg.effort, dtype=float)
+        if joint_names is not None:
+            where = {n: i for i, n in enumerate(msg.name)}
+            tau = tau[[where[n] for n in joint_names]]
+        return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, tau
