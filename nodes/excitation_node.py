@@ -409,13 +409,14 @@ class ExcitationNode(Node):
     def stop(self, reason):
         """Brake the running plan to rest within the limits; report; do not resume.
 
-        Trajectory output: one window that brakes from the next point of the grid (at
-        most two ``trajectory_point_period`` from now) replaces the current one.
+        Trajectory output: one window that brakes from one tick (``1/command_rate``)
+        from now replaces the current one.
         Commands output: the ticks stream the braking from now on.
         """
         now = self._now()
         if self.output == 'trajectory':
-            t_stop = self.stream.grid_after(now + self._param('trajectory_point_period'))
+            # one tick ahead: the braking window reaches the controller before it begins
+            t_stop = max(now + 1.0 / self._param('command_rate'), self.t0)
         else:
             t_stop = max(now, self.t0)
         window = self.stream.stop(t_stop)
