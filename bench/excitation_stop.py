@@ -195,8 +195,8 @@ def main():
                 code = stop(exc, timeout=20)
                 if code != 0:
                     raise SystemExit(f'excitation_node exit code {code}\n' + node_output(exc))
-                for key in ('decided_ms', 'braking_from_ms', 'first_braking_msg_ms', 'commanded_rest_ms',
-                            'standstill_ms', 'service_rtt_ms'):
+                for key in ('decided_ms', 'braking_from_ms', 'first_braking_msg_ms',
+                            'commanded_rest_ms', 'standstill_ms', 'service_rtt_ms'):
                     values = np.array([r[key] for r in rows if r[key] is not None], float)
                     summary.append({'output': output, 'quantity': key,
                                     'median_ms': round(float(np.median(values)), 1),
