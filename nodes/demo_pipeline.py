@@ -7,6 +7,12 @@ torque, MCAP bag) and ``identifier_node`` (fits when the excitation is done).
 This module is the orchestrator: it starts them on a private ROS domain, calls
 ``excitation_node/start``, reports progress from the segment markers and the sim
 clock, and collects the model that ``identifier_node`` publishes.
+
+Honest runs (docs/simulation.md): the simulator steps in lock with the recorder
+(``lockstep_topic: joint_torques``), so a busy machine slows the run down instead of
+losing samples; every wait is on a condition with a stated timeout and a progress
+line; at the end the recording's delivered fraction is read from its bag and
+printed, with a warning below 99 %.
 """
 
 import json
@@ -135,32 +141,42 @@ class Monitor(Node):
         return future.result()
 
 
-def _wait_until_ready(monitor, executor, procs, timeout):
+def _wait_until_ready(monitor, executor, procs, timeout, log=print):
     """Wait for every node's services and for the excitation node to report itself ready.
 
     Ready is the excitation node's own diagnostics flag (plan loaded and recent
     joint_states with every joint), not joint_states seen here: the monitor hearing
-    the arm says nothing about whether the excitation node has.
+    the arm says nothing about whether the excitation node has. A progress line every
+    5 s says what is still awaited and how long the wait may last.
     """
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
     pending = list(monitor.ready_clients) + [monitor.start_client]
+    said = start
     while time.monotonic() < deadline:
         procs.check()
         pending = [c for c in pending if not c.service_is_ready()]
         executor.spin_once(timeout_sec=0.1)
         if not pending and monitor.excitation_ready:
             return
+        if time.monotonic() - said >= 5.0:
+            said = time.monotonic()
+            what = ', '.join(c.srv_name for c in pending) or \
+                'excitation_node to hear joint_states with every joint'
+            log(f'[identify] waiting for {what} ({said - start:.0f} s of at most '
+                f'{timeout:.0f} s)')
     missing = [c.srv_name for c in pending]
     raise PipelineError(f'nodes not ready after {timeout:.0f} s: waiting for '
                         f'{missing or "excitation_node to hear joint_states (diagnostics ready)"}')
 
 
-def _start_excitation(monitor, executor, procs, timeout):
+def _start_excitation(monitor, executor, procs, timeout, log=print):
     """Call excitation_node/start once it is ready; while it answers that it has not
     heard the arm recently (a busy spell after it said ready), wait and ask again."""
     deadline = time.monotonic() + timeout
     while True:
-        _wait_until_ready(monitor, executor, procs, max(deadline - time.monotonic(), 1.0))
+        _wait_until_ready(monitor, executor, procs, max(deadline - time.monotonic(), 1.0),
+                          log=log)
         response = monitor.call(monitor.start_client, 60.0, executor)
         if response.success or 'no recent joint_states' not in response.message \
                 or time.monotonic() > deadline:
@@ -168,13 +184,22 @@ def _start_excitation(monitor, executor, procs, timeout):
         monitor.excitation_ready = False
 
 
-def _progress_line(monitor, plan_duration, t_start_sim, wall_start):
+def _progress_line(monitor, plan_duration, t_start_sim, wall_start, done=False):
+    """``[identify]  42.0 %  sim 61.2/145 s  sweep joint_2 +  time left ~ 35 s``.
+
+    Time left is the simulated time still to run over the simulated seconds per wall
+    second measured so far (sane from the first second); 100 % only once the
+    excitation reported done.
+    """
     now = monitor.get_clock().now().nanoseconds * 1e-9
     marker = monitor.markers[-1] if monitor.markers else {}
     elapsed = max(now - t_start_sim, 0.0) if t_start_sim else 0.0
     fraction = min(elapsed / plan_duration, 1.0) if plan_duration > 0 else 0.0
+    fraction = 1.0 if done else min(fraction, 0.999)
     wall = time.monotonic() - wall_start
-    eta = wall / fraction * (1 - fraction) if fraction > 0.01 else float('nan')
+    speed = elapsed / wall if wall > 0 else 0.0
+    eta = (plan_duration - elapsed) / speed if speed > 0 else float('nan')
+    eta = 0.0 if done else max(eta, 0.0)
     what = marker.get('phase', 'waiting')
     if marker.get('joint'):
         what += f' {marker["joint"]}'
@@ -184,8 +209,42 @@ def _progress_line(monitor, plan_duration, t_start_sim, wall_start):
             f'{what:<22} time left ~{eta:4.0f} s')
 
 
+def _closed_recording(bags_dir, procs, timeout):
+    """The newest finished bag under ``bags_dir`` and its recorded stream quality."""
+    deadline = time.monotonic() + timeout
+    while True:
+        procs.check()
+        done = sorted(p.parent for p in Path(bags_dir).glob('*/metadata.yaml'))
+        unfinished = [p for p in Path(bags_dir).glob('*') if p.is_dir()
+                      and not (p / 'metadata.yaml').is_file()]
+        if done and not unfinished:
+            break
+        if time.monotonic() > deadline:
+            raise PipelineError(f'the recorder did not finish its bag in {bags_dir} within '
+                                f'{timeout:.0f} s; see its log')
+        time.sleep(0.1)     # polling a folder for a file the recorder writes
+    bag = done[-1]
+    from arm_dyn_id.data.bag_reader import read_bag
+    recording = read_bag(bag)
+    recorded = (recording.quality.get('recorded') or {}).get('quality')
+    return bag, recorded or recording.quality.get('loaded')
+
+
+def _say_loss(quality, log):
+    """One line on what the recording holds; a warning below 99 % delivered."""
+    q = quality
+    line = (f'recording holds {q.get("rate_hz", 0):.0f} samples/s of '
+            f'{q.get("expected_rate_hz", 0):.0f} ({100 * q.get("delivered_fraction", 1):.1f} % '
+            f'delivered, {q.get("drops", 0)} drops, {q.get("gaps", 0)} gaps, largest '
+            f'{q.get("max_gap_s", 0):.3f} s)')
+    if q.get('delivered_fraction', 1.0) < 0.99:
+        log(f'[identify] WARNING: {line}: samples were lost; the machine could not keep up')
+    else:
+        log(f'[identify] {line}')
+
+
 def run_identification(config_file, plan_file, plan_duration, out_dir, real_time_factor=5.0,
-                       log=print, timeout_factor=3.0):
+                       log=print, stall_timeout=60.0, fit_timeout=600.0):
     """Run sim + excitation + recorder + identifier until the model is fitted.
 
     Parameters
@@ -199,7 +258,13 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
     out_dir : path
         Receives ``bags/``, ``logs/``, ``ros/``.
     real_time_factor : float
-        Sim time per wall time.
+        Sim time per wall time asked of the simulator (it runs slower when the
+        recorder cannot keep up: lockstep).
+    stall_timeout : float
+        Wall seconds the simulated clock may stand still during the run before the
+        demo gives up (a slow run is not a failure; a stopped one is).
+    fit_timeout : float
+        Wall seconds from the excitation's ``done`` to the identifier's model.
 
     Returns
     -------
@@ -219,7 +284,9 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
     wall_start = time.monotonic()
     try:
         rclpy.init(context=context)
-        procs.start('sim_arm_node', dict(common, real_time_factor=float(real_time_factor)))
+        # in lock with the recorder: a busy machine slows the run, it does not lose samples
+        procs.start('sim_arm_node', dict(common, real_time_factor=float(real_time_factor),
+                                         lockstep_topic='joint_torques'))
         procs.start('recorder_node', dict(common, record_on_start=True,
                                           output_dir=str(out_dir / 'bags')))
         procs.start('identifier_node', dict(common, fit_on_done=True,
@@ -228,44 +295,63 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         # few hundred ms is no reason to stop, a silent arm for 5 s is
         # (and the simulator, several times faster than real time, gets the plan a
         # simulated second ahead of its start)
+        # (and 2 s of plan per trajectory window: at several times real time a busy
+        # excitation process would otherwise run out of look-ahead and brake the arm;
+        # a stop still replaces the window at once)
         procs.start('excitation_node', dict(common, plan_file=str(plan_file),
-                                            joint_state_timeout=5.0, start_delay=2.0))
+                                            joint_state_timeout=5.0, start_delay=2.0,
+                                            lookahead=2.0))
         monitor = Monitor(context=context)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(monitor)
         log('[identify] starting sim_arm_node, recorder_node, identifier_node, excitation_node '
             f'(logs in {out_dir / "logs"})')
-        response = _start_excitation(monitor, executor, procs, timeout=120.0)
+        response = _start_excitation(monitor, executor, procs, timeout=120.0, log=log)
         if not response.success:
             raise PipelineError(f'excitation_node refused to start: {response.message}')
         t_start_sim = monitor.get_clock().now().nanoseconds * 1e-9
+        run_start = time.monotonic()
         log(f'[identify] excitation started: {response.message}')
-        deadline = wall_start + 60.0 + timeout_factor * plan_duration / max(real_time_factor,
-                                                                            0.5)
         last_print = 0.0
         done_seen = False
+        sim_seen, sim_moved = None, time.monotonic()
         while monitor.model_text is None:
             executor.spin_once(timeout_sec=0.2)
             procs.check()
+            sim_now = monitor.get_clock().now().nanoseconds * 1e-9
             if not t_start_sim:
-                t_start_sim = monitor.get_clock().now().nanoseconds * 1e-9
+                t_start_sim = sim_now
+            if sim_now != sim_seen:
+                sim_seen, sim_moved = sim_now, time.monotonic()
             if time.monotonic() - last_print > 2.0:
-                log(_progress_line(monitor, plan_duration, t_start_sim, wall_start))
+                log(_progress_line(monitor, plan_duration, t_start_sim, run_start, done_seen))
                 last_print = time.monotonic()
             if not done_seen and any(m.get('phase') == 'done' for m in monitor.markers):
                 done_seen = True
-                log('[identify] excitation done; identifier_node is fitting')
+                done_at = time.monotonic()
+                log('[identify] excitation done; identifier_node is fitting (waiting up to '
+                    f'{fit_timeout:.0f} s for the model)')
             if any(m.get('phase') == 'stopped' for m in monitor.markers):
                 raise PipelineError('excitation_node stopped the arm (watchdog); see '
                                     f'{out_dir / "logs" / "excitation_node.log"}')
-            if time.monotonic() > deadline:
-                raise PipelineError('no model after '
-                                    f'{time.monotonic() - wall_start:.0f} s; see the logs in '
-                                    f'{out_dir / "logs"}')
+            if not done_seen and time.monotonic() - sim_moved > stall_timeout:
+                raise PipelineError(f'the simulated clock has not moved for {stall_timeout:.0f} s '
+                                    f'(at {sim_seen:.1f} s); see the logs in {out_dir / "logs"}')
+            if done_seen and time.monotonic() - done_at > fit_timeout:
+                raise PipelineError(f'no model {fit_timeout:.0f} s after the excitation was '
+                                    f'done; see {out_dir / "logs" / "identifier_node.log"}')
+        log(_progress_line(monitor, plan_duration, t_start_sim, run_start, True))
+        # the recorder closes its bag by itself after `done` (on_done: stop); ask anyway
+        # in case it is still open, and wait for the bag to be finished
         response = monitor.call(monitor.stop_rec_client, 30.0, executor)
+        bag, quality = _closed_recording(out_dir / 'bags', procs, timeout=60.0)
         info = {'wall_seconds': time.monotonic() - wall_start,
                 'markers': len(monitor.markers),
-                'recording': response.message if response.success else None}
+                'recording': str(bag) if bag else (response.message if response.success
+                                                   else None),
+                'quality': quality}
+        if quality:
+            _say_loss(quality, log)
         return monitor.model_text, info
     except (KeyboardInterrupt, ExternalShutdownException):
         raise PipelineError('interrupted')

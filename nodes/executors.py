@@ -119,6 +119,16 @@ class StopRequest:
     def is_set(self):
         return self.event.is_set()
 
+    def ignore(self):
+        """Ignore both signals from now on: the process is about to exit.
+
+        Python's finalisation resets handlers it installed to the default action
+        (but leaves SIG_IGN alone); on a loaded machine the finalisation of a node
+        took over 5 s, and ``ros2 launch``'s SIGTERM then killed it (exit code -15).
+        """
+        for sig in self.SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
     def set(self):
         self.event.set()
 
@@ -214,7 +224,8 @@ def run_node(node_class, args=None, split=False, threads=2):
     (ConfigError, URDFError, a parameter of the wrong type or out of its range:
     one FATAL line naming the parameter, no traceback); 1 for an unexpected crash
     (FATAL line and traceback). A signal during start-up ends the node as soon as
-    it is built.
+    it is built. When it returns, SIGINT and SIGTERM stay ignored (see
+    :meth:`StopRequest.ignore`): call it as the last thing of a process.
     """
     stop = StopRequest().install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -263,4 +274,5 @@ def run_node(node_class, args=None, split=False, threads=2):
                     commands.destroy_node()
                 node.destroy_node()
         rclpy.try_shutdown()
+        stop.ignore()
     return code

@@ -38,7 +38,20 @@ def add_arguments(parser):
                              '%(default)s)')
 
 
+_LINE = {'open': False}
+
+
 def _say(text):
+    """Progress on stderr: a progress line (``... %``) updates in place on a terminal,
+    plain lines when piped (logs, CI)."""
+    progress = text.startswith('[identify]') and ' % ' in text
+    if progress and sys.stderr.isatty():
+        print('\r' + text + '\033[K', end='', file=sys.stderr, flush=True)
+        _LINE['open'] = True
+        return
+    if _LINE['open']:
+        print(file=sys.stderr)
+        _LINE['open'] = False
     print(text, file=sys.stderr, flush=True)
 
 
@@ -165,6 +178,7 @@ def run(args):
                   'current_noise', 'current_quantisation', 'gross_error_rate',
                   'gross_error_amplitude', 'encoder_noise', 'friction_coulomb',
                   'friction_viscous')},
+              'recording': {'bag': info.get('recording'), 'quality': info.get('quality')},
               'cases': {}}
     tables = []
     for name, payload in cases.items():
