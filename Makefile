@@ -1,6 +1,7 @@
 # Two-command setup: `make test` and `make demo` create .venv and install into it
 # on first use (requirements.txt pins + this package, editable), then run.
-# The install is redone only when requirements.txt, setup.py or setup.cfg change.
+# The install is redone only when requirements.txt, pyproject.toml, setup.py, setup.cfg
+# or package.xml change.
 
 PYTHON ?= python3
 VENV := .venv
@@ -51,7 +52,7 @@ $(VPY):
 # .venv/bin. Without it, an old pip with `wheel` installed falls back to
 # `setup.py develop`, which obeys setup.cfg's script_dir (lib/arm_dyn_id, for
 # ros2 run) and leaves arm-dyn-id off PATH.
-$(STAMP): requirements.txt setup.py setup.cfg package.xml | $(VPY)
+$(STAMP): requirements.txt pyproject.toml setup.py setup.cfg package.xml | $(VPY)
 	$(VPY) -m pip install -q -r requirements.txt
 	$(VPY) -m pip install -q --no-deps --use-pep517 -e .
 	@touch $@

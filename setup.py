@@ -1,11 +1,12 @@
 """Install script for arm_dyn_id (ament_python / colcon; pip reads pyproject.toml too).
 
 pyproject.toml holds the package metadata and the dependencies (PEP 621) for pip;
-this file supplies what it marks dynamic (the version, the license, the console
-scripts) and what setuptools keeps outside [project] (packages, data_files), so
-that ``colcon build``, which runs this file, and ``pip install``, which builds a
-wheel from both, install the same package. A field set in [project] must not be
-passed here as well (setuptools would ignore or refuse it).
+this file supplies what it marks dynamic (the version, the license, the Python
+versions, the console scripts) and what setuptools keeps outside [project]
+(packages, data_files), so that ``colcon build``, which runs this file, and
+``pip install``, which builds a wheel from both, install the same package. A
+field set in [project] must not be passed here as well (setuptools would ignore
+or refuse it; docs/install.md says which field lives where).
 
 The node code sits in the top-level ``nodes/`` folder and is imported as
 ``arm_dyn_id.nodes`` through the symlink ``arm_dyn_id/nodes -> ../nodes``. A
@@ -21,7 +22,8 @@ from setuptools import find_packages, setup
 
 package_name = 'arm_dyn_id'
 
-NODES = ('excitation_node', 'recorder_node', 'identifier_node', 'sim_arm_node')
+NODES = ('excitation_node', 'recorder_node', 'identifier_node', 'sim_arm_node',
+         'gravity_compensation_node')
 
 
 def files(pattern):
@@ -33,6 +35,7 @@ setup(
     # name, description, dependencies, extras: pyproject.toml [project]
     version='0.1.0',
     license='Apache-2.0',
+    python_requires='>=3.10',
     packages=find_packages(include=[package_name, package_name + '.*']),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
