@@ -258,3 +258,17 @@ def test_preparation_resamples_chooses_cutoff_and_refuses_gaps():
         resample(gap, q)
     with pytest.raises(DataError, match='Nyquist'):
         prepare(t, q, cutoff_hz=60.0)
+
+
+def test_fit_full_of_1khz_data_goes_through_the_fir_stage(robot):
+    rng = np.random.default_rng(21)
+    t, q, _, _, _, tau = smooth_record(robot, rng, rate=1000.0)
+    model, _ = fit_full(robot, t, q, tau, methods=('wls',),
+                        harmonic_hz=HARMONICS * OMEGA / (2 * np.pi))
+    prep = model.metadata['preparation']
+    assert prep['pre_decimate'] > 1 and prep['decimate'] >= 4 * prep['pre_decimate'], prep
+    _, qv, dqv, ddqv, clean, _ = smooth_record(robot, np.random.default_rng(22), rate=50.0,
+                                               noise=0.0)
+    rmse = np.sqrt(np.mean((model.torques(qv, dqv, ddqv) - clean) ** 2, axis=0))
+    assert np.all(rmse < 0.5 * NOISE), rmse
+    np.testing.assert_allclose(model.friction['coulomb'], COULOMB, atol=0.3)

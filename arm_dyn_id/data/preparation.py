@@ -44,6 +44,13 @@ Only q and τ are measured; the model also needs q̇ and q̈. The steps, in orde
    100x oversampled. Keeping every d-th sample with ``rate / d ≥ 10·cutoff``
    (the new Nyquist frequency at 5x the cut-off) aliases nothing the fit can
    see and divides the regressor's cost (one pinocchio call per sample) by d.
+   When d ≥ 8 (1 kHz data and a cut-off of a few Hz) the first factor d/4 is
+   taken before the Butterworth filters by a polyphase linear-phase FIR
+   (``resample_poly``: it computes only the samples it keeps), so the IIR filters
+   and differences run on 40+ samples per cut-off period instead of 400. The
+   friction columns are still formed at the full rate (from q̇ interpolated back
+   onto it, so their steps sit where q̇ changes sign) and go through the same FIR
+   as τ; the FIR's passband is flat far beyond the cut-off.
 
 For validation the model can be scored against the filtered torque (what the
 fit sees) or the resampled raw torque (measurement noise included):
@@ -65,6 +72,9 @@ MIN_CUTOFF_HZ = 0.5
 #: Decimate so that at least this many samples per cut-off period remain.
 SAMPLES_PER_CUTOFF = 10.0
 DEFAULT_ORDER = 4
+#: Long records: a first FIR stage keeps 1 sample in ``decimate // PRE_SPLIT``,
+#: so the Butterworth stage still sees at least 40 samples per cut-off period.
+PRE_SPLIT = 4
 
 
 @dataclass(frozen=True)
@@ -144,12 +154,15 @@ def resample(t, q, tau=None, rate=None, max_gap=None):
     ok = np.isfinite(t) & np.all(np.isfinite(q), axis=1)
     if tau is not None:
         ok &= np.all(np.isfinite(tau), axis=1)
-    order = np.argsort(t[ok], kind='stable')
-    ts, qs = t[ok][order], q[ok][order]
-    taus = None if tau is None else tau[ok][order]
-    keep = np.concatenate([[True], np.diff(ts) > 0])[:len(ts)]
-    ts, qs = ts[keep], qs[keep]
-    taus = None if taus is None else taus[keep]
+    if ok.all() and np.all(np.diff(t) > 0):
+        ts, qs, taus = t, q, tau         # the common case: no copies
+    else:
+        order = np.argsort(t[ok], kind='stable')
+        ts, qs = t[ok][order], q[ok][order]
+        taus = None if tau is None else tau[ok][order]
+        keep = np.concatenate([[True], np.diff(ts) > 0])[:len(ts)]
+        ts, qs = ts[keep], qs[keep]
+        taus = None if taus is None else taus[keep]
     dropped = int(len(t) - len(ts))
     if len(ts) < 16:
         raise DataError(f'{len(ts)} usable samples (of {len(t)}) are too few to prepare')
@@ -218,6 +231,12 @@ def choose_cutoff(q, rate, harmonic_hz=None):
 def default_decimation(rate, cutoff_hz):
     """Largest step keeping ``SAMPLES_PER_CUTOFF`` samples per cut-off period."""
     return max(1, int(np.floor(rate / (SAMPLES_PER_CUTOFF * cutoff_hz))))
+
+
+def _fir_decimate(x, factor):
+    """Every ``factor``-th sample after a linear-phase FIR low-pass at the new Nyquist
+    frequency (``scipy.signal.resample_poly``, delay compensated), along axis 0."""
+    return scipy.signal.resample_poly(x, 1, int(factor), axis=0, padtype='line')
 
 
 def lowpass(x, rate, cutoff_hz, order=DEFAULT_ORDER):
@@ -293,17 +312,41 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
     if len(tu) - 2 * n_edge < 16:
         raise DataError(f'the record ({len(tu) / fs:.3g} s) is too short for the filter '
                         f'edges (2 x {edge_s:.3g} s) at a {cutoff_hz:.3g} Hz cut-off')
+    tau_raw = tauu
+    pre = max(1, step // PRE_SPLIT)
+    if pre > 1:
+        # stage one for long, heavily oversampled records: a polyphase FIR low-pass
+        # that computes only every pre-th output (linear phase, delay removed), so
+        # the IIR filters below run on 1/pre of the samples
+        t_full = tu
+        tu, qu = tu[::pre], _fir_decimate(qu, pre)
+        if tauu is not None:
+            tau_raw, tauu = tauu[::pre], _fir_decimate(tauu, pre)
+        fs, step, n_edge = fs / pre, step // pre, -(-n_edge // pre)
     qf = lowpass(qu, fs, cutoff_hz, order)
     dq = np.gradient(qf, 1.0 / fs, axis=0)
     ddq = np.gradient(dq, 1.0 / fs, axis=0)
-    feats = None if features is None else features(dq)
+    feats = None
+    if features is not None:
+        if pre > 1:
+            # the friction columns at the full rate (their steps where q̇ changes
+            # sign, not on the coarse grid), then through the same FIR as τ
+            dq_full = np.column_stack([np.interp(t_full, tu, dq[:, j])
+                                       for j in range(dq.shape[1])])
+            full = features(dq_full)
+            feats = _fir_decimate(full.reshape(len(t_full), -1), pre).reshape(
+                (len(tu),) + full.shape[1:])
+        else:
+            feats = features(dq)
     if filter_torque:
         tauf = None if tauu is None else lowpass(tauu, fs, cutoff_hz, order)
         if feats is not None:
             shape = feats.shape
             feats = lowpass(feats.reshape(shape[0], -1), fs, cutoff_hz, order).reshape(shape)
     else:
-        tauf = tauu
+        tauf = tau_raw
+        if feats is not None and pre > 1:
+            feats = features(dq)
     keep = slice(n_edge, len(tu) - n_edge, step)
     regr = None
     if regressor is not None:
@@ -319,13 +362,14 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
         regr = regr[first:first + len(tu[keep])]
     info.update({'cutoff_hz': float(cutoff_hz), 'cutoff_source': source, 'order': int(order),
                  'filter': 'Butterworth, zero-phase (forward-backward)',
-                 'decimate': int(step), 'edge_s': float(n_edge / fs),
+                 'decimate': int(step * pre), 'pre_decimate': int(pre),
+                 'edge_s': float(n_edge / fs),
                  'n_raw': int(len(t_raw)), 'n_kept': int(len(tu[keep])),
                  'filter_torque': bool(filter_torque),
                  'filter_regressor': bool(regressor is not None and filter_torque)})
     return Prepared(t=tu[keep], q=qf[keep], dq=dq[keep], ddq=ddq[keep],
                     tau=None if tauf is None else tauf[keep],
-                    tau_raw=None if tauu is None else tauu[keep],
+                    tau_raw=None if tau_raw is None else tau_raw[keep],
                     features=None if feats is None else feats[keep], regressor=regr,
                     info=info)
 

@@ -122,10 +122,123 @@ def _sqrt_psd(A):
     return (V * np.sqrt(lam)) @ V.T
 
 
+class ConsistentProblem:
+    """The consistent fit's SDP, compiled once and solved for many data sets.
+
+    The data enter as cvxpy parameters (the square root of the scaled normal
+    matrix and the scaled right-hand side), so the held-out folds of one record
+    reuse one compiled problem: cvxpy's compilation costs more than Clarabel's
+    solve at this size.
+
+    Parameters
+    ----------
+    A_scale : ndarray, (r + f, r + f)
+        A normal matrix of the record (its diagonal scales the friction unknowns).
+    B, theta_nominal, n_bodies, friction_terms, fixed, nominal_weight,
+    min_mass_ratio, solver, armature
+        See :func:`solve_consistent`.
+    """
+
+    def __init__(self, A_scale, B, theta_nominal, n_bodies, friction_terms, fixed=None,
+                 nominal_weight=NOMINAL_WEIGHT, min_mass_ratio=MIN_MASS_RATIO,
+                 solver='CLARABEL', armature=0, count=1):
+        import cvxpy as cp
+        solver = str(solver).upper()
+        if solver not in SOLVERS:
+            raise ConfigError(f'consistent-fit solver {solver!r} must be one of {list(SOLVERS)}')
+        if not (np.isfinite(nominal_weight) and nominal_weight >= 0):
+            raise ConfigError(f'nominal_weight {nominal_weight} must be >= 0')
+        r, p = B.shape
+        f = len(friction_terms)
+        self.solver, self.B, self.nb = solver, B, n_bodies
+        self.nominal_weight, self.min_mass_ratio = float(nominal_weight), float(min_mass_ratio)
+        theta_nominal = np.asarray(theta_nominal, dtype=float)
+        self.theta_nominal = theta_nominal
+        self.fixed = np.zeros((n_bodies, 10)) if fixed is None else np.asarray(fixed, float)
+        self.s = parameter_scales(theta_nominal, n_bodies, p - 10 * n_bodies)
+        # friction scaled by the size of its columns in the data
+        diag = np.sqrt(np.clip(np.diag(A_scale)[r:] / max(int(count), 1), 1e-300, None))
+        self.sf = 1.0 / np.maximum(diag, 1e-12) if f else np.zeros(0)
+        T = np.zeros((r + f, p + f))
+        T[:r, :p] = B * self.s
+        T[r:, p:] = np.diag(self.sf)
+        self.T = T
+        self.R = cp.Parameter((p + f, p + f))
+        self.bs = cp.Parameter(p + f)
+        v = cp.Variable(p + f)
+        self.v, self.p, self.f = v, p, f
+        z, w = v[:p], v[p:]
+        z_nom = theta_nominal / self.s
+        objective = (cp.sum_squares(self.R @ v) - 2 * self.bs @ v
+                     + nominal_weight * cp.sum_squares(z - z_nom))
+        constraints = []
+        fixed = self.fixed
+        m_nom = theta_nominal[:10 * n_bodies].reshape(n_bodies, 10)[:, 0] - fixed[:, 0]
+        for k in range(n_bodies):
+            th = cp.multiply(self.s[10 * k:10 * k + 10], z[10 * k:10 * k + 10]) - fixed[k]
+            m, hx, hy, hz, ixx, ixy, iyy, ixz, iyz, izz = (th[i] for i in range(10))
+            half = 0.5 * (ixx + iyy + izz)
+            P = cp.Variable((4, 4), PSD=True)
+            constraints += [P[0, 0] == half - ixx, P[1, 1] == half - iyy,
+                            P[2, 2] == half - izz, P[0, 1] == -ixy, P[0, 2] == -ixz,
+                            P[1, 2] == -iyz, P[0, 3] == hx, P[1, 3] == hy, P[2, 3] == hz,
+                            P[3, 3] == m]
+            if m_nom[k] > 0:
+                constraints.append(m >= min_mass_ratio * m_nom[k])
+        if armature:
+            constraints.append(z[p - armature:] >= 0)
+        positive = [i for i, term in enumerate(friction_terms) if term in ('fc', 'fv', 'fs')]
+        if positive:
+            constraints.append(w[positive] >= 0)
+        self.problem = cp.Problem(cp.Minimize(objective), constraints)
+
+    def solve(self, A, b, count, c=0.0):
+        """Solve for the normal equations (A, b) of ``count`` samples x joints.
+
+        Returns
+        -------
+        ConsistentSolution
+
+        Raises
+        ------
+        RankDeficientError
+            If the solver finds no solution.
+        """
+        import cvxpy as cp
+        t0 = time.perf_counter()
+        norm = 1.0 / max(int(count), 1)
+        self.R.value = _sqrt_psd(norm * (self.T.T @ A @ self.T))
+        self.bs.value = norm * (self.T.T @ b)
+        try:
+            if self.solver == 'SCS':
+                self.problem.solve(solver=cp.SCS, eps=1e-7, max_iters=20000)
+            else:
+                self.problem.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError as exc:
+            raise RankDeficientError(f'the consistent fit ({self.solver}) failed: '
+                                     f'{exc}') from exc
+        v = self.v.value
+        if v is None or self.problem.status not in ('optimal', 'optimal_inaccurate'):
+            raise RankDeficientError(f'the consistent fit ({self.solver}) found no solution: '
+                                     f'status {self.problem.status}')
+        theta = self.s * np.asarray(v[:self.p])
+        phi = self.sf * np.asarray(v[self.p:]) if self.f else np.zeros(0)
+        eig = link_min_eigenvalues(theta, self.nb, self.fixed)
+        return ConsistentSolution(
+            theta=theta, phi=phi, x=np.concatenate([self.B @ theta, phi]), solver=self.solver,
+            status=self.problem.status, seconds=time.perf_counter() - t0,
+            min_eigenvalues=eig,
+            info={'nominal_weight': self.nominal_weight,
+                  'min_mass_ratio': self.min_mass_ratio,
+                  'objective': float(self.problem.value) + norm * float(c),
+                  'nominal_distance': float(np.sqrt(np.mean(
+                      ((theta - self.theta_nominal) / self.s) ** 2)))})
+
+
 def solve_consistent(A, b, count, B, theta_nominal, n_bodies, friction_terms, fixed=None,
                      nominal_weight=NOMINAL_WEIGHT, min_mass_ratio=MIN_MASS_RATIO,
                      solver='CLARABEL', armature=0, c=0.0):
-    """The consistent fit from weighted normal equations.
+    """The consistent fit from weighted normal equations (one data set).
 
     Parameters
     ----------
@@ -154,81 +267,21 @@ def solve_consistent(A, b, count, B, theta_nominal, n_bodies, friction_terms, fi
 
     Returns
     -------
-    ConsistentSolution
+    ConsistentSolution (``seconds`` includes building the problem)
 
     Raises
     ------
     RankDeficientError
         If the solver finds no solution (the message says what it returned).
     """
-    import cvxpy as cp
-    solver = str(solver).upper()
-    if solver not in SOLVERS:
-        raise ConfigError(f'consistent-fit solver {solver!r} must be one of {list(SOLVERS)}')
-    if not (np.isfinite(nominal_weight) and nominal_weight >= 0):
-        raise ConfigError(f'nominal_weight {nominal_weight} must be >= 0')
     t0 = time.perf_counter()
-    r, p = B.shape
-    f = len(friction_terms)
-    theta_nominal = np.asarray(theta_nominal, dtype=float)
-    fixed = np.zeros((n_bodies, 10)) if fixed is None else np.asarray(fixed, dtype=float)
-    s = parameter_scales(theta_nominal, n_bodies, p - 10 * n_bodies)
-    # friction scaled by the size of the data: sqrt of A's diagonal
-    diag = np.sqrt(np.clip(np.diag(A), 1e-300, None))
-    norm = 1.0 / max(int(count), 1)
-    # scaled unknowns: θ = s·z, φ = sf·w
-    sf = 1.0 / np.maximum(diag[r:] * np.sqrt(norm), 1e-12) if f else np.zeros(0)
-    T = np.zeros((r + f, p + f))
-    T[:r, :p] = B * s
-    T[r:, p:] = np.diag(sf)
-    As = norm * (T.T @ A @ T)
-    bs = norm * (T.T @ b)
-    R = _sqrt_psd(As)
-    v = cp.Variable(p + f)
-    z, w = v[:p], v[p:]
-    z_nom = theta_nominal / s
-    # data term ||R v||² - 2 bsᵀ v, written as a sum of squares for the conic solvers
-    objective = cp.sum_squares(R @ v) - 2 * bs @ v + nominal_weight * cp.sum_squares(z - z_nom)
-    constraints = []
-    nb = n_bodies
-    m_nom = theta_nominal[:10 * nb].reshape(nb, 10)[:, 0] - fixed[:, 0]
-    for k in range(nb):
-        th = cp.multiply(s[10 * k:10 * k + 10], z[10 * k:10 * k + 10]) - fixed[k]
-        m, hx, hy, hz, ixx, ixy, iyy, ixz, iyz, izz = (th[i] for i in range(10))
-        half = 0.5 * (ixx + iyy + izz)
-        P = cp.Variable((4, 4), PSD=True)
-        constraints += [P[0, 0] == half - ixx, P[1, 1] == half - iyy, P[2, 2] == half - izz,
-                        P[0, 1] == -ixy, P[0, 2] == -ixz, P[1, 2] == -iyz,
-                        P[0, 3] == hx, P[1, 3] == hy, P[2, 3] == hz, P[3, 3] == m]
-        if m_nom[k] > 0:
-            constraints.append(m >= min_mass_ratio * m_nom[k])
-    if armature:
-        constraints.append(z[p - armature:] >= 0)
-    positive = [i for i, term in enumerate(friction_terms) if term in ('fc', 'fv', 'fs')]
-    if positive:
-        constraints.append(w[positive] >= 0)
-    problem = cp.Problem(cp.Minimize(objective), constraints)
-    try:
-        if solver == 'SCS':
-            problem.solve(solver=cp.SCS, eps=1e-7, max_iters=20000)
-        else:
-            problem.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError as exc:
-        raise RankDeficientError(f'the consistent fit ({solver}) failed: {exc}') from exc
-    if v.value is None or problem.status not in ('optimal', 'optimal_inaccurate'):
-        raise RankDeficientError(f'the consistent fit ({solver}) found no solution: status '
-                                 f'{problem.status}')
-    theta = s * np.asarray(z.value)
-    phi = sf * np.asarray(w.value) if f else np.zeros(0)
-    eig = link_min_eigenvalues(theta, nb, fixed)
-    x = np.concatenate([B @ theta, phi])
-    return ConsistentSolution(
-        theta=theta, phi=phi, x=x, solver=solver, status=problem.status,
-        seconds=time.perf_counter() - t0, min_eigenvalues=eig,
-        info={'nominal_weight': float(nominal_weight), 'min_mass_ratio': float(min_mass_ratio),
-              'objective': float(problem.value) + norm * float(c),
-              'nominal_distance': float(np.sqrt(np.mean(((theta - theta_nominal) / s) ** 2)))})
+    problem = ConsistentProblem(A, B, theta_nominal, n_bodies, friction_terms, fixed=fixed,
+                                nominal_weight=nominal_weight, min_mass_ratio=min_mass_ratio,
+                                solver=solver, armature=armature, count=count)
+    sol = problem.solve(A, b, count, c)
+    return ConsistentSolution(**{**sol.__dict__, 'seconds': time.perf_counter() - t0})
 
 
-__all__ = ['ConsistentSolution', 'solve_consistent', 'pseudo_inertia', 'is_consistent',
-           'link_min_eigenvalues', 'parameter_scales', 'NOMINAL_WEIGHT', 'SOLVERS']
+__all__ = ['ConsistentSolution', 'ConsistentProblem', 'solve_consistent', 'pseudo_inertia',
+           'is_consistent', 'link_min_eigenvalues', 'parameter_scales', 'NOMINAL_WEIGHT',
+           'SOLVERS']

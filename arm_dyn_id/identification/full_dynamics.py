@@ -44,8 +44,9 @@ from arm_dyn_id.data.preparation import prepare
 from arm_dyn_id.errors import ConfigError, DataError
 from arm_dyn_id.identification import consistent as cons
 from arm_dyn_id.identification.estimators import (
-    ESTIMATORS, HOLDOUT_FOLDS, IdentificationResult, NormalEquations, _predict, _row_rss,
-    _weights, fit_best, identifiability, sample_moments, select, time_blocks)
+    ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS, IdentificationResult, NormalEquations,
+    _predict, _row_rss, _weights, fit_best, identifiability, sample_moments, select,
+    time_blocks)
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
                                        nominal_standard_parameters, rigid_base_parameters,
@@ -452,13 +453,18 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     parts = {g: sample_moments(W, target, w, finite & (groups == g))
              for g in range(int(holdout))}
     solutions = {}
+    total = NormalEquations.total(parts.values())
+    sdp = []          # compiled once, on first use, for every fold
 
     def fit_consistent(fold):
-        neq = NormalEquations.total(p for g, p in parts.items() if g != fold)
-        sol = cons.solve_consistent(neq.A, neq.b, neq.count * n, B, theta_nom,
-                                    robot.n_bodies, fterms, fixed=fixed,
-                                    nominal_weight=nominal_weight, solver=solver,
-                                    armature=n_arm, c=float(w @ neq.tau_sq))
+        neq = total if fold is None else NormalEquations.total(
+            p for g, p in parts.items() if g != fold)
+        if not sdp:
+            sdp.append(cons.ConsistentProblem(
+                total.A, B, theta_nom, robot.n_bodies, fterms, fixed=fixed,
+                nominal_weight=nominal_weight, solver=solver, armature=n_arm,
+                count=total.count * n))
+        sol = sdp[0].solve(neq.A, neq.b, neq.count * n, c=float(w @ neq.tau_sq))
         solutions[fold] = sol
         mask = finite & (groups != fold) if fold is not None else finite
         resid = target - _predict(W, sol.x)
@@ -486,6 +492,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         if key not in cache:
             if method == 'consistent':
                 cache[key] = fit_consistent(fold)
+            elif fold is not None and method in MOMENT_ESTIMATORS:
+                # the same estimate from the other blocks' moments: no pass over W
+                cache[key] = MOMENT_ESTIMATORS[method](NormalEquations.total(
+                    p for g, p in parts.items() if g != fold), names)
             else:
                 mask = None if fold is None else groups != fold
                 cache[key] = ESTIMATORS[method](W, target, names, noise=noise, mask=mask)
