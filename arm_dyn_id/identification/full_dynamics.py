@@ -41,7 +41,7 @@ import numpy as np
 import scipy.signal
 
 from arm_dyn_id.data.preparation import prepare
-from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 from arm_dyn_id.identification import consistent as cons
 from arm_dyn_id.identification.estimators import (
     ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS, IdentificationResult, NormalEquations,
@@ -515,7 +515,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     for g in range(int(holdout)):
         try:
             fold_result = fit(method, g)
-        except Exception:        # a fold that cannot be fitted is left out of the score
+        except (RankDeficientError, np.linalg.LinAlgError):   # left out of the score
             continue
         rows = groups == g
         held_pred[rows] = _predict(W[rows], fold_result.beta)
