@@ -139,7 +139,12 @@ def main():
                                   'approach_acceleration': 2.0, 'tracking_error_threshold': 0.3,
                                   'joint_state_timeout': 1.0}, env, name=f'excitation_{output}')
                 rows = []
-                for k in range(args.rounds):
+                k = -1
+                while len(rows) < args.rounds:
+                    k += 1
+                    if k >= 3 * args.rounds:
+                        raise SystemExit('too many interrupted rounds: '
+                                         + json.dumps(report.tables.get('interrupted')))
                     with lock:
                         n_markers = len(seen['markers'])
                     deadline = time.monotonic() + 60.0
@@ -151,8 +156,17 @@ def main():
                             raise SystemExit(f'~/start refused: {res.message}\n'
                                              + node_output(exc))
                         time.sleep(0.1)     # retry while the node has not heard the arm
-                    wait(lambda: any(m['phase'] == 'sweep' for m in seen['markers'][n_markers:]),
-                         60, 'a sweep')
+                    wait(lambda: any(m['phase'] in ('sweep', 'stopped')
+                                     for m in seen['markers'][n_markers:]), 60, 'a sweep')
+                    early = [m for m in seen['markers'][n_markers:] if m['phase'] == 'stopped']
+                    if early:
+                        # the node stopped by itself before the sweep (a loaded machine):
+                        # said, and the round is run again
+                        report.add('interrupted', {'output': output, 'round': k,
+                                                   'reason': early[0]['reason']})
+                        wait(lambda: time.time() > early[0].get('rest_time', 0) + 0.5, 30,
+                             'rest')
+                        continue
                     time.sleep(float(rng.uniform(0.2, 1.0)))   # somewhere inside the sweep
                     with lock:
                         n_msgs = len(seen['msgs'])

@@ -52,9 +52,9 @@ PARAMETERS = (
     Param('command_rate', 100.0, 'command stream and progress rate (Hz), > 0', read_only=True),
     Param('trajectory_point_period', 0.01, 'spacing of JointTrajectory points (s), > 0',
           read_only=True),
-    Param('lookahead', 0.25, 'plan time each JointTrajectory window carries before its stop '
-          'ramp (s), >= trajectory_point_period; a new window is sent when half is used',
-          read_only=True),
+    Param('lookahead', 0.25, 'plan each JointTrajectory window carries before its stop ramp, '
+          'in wall-clock time (s; times the simulator\'s speed-up under use_sim_time), >= '
+          'trajectory_point_period; a new window is sent when half is used', read_only=True),
     Param('stop_acceleration', 0.0, 'braking rate of a stop (rad/s²), capped at (and raised '
           'to, where a position limit needs it) the acceleration limits; <= 0: the limits',
           read_only=True),
@@ -163,6 +163,12 @@ class ExcitationNode(Node):
         self.tick_timer = self.create_timer(1.0 / rate, self._tick)          # node clock
         self.watchdog_timer = self.create_timer(0.02, self._watchdog, clock=self._steady)
         self.diag_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._steady)
+        # node-clock seconds per wall second (> 1 with a simulator faster than real time)
+        self.time_rate = 1.0
+        self._rate_probe = None
+        if self.get_parameter('use_sim_time').value:
+            self.rate_timer = self.create_timer(0.5, self._measure_time_rate,
+                                                clock=self._steady)
         self.get_logger().info(
             f'plan {self.plan.name!r} ({self.plan.kind}) ready: {self.plan.duration:.1f} s, '
             f'{len(self.plan.segments)} segments; output {self.output} on '
@@ -259,7 +265,8 @@ class ExcitationNode(Node):
         self.t0 = self._now() + p('start_delay')
         stop_acc = p('stop_acceleration')
         self.stream = PlanStream(run, self.t0, self.config, p('trajectory_point_period'),
-                                 p('lookahead'), stop_acc if stop_acc > 0 else None)
+                                 p('lookahead') * self.time_rate,
+                                 stop_acc if stop_acc > 0 else None)
         self.next_segment = 0
         self.last_command = (self.t0, np.array(self.q_meas))
         self.state = 'running'
@@ -311,7 +318,8 @@ class ExcitationNode(Node):
         try:
             window = self.stream.window(t_from)
         except ValueError as exc:
-            self.stop(f'commands late: {exc}; the arm brakes on the last window\'s ramp')
+            self.stop(f'commands late: {exc}; the arm brakes on the last window\'s ramp '
+                      '(a busy machine: raise the parameter lookahead)')
             return False
         problem = check_point(window.q, window.dq, window.ddq, self.config,
                               t=window.absolute_times)
@@ -371,6 +379,8 @@ class ExcitationNode(Node):
                 return
         elif t < run.duration:
             period = self._param('trajectory_point_period')
+            # lookahead is wall time: with a simulator at x4 a window carries 4x the plan
+            self.stream.lookahead = self._param('lookahead') * self.time_rate
             tail = self.stream.tail
             if now + period >= tail.t0 - 0.5 * self.stream.lookahead and tail.t0 < self.stream.end:
                 if not self._send_window(self.stream.grid_after(now + period)):
@@ -391,6 +401,16 @@ class ExcitationNode(Node):
                           'phase': 'done', 't': self.t0 + run.duration})
             self.get_logger().info(f'plan {self.plan.name!r} done')
             self._publish_diagnostics()
+
+    def _measure_time_rate(self):
+        """Node-clock seconds per steady second over the last 0.5 s (sim time only; never
+        below 1, at most 1000)."""
+        probe = (self._now(), time.monotonic())
+        if self._rate_probe is not None:
+            d_node, d_wall = probe[0] - self._rate_probe[0], probe[1] - self._rate_probe[1]
+            if d_wall > 0 and d_node > 0:
+                self.time_rate = float(np.clip(d_node / d_wall, 1.0, 1000.0))
+        self._rate_probe = probe
 
     def _watchdog(self):
         """Steady-clock check: joint states must keep arriving while running."""

@@ -187,7 +187,7 @@ def _start(ros_env, tmp_path, extra=None):
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
     params = {'config_file': str(cfg), 'plan_file': str(plan_path), 'output': 'commands',
               'command_rate': 100.0, 'approach_speed': 1.0, 'approach_acceleration': 4.0,
-              'joint_state_timeout': 0.3}
+              'joint_state_timeout': 1.0}
     params.update(extra or {})
     proc = start_node('arm_dyn_id.nodes.excitation_node', params, ros_env, name='excitation')
     proc.params, proc.config_path = params, cfg
@@ -211,8 +211,11 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
             _wait_until_ready(ros)
             res = ros.trigger('/excitation_node/start', timeout=20)
             assert res.success, res.message + node_output(proc)
-            ros.wait_for(lambda: 'done' in arm.phases(), plan.duration + 20,
-                         what='done marker')
+            try:
+                ros.wait_for(lambda: 'done' in arm.phases(), plan.duration + 20,
+                             what='done marker')
+            except TimeoutError:
+                raise AssertionError(f'no done marker: {arm.markers}\n{node_output(proc)}')
             phases = arm.phases()
             assert phases[0] == 'start' and phases[1] == 'approach'
             sweeps = [m for m in arm.markers if m['phase'] == 'sweep']
@@ -470,7 +473,10 @@ def test_sim_arm_one_joint_pass_then_watchdog(ros_env, tmp_path):
                                      lambda m: markers.append(json.loads(m.data)), qos)
 
         def start():
-            res = ros.trigger('/excitation_node/start', timeout=5)
+            try:
+                res = ros.trigger('/excitation_node/start', timeout=5)
+            except TimeoutError:
+                return None     # the node is still starting (a loaded machine)
             return res if res.success else None
         # the excitation node needs joint_states from the sim first
         res = ros.wait_for(lambda: start(), 60, poll=0.5, what='~/start accepted')
