@@ -10,7 +10,6 @@ Examples::
 Progress (percent and best objective) goes to stderr while the optimiser runs.
 """
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,11 +38,15 @@ def add_arguments(parser):
     parser.add_argument('--no-plot', action='store_true')
 
 
-def _progress(percent, best):
-    print(f'\rdesign: {percent:3d} %  best objective {best:.6g}', end='', file=sys.stderr,
-          flush=True)
-    if percent >= 100:
-        print(file=sys.stderr)
+def _progress_bar():
+    """``progress(percent, best)`` for the optimisers: a bar on a terminal, lines when piped."""
+    from arm_dyn_id.cli.common import Progress
+    bar = Progress().bar('design')
+
+    def report(percent, best):
+        bar(percent, 100, note=f'best objective {best:.6g}')
+    report.finish = bar.finish      # an optimiser that converged before its budget
+    return report
 
 
 def plot_plan(plan, path):
@@ -90,9 +93,10 @@ def run(args):
     robot = RobotModel.from_config(config)
     checker = ClearanceChecker.from_config(config)
     rng = np.random.default_rng(args.seed)
+    progress = _progress_bar()
     if args.kind == 'fourier':
         plan = design_fourier(robot, config, args.optimiser, args.budget, rng, quick=args.quick,
-                              checker=checker, progress=_progress)
+                              checker=checker, progress=progress)
         plan.info['min_clearance'] = plan_clearance(plan, checker)
     elif args.validation:
         plan = validation_plan(robot, config, seed=args.seed, speed=args.speed,
@@ -102,13 +106,14 @@ def run(args):
         if args.optimise:
             poses, report = design_poses(
                 robot, config, args.optimiser, args.budget, rng, args.criterion,
-                args.poses_per_joint, args.sweep_range, args.quick, checker, _progress)
+                args.poses_per_joint, args.sweep_range, args.quick, checker, progress)
         plan = reciprocating_plan(robot, config, poses=poses, speed=args.speed,
                                   sweep_range=args.sweep_range,
                                   poses_per_joint=args.poses_per_joint, quick=args.quick,
                                   checker=checker)
         if report:
             plan.info['optimiser'] = report
+    progress.finish()
     check_limits(plan, config)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from arm_dyn_id.data.mcap_records import joint_state_batches, raw_messages
 from arm_dyn_id.data.joint_states import (
     EMPTY_ARRAY, LENGTH_MISMATCH, MISSING_JOINTS, JointStateCheck, Rejection)
 from arm_dyn_id.data.motor import CurrentToTorque
-from arm_dyn_id.data.quality import stream_quality
+from arm_dyn_id.data.quality import delivered_fraction, stream_quality
 from arm_dyn_id.data.recovery import is_unfinished, recover_bag
 
 #: messages decoded per batch (bounds the memory of raw bytes held at once)
@@ -790,6 +790,7 @@ def concatenate_recordings(recordings, gap=30.0):
     total['max_gap_s'] = max(q.get('max_gap_s', 0.0) for q in loaded)
     total['rate_hz'] = float(np.average([q['rate_hz'] for q in loaded],
                                         weights=[max(q['accepted'], 1) for q in loaded]))
+    total['delivered_fraction'] = delivered_fraction(total)
     rejected = {}
     for q in loaded:
         for k, v in (q.get('rejected') or {}).items():

@@ -5,10 +5,15 @@ time and memory, and counts what makes data unfit for identification: gaps,
 dropped samples inferred from the stamp spacing, duplicates, stamps going
 backwards, non-finite values and rejected messages. :func:`stream_quality`
 counts a whole recorded stream by the same rules, vectorised, and says which
-samples are usable.
+samples are usable. :func:`loss_warning` is the one line every reader of a
+recording gives when less than :data:`MIN_DELIVERED` of the expected samples
+arrived.
 """
 
 import numpy as np
+
+#: share of the expected samples below which a recording is reported as lossy
+MIN_DELIVERED = 0.99
 
 
 class StreamQuality:
@@ -219,6 +224,68 @@ def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.00
         'last_stamp': last,
     }
     return (summary, usable) if return_usable else summary
+
+
+def delivered_fraction(summary):
+    """Share of the expected samples a stream delivered, from its counters.
+
+    ``(accepted + nonfinite) / (accepted + nonfinite + drops)``: the samples that
+    arrived with a new stamp over those the expected rate called for between the
+    first and the last stamp. Computed from the counters, so it holds for
+    summaries added together (several bags) as well.
+
+    Parameters
+    ----------
+    summary : dict
+        As :meth:`StreamQuality.summary` or :func:`stream_quality`.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 1.0 for an empty stream.
+    """
+    arrived = summary.get('accepted', 0) + summary.get('nonfinite', 0)
+    expected = arrived + summary.get('drops', 0)
+    return arrived / expected if expected else 1.0
+
+
+def rate_text(rate):
+    """A rate as people say it: ``1000``, ``100`` (for 99.95), ``2.5``."""
+    return f'{rate:.0f}' if rate >= 10 else f'{rate:.2g}'
+
+
+def loss_warning(summary, minimum=MIN_DELIVERED, what='the recording'):
+    """One line saying how much of a stream was lost, or None when little was.
+
+    Parameters
+    ----------
+    summary : dict
+        Stream counters (:func:`stream_quality`); ``expected_rate_hz`` is the
+        rate the stream should have had (the recorder's nominal rate, else the
+        median step's).
+    minimum : float
+        Delivered fraction below which the line is returned (default 0.99).
+    what : str
+        What the stream is, to start the line (``'bag my_bag/'``).
+
+    Returns
+    -------
+    str or None
+    """
+    fraction = delivered_fraction(summary)
+    if not fraction < minimum:
+        return None
+    rate = summary.get('expected_rate_hz') or 0.0
+    gaps = summary.get('gaps', 0)
+    duration = summary.get('duration_s') or 0.0
+    received = (summary.get('accepted', 0) + summary.get('nonfinite', 0)) / duration \
+        if duration > 0 else 0.0
+    drops = summary.get('drops', 0)
+    return (f'{what} holds only {100 * fraction:.1f} % of the samples expected at '
+            f'{rate_text(rate)} Hz ({rate_text(received)} samples/s; ~{drops} missing in '
+            f'{gaps} gap{"" if gaps == 1 else "s"}, the longest '
+            f'{summary.get("max_gap_s", 0.0):.3g} s): the recording did not keep up, and the '
+            'results rest on what arrived')
 
 
 def despike(values, threshold=8.0, min_scale=1e-9, max_fraction=0.005):
