@@ -38,6 +38,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from arm_dyn_id.config import ArmConfig, load_arm_config
 from arm_dyn_id.data.joint_states import Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
+from arm_dyn_id.model import load_model
+from arm_dyn_id.model.dynamics import DynamicsModel
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
@@ -56,20 +58,6 @@ ARM_FIELDS = ('joints', 'urdf', 'torque_constants', 'current_signs', 'gear_ratio
 RUNTIME = ('gravity_vector', 'payload_mass', 'payload_com', 'payload_frame',
            'friction_compensation', 'friction_breakaway_velocity', 'friction_coulomb',
            'friction_viscous')
-
-
-def load_model(path, urdf):
-    """A model file: the full-dynamics loader where it exists, else the gravity model."""
-    try:
-        from arm_dyn_id.model import load_model as loader
-    except ImportError:
-        return GravityModel.load(path, urdf=urdf)
-    return loader(path, urdf=urdf) if _takes_urdf(loader) else loader(path)
-
-
-def _takes_urdf(function):
-    import inspect
-    return 'urdf' in inspect.signature(function).parameters
 
 
 class GravityCompensationNode(Node):
@@ -119,8 +107,8 @@ class GravityCompensationNode(Node):
         elif p['model_file']:
             try:
                 model = load_model(p['model_file'], self.config.urdf)
-            except (ConfigError, DataError, URDFError, JointNameError, KeyError,
-                    TypeError) as exc:
+            except (ConfigError, DataError, URDFError, JointNameError, KeyError, TypeError,
+                    ValueError) as exc:
                 raise ConfigError(f'parameter model_file = {p["model_file"]!r}: {exc}') from exc
             self._use(model, f'model file {p["model_file"]}')
         elif p['model_topic']:
@@ -264,13 +252,15 @@ class GravityCompensationNode(Node):
     def _on_model(self, msg):
         try:
             doc = yaml.safe_load(msg.data)
-            model = GravityModel.from_dict(doc, urdf=self.config.urdf, source='model_topic')
+            kind = doc.get('dynamics', 'gravity') if isinstance(doc, dict) else None
+            cls = DynamicsModel if kind == 'full' else GravityModel
+            model = cls.from_dict(doc, urdf=self.config.urdf, source='model_topic')
             if sorted(model.joint_names) != sorted(self.config.joints):
                 raise DataError(f'model joints {list(model.joint_names)} differ from joints '
                                 f'{list(self.config.joints)}')
             self._use(model, 'model from ' + self.get_parameter('model_topic').value)
         except (ConfigError, DataError, URDFError, JointNameError, KeyError, TypeError,
-                yaml.YAMLError) as exc:
+                ValueError, AttributeError, yaml.YAMLError) as exc:
             self.get_logger().error(f'model on {self.get_parameter("model_topic").value} '
                                     f'refused: {exc}; keeping '
                                     f'{"the previous one" if self.compensator else "none"}')

@@ -297,3 +297,27 @@ def test_compensation_holds_a_torque_controlled_mujoco_arm_that_falls_without(ro
     held = run_pd(arm, hold, 1.0, kp, kd, lambda q, dq: comp.command_for(q, dq).torques)
     assert np.abs(sag.error[-1]).max() > 0.05
     assert np.abs(held.error).max() < 1e-6
+
+
+def test_full_dynamics_model_file_from_load_model(robot, poses, tmp_path):
+    """A DynamicsModel (rigid base with armature, friction apart) saved and read back with
+    arm_dyn_id.model.load_model: its G is served, its friction feeds the feed-forward."""
+    from arm_dyn_id.model import load_model
+    from arm_dyn_id.model.dynamics import (
+        DynamicsModel, nominal_standard_parameters, rigid_base_parameters)
+    base = rigid_base_parameters(robot, armature=True, n_samples=60)
+    theta = nominal_standard_parameters(robot, armature=True)
+    theta[-len(JOINTS):] = 0.02                      # rotor inertia: no effect on gravity
+    n = len(JOINTS)
+    model = DynamicsModel(robot.copy(), base, base.beta(theta),
+                          phi=np.ravel(np.column_stack([np.linspace(0.1, 0.6, n),
+                                                        np.linspace(0.01, 0.06, n)])))
+    loaded = load_model(model.save(tmp_path / 'full.yaml'))
+    assert type(loaded).__name__ == 'DynamicsModel'
+    gravity = GravityTorques.from_model(loaded)
+    np.testing.assert_allclose(_single(gravity, poses),
+                               [robot.gravity_torques(q) for q in poses], atol=1e-9)
+    fc, fv = model_friction(loaded)
+    np.testing.assert_allclose(fc, loaded.friction['coulomb'])
+    np.testing.assert_allclose(fv, loaded.friction['viscous'])
+    assert np.all(fc > 0.05) and np.all(fv > 0.005)

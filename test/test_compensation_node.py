@@ -22,12 +22,13 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa:
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 
 from arm_dyn_id.config import load_arm_config  # noqa: E402
 from arm_dyn_id.model.base_parameters import gravity_base_parameters  # noqa: E402
 from arm_dyn_id.model.gravity import GravityModel  # noqa: E402
 from arm_dyn_id.model.robot import Payload, RobotModel  # noqa: E402
+from arm_dyn_id.nodes.qos import LATCHED_QOS  # noqa: E402
 from arm_dyn_id.service.compensation import GravityTorques  # noqa: E402
 
 NODE = 'arm_dyn_id.nodes.gravity_compensation_node'
@@ -122,11 +123,20 @@ def test_commands_follow_the_model_switch_payload_and_gravity_and_go_to_zero(ros
     current = start_node(NODE, {'config_file': 'humanoid_arm.yaml', 'nominal_urdf': True,
                                 'output': 'current', 'controller': 'current_controller'},
                          ros_env, name='comp_current')
+    from_topic = start_node(NODE, {'config_file': 'humanoid_arm.yaml',
+                                   'model_topic': '/identifier_node/model',
+                                   'controller': 'topic_controller'}, ros_env, name='comp_topic')
     try:
         with RosHarness(ros_env.domain_id) as ros:
             effort = Listener(ros.node, 'effort_controller/commands')
             amps = Listener(ros.node, 'current_controller/commands')
             served = GravityTorques.from_model(model)
+            # the identifier's latched ~/model topic (YAML): a late subscriber still gets it
+            model_pub = ros.node.create_publisher(String, '/identifier_node/model', LATCHED_QOS)
+            model_pub.publish(String(data=model.to_yaml()))
+            via_topic = Listener(ros.node, 'topic_controller/commands')
+            ros.wait_for(_matches(via_topic, served, joints), TIMEOUT,
+                         what=f'commands from the topic model\n{node_output(from_topic)}')
             ros.wait_for(_matches(effort, served, joints), TIMEOUT,
                          what=f'commands equal to the model G(q)\n{node_output(comp)}')
             assert np.abs(effort.last()[0]).max() > 1.0       # a loaded pose, not zeros
@@ -163,10 +173,10 @@ def test_commands_follow_the_model_switch_payload_and_gravity_and_go_to_zero(ros
                          what='diagnostics saying stale')
             ros.wait_for(lambda: not np.any(amps.last()[0]), TIMEOUT, what='zero currents')
     finally:
-        codes = [stop(p) for p in (comp, current, sim)]
+        codes = [stop(p) for p in (comp, current, from_topic, sim)]
     log = node_output(comp)
     assert 'joint_states stale' in log and 'sending zeros' in log
-    assert codes == [0, 0, 0], log
+    assert codes == [0, 0, 0, 0], log
     assert 'Traceback' not in log
 
 

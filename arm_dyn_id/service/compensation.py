@@ -71,6 +71,7 @@ def _full_theta(model):
             values = np.asarray(friction.get(key, []), dtype=float)
             value = values[k] if values.shape == (robot.n_joints,) else np.nan
             nominal[f'{label}{k + 1}'] = value if np.isfinite(value) else 0.0
+        nominal[f'Ia{k + 1}'] = 0.0         # rotor inertia (armature): no gravity
     names = list(base.parameter_names)
     unknown = [n for n in names if n not in nominal]
     if unknown:
