@@ -378,12 +378,13 @@ class ExcitationNode(Node):
             if not self._command(now):
                 return
         elif t < run.duration:
-            period = self._param('trajectory_point_period')
             # lookahead is wall time: with a simulator at x4 a window carries 4x the plan
             self.stream.lookahead = self._param('lookahead') * self.time_rate
             tail = self.stream.tail
-            if now + period >= tail.t0 - 0.5 * self.stream.lookahead and tail.t0 < self.stream.end:
-                if not self._send_window(self.stream.grid_after(now + period)):
+            # the next window begins one tick ahead, so that it arrives before it begins
+            t_from = now + 1.0 / self._param('command_rate')
+            if t_from >= tail.t0 - 0.5 * self.stream.lookahead and tail.t0 < self.stream.end:
+                if not self._send_window(min(t_from, self.stream.end)):
                     return
         if self.q_meas is not None and self.js_node_time is not None:
             q_des = self.stream.plan_state(min(max(self.js_node_time, self.t0),

@@ -296,7 +296,10 @@ def test_arm_stops_following_brake_report_and_no_resume(ros_env, tmp_path, outpu
             _wait_until_ready(ros)
             res = ros.trigger('/excitation_node/start', timeout=20)
             assert res.success, res.message + node_output(proc)
-            ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
+            try:
+                ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
+            except TimeoutError:
+                raise AssertionError(f'no sweep: {arm.markers}\n{node_output(proc)}')
             arm.freeze()
             t_freeze = time.monotonic()
             stopped = ros.wait_for(lambda: _marker(arm, 'stopped'), 10, what='stopped marker')

@@ -145,10 +145,10 @@ def _follow(stream, cfg, sends, t_stop, hung, t_end, dt=0.001):
                 sends.clear()
             elif stopped is None:
                 tail = stream.tail
-                if tail is None or now + stream.point_period >= tail.t0 - stream.lookahead / 2:
+                if tail is None or now + 0.01 >= tail.t0 - stream.lookahead / 2:
                     if tail is not None and tail.t0 >= stream.end:
                         continue
-                    t_from = stream.grid_after(now + stream.point_period)
+                    t_from = min(now + 0.01, stream.end)     # one tick ahead, as the node
                     try:
                         windows.append(stream.window(t_from))
                     except ValueError:

@@ -19,13 +19,15 @@ start for ``lookahead`` seconds, then its own stop ramp to rest. A controller wi
 replace semantics (joint_trajectory_controller) follows the plan as long as new windows
 arrive, each replacing the last from its start; when they stop arriving (the node
 hung or died), the arm runs at most ``lookahead`` s of plan and then brakes to rest by
-itself. Points lie on a grid of ``point_period`` aligned with the plan's time, plus the
-plan's piece boundaries and the instants each joint comes to rest, so that consecutive
-windows share their points (no jump when one replaces the other) and cubic (Hermite)
-interpolation between points reproduces the stop ramp exactly (it is quadratic between
-them). Points carry positions and velocities; accelerations are given for checks only:
-a point cannot carry the acceleration step at the start of a ramp, and a quintic
-spline through it would overshoot the limit.
+itself. Points lie on a grid of ``point_period`` aligned with the plan's time (finer in
+fast pieces), plus the window's start, the plan's piece boundaries and the instants each
+joint comes to rest, so that consecutive windows share their points (a window that
+starts between two points of the last one differs from it there only by the cubic's
+interpolation error, nm) and cubic (Hermite) interpolation between points reproduces
+the stop ramp exactly (it is quadratic between them). Points carry positions and
+velocities; accelerations are given for checks only: a point cannot carry the
+acceleration step at the start of a ramp, and a quintic spline through it would
+overshoot the limit.
 """
 
 from dataclasses import dataclass
@@ -280,7 +282,7 @@ class PlanStream:
 
     # windows ------------------------------------------------------------------------
     def window(self, t_from):
-        """The window from ``t_from`` (s, a grid point, see :meth:`grid_after`).
+        """The window from ``t_from`` (s; any time, or a grid point: :meth:`grid_after`).
 
         Raises
         ------
