@@ -10,8 +10,9 @@ delay inside the sweep, call ``~/stop`` from this process and watch:
 - ``braking_from_ms``: when the commanded reference starts braking (the ``braking_from``
   time of the node's ``stopped`` marker; trajectory output: the stamp of the braking
   window) after the call was made;
-- ``first_braking_msg_ms``: when the first braking message (window or streamed command)
-  reached this process after the call;
+- ``first_braking_msg_ms``: when the first braking message reached this process after
+  the call (trajectory: the window stamped ``braking_from``; commands: the first
+  command received after the node decided);
 - ``commanded_rest_ms``: when the commanded reference is at rest (``rest_time``);
 - ``standstill_ms``: when the simulated arm's measured joint velocities (joint_states)
   first stay below ``--still`` rad/s on every joint for 50 ms;
@@ -194,7 +195,14 @@ def main():
                         return None
                     wait(lambda: still_since() is not None, 30, 'standstill')
                     with lock:
-                        braking_msgs = [t for t, _ in seen['msgs'][n_msgs:] if t >= t_call]
+                        if output == 'trajectory':      # the window stamped braking_from
+                            braking_msgs = [
+                                t for t, m in seen['msgs'][n_msgs:]
+                                if abs(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+                                       - stopped['braking_from']) < 1e-6]
+                        else:       # the first command sent after the node decided
+                            braking_msgs = [t for t, _ in seen['msgs'][n_msgs:]
+                                            if t >= stopped['t']]
                     row = {'output': output, 'round': k,
                            'decided_ms': round(1e3 * (stopped['t'] - t_call), 1),
                            'braking_from_ms': round(1e3 * (stopped['braking_from'] - t_call), 1),
