@@ -230,7 +230,8 @@ def choose_cutoff(q, rate, harmonic_hz=None):
 
 def default_decimation(rate, cutoff_hz):
     """Largest step keeping ``SAMPLES_PER_CUTOFF`` samples per cut-off period."""
-    return max(1, int(np.floor(rate / (SAMPLES_PER_CUTOFF * cutoff_hz))))
+    # (a rate from median stamp steps is 999.9999... Hz for 1 kHz)
+    return max(1, int(np.floor(rate / (SAMPLES_PER_CUTOFF * cutoff_hz) + 1e-6)))
 
 
 def _fir_decimate(x, factor):
