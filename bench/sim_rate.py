@@ -7,8 +7,10 @@ Three measurements, each on the shipped humanoid arm (6 joints, 1 ms steps):
    steps per second, i.e. the real-time factor the physics alone allows.
 2. ``wall``: ``sim_arm_node`` at its defaults (wall time, 1 kHz joint_states) pinned to
    one core for ``--seconds``: the achieved real-time factor from its diagnostics,
-   schedule restarts (a gap in the stamps each), late steps, and the joint_states
-   received here.
+   schedule restarts (a gap in the stamps each), late steps, the joint_states
+   received here, and the CPU time the node spent per simulated second (from
+   /proc), whose inverse is the real-time factor a core of its own would allow (less
+   sensitive to the other jobs than the achieved factor).
 3. ``recorder``: sim time as fast as possible (``real_time_factor 0``) feeding
    ``recorder_node`` for ``--seconds`` of wall time, without and with
    ``lockstep_topic: joint_torques``: the achieved real-time factor and the fraction of
@@ -65,6 +67,12 @@ def load():
     return round(os.getloadavg()[0], 2)
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process (s), from /proc/<pid>/stat."""
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def one_core():
     os.sched_setaffinity(0, {0})
 
@@ -109,12 +117,19 @@ def wall_mode(seconds):
             ros.wait_for(lambda: len(states) > 100, 60, what='joint_states')
             first = len(states)
             t0, v0 = time.monotonic(), _diagnostics_values(diags)
+            cpu0 = cpu_seconds(proc.pid)
             ros.wait_for(lambda: time.monotonic() - t0 >= seconds, seconds + 5)
             received = len(states) - first
+            cpu1 = cpu_seconds(proc.pid)
             v1 = _diagnostics_values(diags)
         stop(proc)
         output = node_output(proc)
+    # CPU the node spent per simulated second: what a core of its own would allow (one
+    # joint_states per 1 ms step; any missed here only makes the figure conservative)
+    cpu_per_sim_s = (cpu1 - cpu0) / max(received * 1e-3, 1e-9)
     return {'seconds': seconds, 'joint_states_received_per_s': received / seconds,
+            'cpu_s_per_simulated_s': round(cpu_per_sim_s, 3),
+            'real_time_factor_on_an_own_core': round(1.0 / cpu_per_sim_s, 2),
             'real_time_factor_achieved': float(v1.get('real_time_factor_achieved', 'nan')),
             'schedule_resyncs': int(v1.get('schedule_resyncs', 0))
             - int(v0.get('schedule_resyncs', 0)),

@@ -22,7 +22,9 @@ are destroyed and only then the context is shut down. Further signals while
 that runs are ignored; exit code 0.
 """
 
+import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -207,7 +209,29 @@ def parameter_error(exc):
             f'the parameter / config file')
 
 
-def run_node(node_class, args=None, split=False, threads=2):
+def exit_process(code):
+    """End the process now with ``code``, without Python's finalisation.
+
+    Called once the nodes are destroyed and the context shut down and destroyed (the
+    DDS participant is gone, logging finished, the bag closed). Tearing down the
+    interpreter's modules (NumPy, MuJoCo, pinocchio, rclpy) took about 85 % of a
+    node's exit time (0.45 of 0.5 s on a quiet machine); with four nodes ending
+    together on a loaded 2-core machine that passed ``ros2 launch``'s 5 s SIGINT
+    timeout. Threads still running (a fit in progress) end with the process. Under
+    coverage (COVERAGE_PROCESS_START set) the normal exit is kept so that its data is
+    saved.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    if os.environ.get('COVERAGE_PROCESS_START') or os.environ.get('COVERAGE_PROCESS_CONFIG'):
+        return code
+    os._exit(code)
+
+
+def run_node(node_class, args=None, split=False, threads=2, exit=True):
     """``main()`` of every node: init, spin, clean shutdown; returns the exit code.
 
     ``node_class()`` builds the node; its class attribute ``node_name`` names the
@@ -224,8 +248,10 @@ def run_node(node_class, args=None, split=False, threads=2):
     (ConfigError, URDFError, a parameter of the wrong type or out of its range:
     one FATAL line naming the parameter, no traceback); 1 for an unexpected crash
     (FATAL line and traceback). A signal during start-up ends the node as soon as
-    it is built. When it returns, SIGINT and SIGTERM stay ignored (see
-    :meth:`StopRequest.ignore`): call it as the last thing of a process.
+    it is built. With ``exit`` (the default) it ends the process with that code
+    (:func:`exit_process`, no interpreter finalisation); otherwise it returns the
+    code, and SIGINT and SIGTERM stay ignored (see :meth:`StopRequest.ignore`): call
+    it as the last thing of a process.
     """
     stop = StopRequest().install()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -275,4 +301,7 @@ def run_node(node_class, args=None, split=False, threads=2):
                 node.destroy_node()
         rclpy.try_shutdown()
         stop.ignore()
+    if exit:
+        rclpy.utilities.get_default_context().destroy()     # the DDS participant goes
+        return exit_process(code)
     return code
