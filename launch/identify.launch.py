@@ -6,7 +6,8 @@
 
 ``config`` is a path or the name of a file in the package's config/ folder; every
 node reads its own section of it (``excitation_node:``, ``recorder_node:``,
-``identifier_node:``) besides the shared ``/**`` keys. The arm's driver must publish
+``identifier_node:``) besides the shared ``/**`` keys. Every argument is typed
+(``--show-args`` lists them with their descriptions). The arm's driver must publish
 ``joint_states`` (motor current in ``effort``) and run a position controller named
 ``controller`` (``<controller>/joint_trajectory`` or ``<controller>/commands``).
 """
@@ -24,6 +25,10 @@ def generate_launch_description():
     common = {'config_file': config,
               'use_sim_time': ParameterValue(LaunchConfiguration('use_sim_time'),
                                              value_type=bool)}
+
+    def text(name):
+        # typed: a value that looks like a number (a plan file '2026') stays a string
+        return ParameterValue(LaunchConfiguration(name), value_type=str)
 
     def node(executable, extra=None):
         # the config file as a parameter file sets each node's own section; the
@@ -44,6 +49,7 @@ def generate_launch_description():
         DeclareLaunchArgument('controller', default_value='arm_controller',
                               description='position controller namespace of the arm'),
         DeclareLaunchArgument('output', default_value='trajectory',
+                              choices=['trajectory', 'commands'],
                               description='trajectory (JointTrajectory) or commands '
                                           '(streamed Float64MultiArray)'),
         DeclareLaunchArgument('plan_file', default_value='',
@@ -51,11 +57,15 @@ def generate_launch_description():
                                           'at start-up from the config'),
         DeclareLaunchArgument('output_dir', default_value='recordings',
                               description='where the recorder writes its bags'),
-        DeclareLaunchArgument('use_sim_time', default_value='false',
+        DeclareLaunchArgument('use_sim_time', default_value='false', choices=['true', 'false'],
                               description='true when the arm is simulated with /clock'),
-        node('excitation_node', {'controller': LaunchConfiguration('controller'),
-                                 'output': LaunchConfiguration('output'),
-                                 'plan_file': LaunchConfiguration('plan_file')}),
-        node('recorder_node', {'output_dir': LaunchConfiguration('output_dir')}),
+        DeclareLaunchArgument('on_done', default_value='stop',
+                              choices=['stop', 'rotate', 'continue'],
+                              description='recorder when the excitation reports done: stop '
+                                          '(close the bag), rotate (close it, open a new '
+                                          'one) or continue'),
+        node('excitation_node', {'controller': text('controller'), 'output': text('output'),
+                                 'plan_file': text('plan_file')}),
+        node('recorder_node', {'output_dir': text('output_dir'), 'on_done': text('on_done')}),
         node('identifier_node'),
     ])

@@ -41,6 +41,9 @@ def generate_launch_description():
     raw_currents = LaunchConfiguration('raw_currents')
     output_dir = LaunchConfiguration('output_dir')
     sim_time = {'use_sim_time': True}
+    # typed: a value that looks like a number stays a string
+    model_file = ParameterValue(model_file, value_type=str)
+    output_dir = ParameterValue(output_dir, value_type=str)
 
     return LaunchDescription([
         DeclareLaunchArgument(
@@ -52,10 +55,10 @@ def generate_launch_description():
             'model_file', default_value='identified_model.yaml',
             description='where the identifier writes the model (YAML)'),
         DeclareLaunchArgument(
-            'fit_on_done', default_value='true',
+            'fit_on_done', default_value='true', choices=['true', 'false'],
             description='fit when the excitation_segments "done" marker arrives'),
         DeclareLaunchArgument(
-            'raw_currents', default_value='false',
+            'raw_currents', default_value='false', choices=['true', 'false'],
             description='the bag holds only joint_states with currents: start the recorder '
                         'to publish joint_torques'),
         DeclareLaunchArgument(
