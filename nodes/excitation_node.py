@@ -85,8 +85,10 @@ def _stamp(seconds):
 
 
 def _duration(seconds):
-    sec = int(np.floor(seconds))
-    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)) % 1000000000)
+    """builtin_interfaces/Duration; rounded to the nanosecond as a whole, so that a time
+    just below a second (1.9999999999) does not come out as 1 s."""
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 def design_plan(config, kind='reciprocating', quick=False, optimise=False, budget=1000,

@@ -498,3 +498,24 @@ def test_sim_arm_one_joint_pass_then_watchdog(ros_env, tmp_path):
         ros.wait_for(lambda: any(m['phase'] == 'stopped' for m in markers[n:]), 5,
                      what='watchdog stop')
     assert stop(exc) == 0, node_output(exc)
+
+
+def test_durations_round_as_a_whole_and_window_times_stay_increasing():
+    """time_from_start just below a whole second must not drop to the second below (a
+    window 1.9, 1.0, 2.01 is rejected by any controller)."""
+    from arm_dyn_id.nodes.excitation_node import _duration
+    d = _duration(1.9999999999)
+    assert (d.sec, d.nanosec) == (2, 0)
+    d = _duration(2.4999999996)
+    assert (d.sec, d.nanosec) == (2, 500000000)
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.excitation.plans import reciprocating_plan
+    from arm_dyn_id.excitation.stopping import PlanStream
+    from arm_dyn_id.paths import resolve_data_file
+    cfg = load_arm_config(resolve_data_file('humanoid_arm.yaml', 'config'))
+    plan = reciprocating_plan(None, cfg, quick=True)
+    stream = PlanStream(plan, 1795470000.123456, cfg, 0.1, 2.0)
+    for k in range(200):
+        w = stream.window(stream.t0 + 0.0137 * k)
+        ns = [_duration(t).sec * 10 ** 9 + _duration(t).nanosec for t in w.times]
+        assert ns[0] == 0 and all(b > a for a, b in zip(ns, ns[1:])), w.times

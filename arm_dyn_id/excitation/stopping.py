@@ -36,8 +36,9 @@ import numpy as np
 
 from arm_dyn_id.errors import ConfigError
 
-#: knots closer than this (s) are merged
-_TIME_EPS = 1e-9
+#: knots closer than this (s) are merged: they must stay distinct after rounding to the
+#: nanosecond of a message and at the 2.4e-7 s resolution of node-clock times near 1.8e9 s
+_TIME_EPS = 1e-6
 #: points at least per ramp, move or period of the highest harmonic of a plan
 POINTS_PER_PIECE = 32
 
