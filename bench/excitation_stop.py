@@ -16,6 +16,10 @@ delay inside the sweep, call ``~/stop`` from this process and watch:
 - ``commanded_rest_ms``: when the commanded reference is at rest (``rest_time``);
 - ``standstill_ms``: when the simulated arm's measured joint velocities (joint_states)
   first stay below ``--still`` rad/s on every joint for 50 ms;
+- watchdog rounds: this process plays the arm and stops publishing ``joint_states``;
+  ``decided_after_timeout_ms`` / ``braking_from_after_timeout_ms`` count from the last
+  message plus ``joint_state_timeout`` (0.2 s) to the node's decision / the start of
+  braking (the steady-clock watchdog runs every 20 ms);
 - ``service_rtt_ms``: the round trip of the ``~/stop`` call itself (the baseline of the
   same run: a loaded machine slows everything, look at the ratios).
 
@@ -53,6 +57,66 @@ def make_plan(folder, speed):
     path = Path(folder) / 'plan.yaml'
     plan.to_yaml(path)
     return path, plan, cfg
+
+
+def watchdog_rows(args, rng, report, node, plan, plan_path, env, seen, lock, call, wait):
+    """The watchdog: this process plays the arm (joint_states at 200 Hz, standing at the
+    plan start; the tracking check is off) and falls silent mid-run. Latency counted from
+    the instant the last joint_states was sent plus ``joint_state_timeout``."""
+    from sensor_msgs.msg import JointState
+    timeout = 0.2
+    pub = node.create_publisher(JointState, 'joint_states', 10)
+    q = plan.start_position.tolist()
+    state = {'on': True, 'last': None, 'quit': False}
+
+    def publish():
+        while not state['quit']:
+            if state['on']:
+                pub.publish(JointState(name=list(plan.joints), position=q))
+                state['last'] = time.time()
+            time.sleep(0.005)   # paces joint_states at 200 Hz
+    thread = threading.Thread(target=publish, daemon=True)
+    thread.start()
+    exc = start_node('arm_dyn_id.nodes.excitation_node',
+                     {'config_file': 'humanoid_arm.yaml', 'plan_file': str(plan_path),
+                      'output': 'trajectory', 'joint_state_timeout': timeout,
+                      'tracking_error_threshold': 10.0}, env, name='excitation_watchdog')
+    rows = []
+    try:
+        for k in range(args.rounds):
+            with lock:
+                n_markers = len(seen['markers'])
+            state['on'] = True
+            deadline = time.monotonic() + 60.0
+            while not call('/excitation_node/start').success:
+                if time.monotonic() > deadline or exc.poll() is not None:
+                    raise SystemExit('watchdog: ~/start refused\n' + node_output(exc))
+                time.sleep(0.1)     # retry while the node has not heard the arm
+            time.sleep(float(rng.uniform(0.5, 1.5)))     # inside the approach
+            state['on'] = False
+            time.sleep(0.01)        # a publish under way lands before 'last' is read
+            t_cut = state['last'] + timeout
+            wait(lambda: any(m['phase'] == 'stopped' for m in seen['markers'][n_markers:]),
+                 10, 'the watchdog')
+            stopped = [m for m in seen['markers'][n_markers:] if m['phase'] == 'stopped'][0]
+            row = {'round': k, 'decided_after_timeout_ms': round(1e3 * (stopped['t'] - t_cut), 1),
+                   'braking_from_after_timeout_ms':
+                       round(1e3 * (stopped.get('braking_from', stopped['t']) - t_cut), 1),
+                   'reason': stopped['reason'][:40]}
+            rows.append(row)
+            report.add('watchdog', row)
+            wait(lambda: time.time() > stopped.get('rest_time', 0) + 0.3, 30, 'rest')
+    finally:
+        state['quit'] = True
+        thread.join(2.0)
+        code = stop(exc, timeout=20)
+    if code != 0:
+        raise SystemExit(f'excitation_node exit code {code}\n' + node_output(exc))
+    for key in ('decided_after_timeout_ms', 'braking_from_after_timeout_ms'):
+        values = np.array([r[key] for r in rows], float)
+        report.add('summary', {'output': 'trajectory (watchdog)', 'quantity': key,
+                               'median_ms': round(float(np.median(values)), 1),
+                               'max_ms': round(float(values.max()), 1)})
 
 
 def main():
@@ -224,6 +288,8 @@ def main():
                                     'median_ms': round(float(np.median(values)), 1),
                                     'max_ms': round(float(values.max()), 1)})
             stop(sim, timeout=20)
+            watchdog_rows(args, rng, report, node, plan, plan_path, env, seen, lock, call,
+                          wait)
         finally:
             spinner.stop()
             node.destroy_node()
