@@ -134,6 +134,7 @@ class IdentifierNode(Node):
         self._lock = threading.Lock()     # model / served / parameter updates
         self._fit_pending = None
         self._reload_pending = None
+        self._stopping = False
         self._seen_stat = None
         self._throttle = 5.0
 
@@ -483,18 +484,29 @@ class IdentifierNode(Node):
 
     def _render_report(self, folder):
         """``arm-dyn-id report <folder>`` in a child process at low priority: matplotlib
-        would hold this process's GIL for seconds, starving the 1 kHz callbacks."""
+        would hold this process's GIL for seconds, starving the 1 kHz callbacks. The child
+        has a session of its own and is not waited for at shutdown: a node stopped right
+        after a fit still leaves the report complete (a daemon thread reaps the child)."""
         command = [sys.executable, '-m', 'arm_dyn_id', 'report', str(folder)]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                                  preexec_fn=lambda: os.nice(10))
-        except (OSError, subprocess.SubprocessError) as exc:
-            done = None
-            why = str(exc)
-        if done is None or done.returncode != 0:
-            why = why if done is None else (done.stderr.strip().splitlines() or ['?'])[-1]
-            self._error('report failed')
-            self.get_logger().warning(f'report.html not rendered in {folder}: {why}')
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True,
+                                     preexec_fn=lambda: os.nice(10))
+        except OSError as exc:
+            self._report_failed(folder, str(exc))
+            return
+
+        def reap():
+            _, err = child.communicate()
+            if child.returncode != 0 and not self._stopping:
+                self._report_failed(folder, (err.strip().splitlines() or
+                                             [f'exit code {child.returncode}'])[-1])
+        threading.Thread(target=reap, daemon=True, name='report').start()
+
+    def _report_failed(self, folder, why):
+        self._error('report failed')
+        self.get_logger().warning(f'report.html not rendered in {folder}: {why}')
 
     def _fit(self, t, q, tau, markers):
         """The gravity fit: samples (N,), (N, n), (N, n) and markers in, a fit out.
@@ -954,6 +966,7 @@ class IdentifierNode(Node):
         self.diag_pub.publish(msg)
 
     def shutdown(self):
+        self._stopping = True
         self._worker.shutdown(wait=False, cancel_futures=True)
 
 

@@ -308,10 +308,22 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
                 'query: non_finite'} <= set(errors), errors
         assert stop(proc) == 0, node_output(proc)
 
-        # restart serving only that file: measure until the first good reply
+        # both fits were written under $ROS_HOME/arm_dyn_id/<robot>/<date-time>/, latest
+        # pointing at the second; the report is rendered after the reply
+        root = Path(ros_env['ROS_HOME']) / 'arm_dyn_id' / 'humanoid_arm'
+        folders = sorted(p for p in root.iterdir() if not p.is_symlink())
+        assert len(folders) == 2, list(root.iterdir())
+        assert (root / 'latest').resolve() == folders[-1].resolve()
+        for name in ('model.yaml', 'identified.urdf', 'validation.json'):
+            assert (root / 'latest' / name).is_file(), name
+        np.testing.assert_allclose(GravityModel.load(root / 'latest' / 'model.yaml').beta,
+                                   expected.model.beta, rtol=1e-6)
+
+        # restart serving only, with no model_file: it serves that latest fit; measure
+        # until the first good reply
         started = time.monotonic()
-        proc = start_identifier(ros_env, {'model_file': str(model_file), 'serve_only': True},
-                                name='serve')
+        proc = start_identifier(ros_env, {'config_file': str(write_config(tmp_path)),
+                                          'serve_only': True}, name='serve')
         got = None
         while got is None:
             assert time.monotonic() - started < 10.0, node_output(proc)
@@ -328,6 +340,9 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
                                    rtol=1e-6, atol=1e-9)
         res = h.trigger('fit')
         assert not res.success and 'serve_only' in res.message
+        # rendered by a child process of the first node (reports take a while)
+        h.wait_for(lambda: (folders[-1] / 'report.html').is_file(), 120.0,
+                   what='report.html of the second fit')
         assert stop(proc) == 0, node_output(proc)
 
 

@@ -71,6 +71,24 @@ def test_inverse_dynamics_answer_equals_the_model_in_any_joint_order(robot, arma
                                    atol=1e-10 * scale)
 
 
+@pytest.mark.parametrize('friction', [
+    FrictionModel(coulomb='tanh', smooth_velocity=0.02),
+    FrictionModel(coulomb='sign', offset=True, stribeck=True, stribeck_velocity=0.1),
+    FrictionModel(coulomb='tanh', smooth_velocity=0.005, offset=True, stribeck=True)])
+def test_every_friction_law_is_served_as_the_model_computes_it(robot, friction):
+    model = full_model(robot)
+    k = friction.per_joint
+    rng = np.random.default_rng(9)
+    model = DynamicsModel(robot, model.base, model.beta, friction,
+                          rng.uniform(0.01, 0.3, 6 * k) * np.tile([1, 1, -1, 1][:k], 6))
+    served = ServedDynamics(model)
+    assert served.fast._friction is not None        # the closed form, checked at load
+    for dq in np.concatenate([rng.uniform(-2, 2, (20, 6)), rng.uniform(-0.01, 0.01, (20, 6)),
+                              np.zeros((1, 6))]):
+        np.testing.assert_allclose(served.query(list(JOINTS), dq, dq, dq)[4],
+                                   model.friction_torques(dq), rtol=1e-12, atol=1e-14)
+
+
 def test_gravity_and_payload_of_a_full_model_as_the_model_computes_them(robot):
     model = full_model(robot, armature=True, seed=2)
     payload = Payload(mass=0.3, com=(0.0, 0.01, 0.05), frame='flange')

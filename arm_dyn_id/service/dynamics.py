@@ -112,6 +112,7 @@ class EquivalentDynamics:
             raise DataError('this model has no pinocchio equivalent (a body of zero mass '
                             'with a first moment): it is served only at its fit gravity '
                             'and without a payload')
+        self._friction = self._fast_friction(rng)
         self.robot = equivalent
         self._pm, self._pd = equivalent.model, equivalent.model.createData()
         self._v = equivalent._idx_v
@@ -181,8 +182,40 @@ class EquivalentDynamics:
 
     def friction(self, dq):
         """Friction torque τ_f(q̇) of the identified model (N·m), (n,)."""
+        if self._friction is not None:
+            return self._friction(np.asarray(dq, dtype=float))
         return np.asarray(self.model.friction_torques(np.asarray(dq, dtype=float)),
                           dtype=float)
+
+    def _fast_friction(self, rng, count=50):
+        """The model's per-joint friction law as one closed form over (n,) arrays (a few
+        µs instead of the generic feature stack); None unless it matches the model."""
+        model = self.model
+        try:
+            table = model.friction_table()
+            fm = model.friction_model
+        except AttributeError:
+            return None
+        n = self.n
+        zero = np.zeros(n)
+        fc, fv = table.get('coulomb', zero), table.get('viscous', zero)
+        fo, fs = table.get('offset', zero), table.get('stribeck', zero)
+        smooth = getattr(fm, 'coulomb', 'sign') == 'tanh'
+        inv_vs = 1.0 / float(getattr(fm, 'smooth_velocity', 1.0))
+        inv_vst = 1.0 / float(getattr(fm, 'stribeck_velocity', 1.0))
+        stribeck = bool(np.any(fs != 0))
+
+        def friction(v):
+            s = np.tanh(v * inv_vs) if smooth else np.sign(v)
+            out = fc * s + fv * v + fo
+            if stribeck:
+                out += fs * s * np.exp(-(v * inv_vst) ** 2)     # the same (smooth) sign
+            return out
+        v = np.concatenate([rng.uniform(-2.0, 2.0, (count, n)),
+                            rng.uniform(-0.02, 0.02, (count, n)), np.zeros((1, n))])
+        ref = np.asarray(model.friction_torques(v), dtype=float)
+        mine = np.array([friction(row) for row in v])
+        return friction if np.allclose(mine, ref, rtol=1e-12, atol=1e-12) else None
 
     def gravity_torques(self, q):
         """G(q) (N·m), (n,), at the served gravity and payload."""
@@ -308,17 +341,22 @@ class MomentumObserver:
             dt = None
         dq = self._velocity(t, q, dq, dt)
         p, beta = self.dynamics.momentum_terms(q, dq)
-        beta = beta - self.dynamics.friction(dq)        # Cᵀq̇ − G − τ_f
+        beta -= self.dynamics.friction(dq)              # Cᵀq̇ − G − τ_f
         if dt is None:
-            self.residual = np.zeros_like(q)
+            r = np.zeros_like(q)
         else:
             k = self.gains
             # r_k (1 + K dt) = r_{k-1} + K ((p_k - p_{k-1}) - (τ + Cᵀq̇ - G - τ_f) dt)
-            self.residual = (self.residual + k * ((p - self._p) - (tau + beta) * dt)) \
-                / (1.0 + k * dt)
+            beta += tau
+            beta *= dt
+            r = p - self._p
+            r -= beta
+            r *= k
+            r += self.residual
+            r /= 1.0 + k * dt
+        self.residual = r
         self._t, self._p, self._q = t, p, q
-        r = self.residual
-        contact = bool(self.thresholds is not None and np.any(np.abs(r) > self.thresholds))
+        contact = self.thresholds is not None and bool((np.abs(r) > self.thresholds).any())
         return tau - r, r, contact
 
 
