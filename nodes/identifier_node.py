@@ -98,7 +98,10 @@ class IdentifierNode(Node):
                                     p('payload_frame').value)
         self.dynamics_mode = p('dynamics').value
         robot_name = self.config.robot_name if self.config else ''
-        self.model_root = resolve_model_dir(p('model_dir').value, robot_name)
+        try:
+            self.model_root = resolve_model_dir(p('model_dir').value, robot_name)
+        except ConfigError as exc:
+            raise ConfigError(f'{NODE_NAME}: {exc}') from exc
         if self.serve_only and not self.model_file:
             self.model_file = str(latest_model_file(self.model_root))
         try:

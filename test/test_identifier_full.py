@@ -279,3 +279,17 @@ def test_live_full_fit_written_to_model_dir_served_and_payload(ros_env, tmp_path
         np.testing.assert_allclose(with_payload.total, mine.torques(q[500], dq[500], ddq[500]),
                                    rtol=1e-9, atol=1e-9)
     assert stop(proc) == 0, node_output(proc)
+
+
+@pytest.mark.parametrize('param, value, needle', [
+    ('model_dir', 'relative/models', "model_dir = 'relative/models' must be an absolute"),
+    ('dynamics', 'rigid', "dynamics = 'rigid'; choose from"),
+    ('contact_thresholds', [0.1, -1.0], 'contact_thresholds = [0.1, -1.0]'),
+])
+def test_bad_dynamics_parameters_end_the_node_with_one_line(ros_env, tmp_path, param, value,
+                                                            needle):
+    proc = start_node(NODE, {'config_file': str(CONFIG.source), param: value}, ros_env,
+                      name='identifier')
+    assert proc.wait(timeout=60) == 2, node_output(proc)
+    out = node_output(proc)
+    assert needle in out and 'Traceback' not in out, out
