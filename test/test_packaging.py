@@ -394,8 +394,9 @@ def test_wheel_in_a_fresh_venv_fits_a_bag_without_ros(tmp_path):
     _copy_source(src, dummies=False)
     wheel = _build_wheel(src, tmp_path / 'dist', env)
     python = _fresh_venv(tmp_path / 'venv', env)
-    _pip(python, 'install', '--only-binary=:all:', '-c', str(_constraints(tmp_path / 'c.txt')),
-         str(wheel), cwd=tmp_path, env=env)
+    # --no-compile: no .pyc for all of scipy, matplotlib, ... up front (pip's CPU 32 s -> 13 s)
+    _pip(python, 'install', '--no-compile', '--only-binary=:all:', '-c',
+         str(_constraints(tmp_path / 'c.txt')), str(wheel), cwd=tmp_path, env=env)
 
     venv = tmp_path / 'venv'
     probe = subprocess.run(
