@@ -52,6 +52,7 @@ from arm_dyn_id.sim.arm import SimArm, SimParams
 from arm_dyn_id.excitation.follow import JointTrajectoryFollower
 
 NODE_NAME = 'sim_arm_node'
+STATE_QUEUE_DEPTH = 1000
 
 #: SimParams keys that may change while running (the rest are read-only).
 _RUNTIME_KEYS = ('gravity', 'payload_mass', 'payload_com', 'payload_attached')
@@ -102,9 +103,9 @@ class SimArmNode(Node):
                   'header stamps say how far a consumer got (joint_torques of the recorder); '
                   'the arm waits when it is lockstep_window ahead. Empty: off',
                   read_only=True),
-            Param('lockstep_window', 0.05, 'largest lead over the lockstep_topic stamps (s of '
-                  'simulated time); below the joint_states queue depth (100 samples)',
-                  read_only=True, low=0.001, high=10.0),
+            Param('lockstep_window', 0.5, 'largest lead over the lockstep_topic stamps (s of '
+                  'simulated time); below the joint_states queue (1000 samples = 1 s at '
+                  '1 kHz)', read_only=True, low=0.001, high=0.9),
             Param('lockstep_timeout', 2.0, 'wall seconds without lockstep_topic messages '
                   'after which the arm stops waiting (the consumer is gone) and warns',
                   read_only=True, low=0.1, high=600.0)]
@@ -144,7 +145,9 @@ class SimArmNode(Node):
         self._vel = np.frombuffer(self._js.velocity, dtype=float)
         self._cur = np.frombuffer(self._js.effort, dtype=float)
         self._clock_msg = Clock()
-        state_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+        # 1 s of samples at 1 kHz: a consumer may lag up to that much before a sample is
+        # overwritten unread (the lockstep window stays below it)
+        state_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=STATE_QUEUE_DEPTH,
                                reliability=ReliabilityPolicy.RELIABLE)
         self.pub_states = self.create_publisher(JointState, 'joint_states', state_qos)
         self.pub_clock = self.create_publisher(Clock, '/clock', QoSProfile(depth=10)) \
