@@ -332,6 +332,12 @@ def _prepare(robot, base, friction, t, q, tau, **options):
     return prepared, np.concatenate([prepared.regressor, F], axis=2)
 
 
+def _reweighted(neq, w):
+    """The same moments with per-joint weights w (n,): A = Σ_j w_j A_j, b = Σ_j w_j b_j."""
+    return NormalEquations(np.einsum('j,jrs->rs', w, neq.A_joint), w @ neq.b_joint,
+                           neq.A_joint, neq.b_joint, neq.tau_sq, neq.count, w)
+
+
 def _check_record(robot, t, q, tau):
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
@@ -436,11 +442,18 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     names = tuple(base.names) + friction.names(robot.n_joints)
     r = base.count
     n = robot.n_joints
+    # one pass over W: unweighted moments per block of time and per joint; every
+    # weighted sum, fold and the first noise estimate come from them
+    groups = time_blocks(len(target), int(holdout))
+    finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2))
+    raw_parts = {g: sample_moments(W, target, np.ones(n), finite & (groups == g))
+                 for g in range(int(holdout))}
     if noise is None:
-        first = ESTIMATORS['wls'](W, target, names)
-        noise = np.maximum(first.residual_rms(), 1e-6 * np.max(np.abs(target)))
+        first = MOMENT_ESTIMATORS['wls'](NormalEquations.total(raw_parts.values()), names)
+        noise = np.maximum(first.noise_std, 1e-6 * np.nanmax(np.abs(target)))
     noise = np.asarray(noise, dtype=float)
     w = _weights(noise, n)
+    parts = {g: _reweighted(p, w) for g, p in raw_parts.items()}
 
     B = base_matrix(base)
     theta_nom = nominal_standard_parameters(robot, armature)
@@ -448,10 +461,6 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     fterms = [name.rstrip('0123456789') for name in friction.names(n)]
     n_arm = n if armature else 0
 
-    groups = time_blocks(len(target), int(holdout))
-    finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2))
-    parts = {g: sample_moments(W, target, w, finite & (groups == g))
-             for g in range(int(holdout))}
     solutions = {}
     total = NormalEquations.total(parts.values())
     sdp = []          # compiled once, on first use, for every fold
@@ -492,8 +501,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         if key not in cache:
             if method == 'consistent':
                 cache[key] = fit_consistent(fold)
-            elif fold is not None and method in MOMENT_ESTIMATORS:
-                # the same estimate from the other blocks' moments: no pass over W
+            elif method in MOMENT_ESTIMATORS:
+                # the same estimate from the blocks' moments: no pass over W
                 cache[key] = MOMENT_ESTIMATORS[method](NormalEquations.total(
                     p for g, p in parts.items() if g != fold), names)
             else:
@@ -503,6 +512,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
 
     def score(result, fold):
         if fold is None:
+            if result.residuals.shape[0] == 0:       # a fit from moments
+                return float(w @ result.noise_std ** 2) / n
             rr = result.residuals[result.inliers]
             return float(np.nanmean(w * rr ** 2))
         return float(w @ _row_rss(parts[fold], result.beta)), parts[fold].count * n
