@@ -39,6 +39,7 @@ COMMANDS = {
     'demo': ('arm_dyn_id.cli.demo', 'run the whole pipeline on a simulated arm'),
     'design': ('arm_dyn_id.cli.design', 'design excitation trajectories for an arm'),
     'fit': ('arm_dyn_id.cli.fit', 'fit the dynamic model to a recorded bag'),
+    'payload': ('arm_dyn_id.cli.payload', 'identify a payload with the arm model frozen'),
     'report': ('arm_dyn_id.cli.report', 'write a report of a fit (tables, plots)'),
     'validate': ('arm_dyn_id.cli.validate', 'check a fitted model on held-out data'),
 }

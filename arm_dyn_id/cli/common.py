@@ -572,16 +572,23 @@ def read_all(args, conversion, progress, bags):
     return concatenate_recordings(recs), seconds
 
 
-def parse_methods(text):
-    """``--methods`` -> tuple of estimator names, refusing unknown and empty ones."""
+def parse_methods(text, extra=()):
+    """``--methods`` -> tuple of estimator names, refusing unknown and empty ones.
+
+    Parameters
+    ----------
+    extra : sequence of str
+        Names accepted besides the estimators (``consistent`` for full dynamics).
+    """
     from arm_dyn_id.identification.estimators import ESTIMATORS
+    known = list(ESTIMATORS) + [e for e in extra if e not in ESTIMATORS]
     methods = tuple(m.strip() for m in (text or '').split(',') if m.strip())
     if not methods:
-        raise ConfigError(f'--methods {text!r} is empty: choose from {", ".join(ESTIMATORS)}')
+        raise ConfigError(f'--methods {text!r} is empty: choose from {", ".join(known)}')
     for m in methods:
-        if m not in ESTIMATORS:
+        if m not in known:
             raise ConfigError(f'--methods: unknown estimator {m!r}; choose from '
-                              f'{", ".join(ESTIMATORS)}')
+                              f'{", ".join(known)}')
     return methods
 
 

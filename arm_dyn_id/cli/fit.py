@@ -1,4 +1,4 @@
-"""Fit the gravity model to rosbag2 bags (MCAP or sqlite3, metadata version 8 or 9).
+"""Fit the gravity or the full dynamic model to rosbag2 bags (MCAP or sqlite3).
 
 A bag holds sensor_msgs/JointState with the motor current (or, with --effort
 torque, the joint torque) in effort, as plain `ros2 bag record /joint_states`
@@ -12,6 +12,17 @@ on them. A fit the data cannot support (constant or random effort, gravity
 torques far from the URDF's, held-out predictions that do not follow) is refused
 with exit code 3; --force writes it marked "rejected".
 
+--dynamics auto (default) chooses the model from the data and prints the choice
+and why in one line: a stated plan kind or recorded sweep markers decide, else
+the motion (slow, or one joint at a time: the gravity model G(q) from sweep
+pairs or quasi-static samples; rich motion of several joints at once, e.g. a
+Fourier excitation: the full dynamics M(q)q̈ + C(q,q̇)q̇ + G(q) + friction). When
+the gravity fit cannot use the recording, auto falls through to the full
+dynamics. --dynamics gravity or full asks for one. The full fit low-passes q and
+τ with a cut-off chosen from the data (or --cutoff) and scores its estimators
+(wls, irls, consistent) on contiguous time blocks each held out in turn
+(round(1 / --holdout) blocks).
+
 Writes DIR/model.yaml, DIR/identified.urdf, DIR/validation.json, DIR/fit_data.npz
 and DIR/report.html (unless --no-report).
 
@@ -20,6 +31,7 @@ examples:
   arm-dyn-id fit day1/ day2/ --urdf panda.urdf --effort torque --out fit/
   arm-dyn-id fit my_bag/ --config my_arm.yaml --out fit/
   arm-dyn-id fit recording_20250101T120000_000Z/ --urdf arm.urdf --out fit/ --holdout 0
+  arm-dyn-id fit fourier_bag/ --urdf arm.urdf --effort torque --dynamics full --out fit/
 """
 
 from pathlib import Path
@@ -29,9 +41,10 @@ import numpy as np
 from arm_dyn_id.cli.common import (Progress, add_data_arguments, arm_setup, check_out,
                                    check_same_robot, metrics_text, parse_methods, read_all,
                                    write_json)
-from arm_dyn_id.errors import ConfigError, DataError
 
-HELP = 'fit the gravity model to a rosbag2 bag (MCAP or sqlite3)'
+from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
+
+HELP = 'fit the gravity or full dynamic model to a rosbag2 bag (MCAP or sqlite3)'
 
 #: samples of the raw time series kept in fit_data.npz for the report's plots
 PLOT_SAMPLES = 10000
@@ -51,21 +64,32 @@ def add_arguments(parser):
                         'not fitted (default 0.2; 0 fits every pair, as the identifier node '
                         'does)')
     parser.add_argument('--seed', type=int, default=0, help='seed of the hold-out choice')
-    parser.add_argument('--methods', default='wls,joint_by_joint',
-                        help='estimators to run, comma separated (wls, joint_by_joint, '
-                        'threshold, irls, pso); the one best on held-out pairs is kept')
+    parser.add_argument('--dynamics', choices=('auto', 'gravity', 'full'), default='auto',
+                        help='the model to fit: gravity G(q), full dynamics (inertia, '
+                        'Coriolis, gravity, friction), or chosen from the data (default auto; '
+                        'the choice is printed)')
+    parser.add_argument('--methods',
+                        help='estimators to run, comma separated; the one best on held-out '
+                        'data is kept (gravity: wls, joint_by_joint, threshold, irls, pso; '
+                        'default wls,joint_by_joint; full: also consistent, default '
+                        'wls,irls,consistent)')
+    parser.add_argument('--cutoff', type=float, metavar='HZ',
+                        help='full dynamics: low-pass cut-off for q and τ (Hz; default chosen '
+                        'from the data and stated in the model file)')
     parser.add_argument('--gravity', type=float,
                         help='gravity magnitude (m/s²) the bag was recorded at (default: the '
                         'config\'s, else 9.81)')
     parser.add_argument('--no-report', action='store_true', help='do not write report.html')
 
 
-def fit_bag(args, progress):
+def fit_bag(args, progress, say=print):
     """Everything ``fit`` does except the report; returns the output paths.
 
     Checks the options and the output folder, resolves the arm from the options
-    and the bags, reads them, hands the recording to
-    :func:`arm_dyn_id.identification.pipeline.fit_gravity_recording`, judges the
+    and the bags, reads them, chooses the model (``--dynamics``, the choice told
+    to ``say`` in one line), hands the recording to
+    :func:`arm_dyn_id.identification.pipeline.fit_gravity_recording` or
+    :func:`~arm_dyn_id.identification.pipeline.fit_full_recording`, judges the
     result (:func:`arm_dyn_id.validation.plausibility.judge_fit`) and writes
     model.yaml, identified.urdf, validation.json and fit_data.npz.
 
@@ -75,25 +99,29 @@ def fit_bag(args, progress):
         The fit is implausible and ``--force`` was not given (nothing written).
     """
     from arm_dyn_id.data.bag_reader import read_stored_config
-    from arm_dyn_id.identification.pipeline import fit_gravity_recording
+    from arm_dyn_id.identification.pipeline import DynamicsChoice, choose_dynamics
     from arm_dyn_id.model.robot import RobotModel
-    from arm_dyn_id.validation.plausibility import judge_fit
     if not 0 <= args.holdout < 1:
         raise ConfigError(f'--holdout {args.holdout} must be in [0, 1)')
-    methods = parse_methods(args.methods)
+    cutoff = getattr(args, 'cutoff', None)
+    if cutoff is not None and not (np.isfinite(cutoff) and cutoff > 0):
+        raise ConfigError(f'--cutoff {cutoff:g} must be a positive frequency (Hz)')
+    dynamics = getattr(args, 'dynamics', 'auto')
+    if args.methods is not None:
+        parse_methods(args.methods, extra=('consistent',) if dynamics != 'gravity' else ())
     bags = [b.expanduser() for b in args.bags]
     out = check_out(args.out, bags)
     for bag in bags:
         if not bag.exists():
             raise DataError(f'bag {bag} does not exist')
     stored = [read_stored_config(bag) for bag in bags]
-    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    stored_doc = next((s for s in stored if s), None)
+    config, conversion = arm_setup(args, stored_doc)
     for bag, doc in zip(bags, stored):
         check_same_robot(bag, doc, config, force=args.force)
     urdf = config.urdf
     rec, read_s = read_all(args, conversion, progress, bags)
-    gravity = config.gravity
-    robot = RobotModel.from_urdf(urdf, joints=rec.joints, gravity=gravity,
+    robot = RobotModel.from_urdf(urdf, joints=rec.joints, gravity=config.gravity,
                                  gravity_direction=config.gravity_direction)
     if not np.allclose(config.gravity_direction, (0.0, 0.0, -1.0)):
         progress.phase(f'gravity {np.round(config.gravity_vector, 4).tolist()} m/s² in the '
@@ -101,6 +129,67 @@ def fit_bag(args, progress):
     # the config names the arm; without one, the name the recorder stored
     robot_name = None if args.config else next(
         (s.get('robot_name') for s in stored if s and s.get('robot_name')), None)
+    choice = choose_dynamics(rec.t, rec.q, rec.markers, stored_doc, dq=_measured_velocity(rec),
+                             mode=dynamics, joints=rec.joints)
+    say(f'dynamics: {choice.kind} ({choice.reason})')
+    context = dict(bags=bags, out=out, config=config, rec=rec, robot=robot, urdf=urdf,
+                   robot_name=robot_name, read_s=read_s, choice=choice)
+    if choice.kind == 'gravity':
+        try:
+            return _fit_gravity(args, progress, **context)
+        except (DataError, RankDeficientError) as exc:
+            if dynamics != 'auto':
+                raise
+            reason = ' '.join(str(exc).split())
+            reason = reason if len(reason) <= 160 else reason[:157] + '...'
+            choice = DynamicsChoice('full', f'the gravity fit cannot use this recording: '
+                                    f'{reason}', 'fallback', choice.motion)
+            context['choice'] = choice
+            say(f'dynamics: full ({choice.reason})')
+    return _fit_full(args, progress, **context)
+
+
+def _measured_velocity(rec):
+    """The recording's measured velocities when it has usable ones, else None."""
+    dq = getattr(rec, 'dq', None)
+    if dq is not None and np.shape(dq) == np.shape(rec.q) and np.all(np.isfinite(dq)) \
+            and np.any(dq != 0):
+        return dq
+    return None
+
+
+def _common_summary(args, bags, config, rec, urdf, read_s, seconds, choice, verdict, paths):
+    summary = {
+        'bag': str(bags[0]), 'bags': [str(b) for b in bags], 'states_topic': rec.states_topic,
+        'joints': list(rec.joints), 'joint_names_matched': dict(rec.name_map),
+        'notes': list(rec.notes), 'effort': args.effort,
+        'urdf': str(urdf), 'config': str(args.config) if args.config else None,
+        'gravity': config.gravity, 'gravity_vector': config.gravity_vector.tolist(),
+        'n_samples': rec.n_samples, 'duration_s': float(rec.t[-1] - rec.t[0]),
+        'quality': rec.quality['loaded'], 'recorded_quality': rec.quality.get('recorded'),
+        'dynamics': choice.to_dict(),
+        'plausibility': {'ok': verdict.ok, 'reason': verdict.reason, **verdict.checks},
+        'timings_s': {'read': read_s, 'fit': seconds},
+        'outputs': {k: str(v) for k, v in paths.items()},
+    }
+    if rec.quality.get('bags'):
+        summary['quality_per_bag'] = rec.quality['bags']
+    return summary
+
+
+def _save_model(model, out, verdict, progress):
+    if verdict.ok:
+        return {'model': model.save(out / 'model.yaml')}
+    progress.phase(f'warning: the fit is implausible ({verdict.reason}); written '
+                   'because of --force, marked rejected')
+    return {'model': _save_rejected(model, out / 'model.yaml', verdict.reason)}
+
+
+def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
+                 choice):
+    from arm_dyn_id.identification.pipeline import fit_gravity_recording
+    from arm_dyn_id.validation.plausibility import judge_fit
+    methods = parse_methods(args.methods or 'wls,joint_by_joint')
     fitted = fit_gravity_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
         seed=args.seed, segments=args.segments, robot_name=robot_name,
@@ -120,32 +209,15 @@ def fit_bag(args, progress):
         raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
                          'the model marked rejected)')
     out.mkdir(parents=True, exist_ok=True)
-    if verdict.ok:
-        paths = {'model': model.save(out / 'model.yaml')}
-    else:
-        progress.phase(f'warning: the fit is implausible ({verdict.reason}); written '
-                       'because of --force, marked rejected')
-        paths = {'model': _save_rejected(model, out / 'model.yaml', verdict.reason)}
+    paths = _save_model(model, out, verdict, progress)
     urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
     if urdf_note is None:
         paths['urdf'] = out / 'identified.urdf'
     else:
         progress.phase(f'identified URDF not written: {urdf_note}')
-    summary = {
-        'bag': str(bags[0]), 'bags': [str(b) for b in bags], 'states_topic': rec.states_topic,
-        'joints': list(rec.joints), 'joint_names_matched': dict(rec.name_map),
-        'notes': list(rec.notes), 'effort': args.effort,
-        'urdf': str(urdf), 'config': str(args.config) if args.config else None,
-        'gravity': gravity, 'gravity_vector': config.gravity_vector.tolist(),
-        'n_samples': rec.n_samples, 'duration_s': float(rec.t[-1] - rec.t[0]),
-        'quality': rec.quality['loaded'], 'recorded_quality': rec.quality.get('recorded'),
-        **fitted.summary(),
-        'plausibility': {'ok': verdict.ok, 'reason': verdict.reason, **verdict.checks},
-        'timings_s': {'read': read_s, 'fit': fitted.seconds},
-        'outputs': {k: str(v) for k, v in paths.items()},
-    }
-    if rec.quality.get('bags'):
-        summary['quality_per_bag'] = rec.quality['bags']
+    summary = dict(_common_summary(args, bags, config, rec, urdf, read_s, fitted.seconds,
+                                   choice, verdict, paths), **fitted.summary())
+    summary['dynamics'] = choice.to_dict()
     validation = dict(fitted.validation, fit_summary=summary)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
@@ -153,6 +225,70 @@ def fit_bag(args, progress):
     paths['data'] = _save_plot_data(out / 'fit_data.npz', rec, model, sweeps, held_starts,
                                     fitted.cases)
     return paths, validation
+
+
+def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
+              choice):
+    from arm_dyn_id.identification.pipeline import fit_full_recording
+    from arm_dyn_id.validation.plausibility import MIN_RHO, judge_fit
+    methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
+    fitted = fit_full_recording(
+        rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
+        seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), robot_name=robot_name,
+        provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
+                    'effort': args.effort},
+        phase=progress.phase)
+    model = fitted.model
+    fit = model.metadata.get('fit') or {}
+    progress.phase(f'fitted {len(model.parameter_names)} parameters ({model.base.count} '
+                   f'rigid-body base parameters and friction) with {fit.get("method")} in '
+                   f'{fitted.seconds:.1f} s (condition number '
+                   f'{fit.get("condition_number", float("nan")):.3g}; physically consistent: '
+                   f'{"yes" if model.consistent else "no"})')
+    rows = np.all(np.isfinite(fitted.nominal), axis=1)
+    verdict = judge_fit(fitted.prepared.tau[rows], fitted.predicted[rows],
+                        nominal=fitted.nominal[rows], noise=fitted.noise_std,
+                        joints=rec.joints, held_out=False, raw=rec.tau)
+    held = fitted.validation.get('held_out') or {}
+    if verdict.ok:
+        for joint in verdict.checks.get('judged_joints', []):
+            rho = (held.get(joint) or {}).get('rho')
+            if rho is not None and rho < MIN_RHO:
+                verdict = type(verdict)(False, f'on held-out time blocks the model does not '
+                                        f'follow {joint} (correlation rho = {rho:.2f} < '
+                                        f'{MIN_RHO})', verdict.checks)
+                break
+    if not verdict.ok and not args.force:
+        raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
+                         'the model marked rejected)')
+    out.mkdir(parents=True, exist_ok=True)
+    paths = _save_model(model, out, verdict, progress)
+    urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
+    if urdf_note is None:
+        paths['urdf'] = out / 'identified.urdf'
+    else:
+        progress.phase(f'identified URDF not written: {urdf_note}')
+    summary = dict(_common_summary(args, bags, config, rec, urdf, read_s, fitted.seconds,
+                                   choice, verdict, paths), **fitted.summary())
+    summary['dynamics'] = choice.to_dict()
+    validation = dict(fitted.validation, fit_summary=summary)
+    paths['validation'] = write_json(out / 'validation.json', validation)
+    paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)
+    return paths, validation
+
+
+def _save_full_plot_data(path, rec, fitted):
+    """The prepared samples, measured and predicted, for the report's plots."""
+    data = fitted.prepared
+    keep = slice(None, None, max(1, len(data.t) // PLOT_SAMPLES))
+    arrays = {'dynamics': np.array('full'), 't': data.t[keep], 'q': data.q[keep],
+              'tau': data.tau[keep], 'predicted': fitted.rigid[keep],
+              'predicted_friction': fitted.predicted[keep], 'sweeps': np.zeros((0, 5)),
+              'joints': np.array(rec.joints),
+              'training_q': data.q[keep], 'training_tau': data.tau[keep],
+              'training_predicted': fitted.predicted[keep]}
+    np.savez_compressed(path, **arrays)
+    return path
 
 
 def _save_rejected(model, path, reason):
@@ -213,7 +349,7 @@ def run(args):
     import sys
     progress = Progress(quiet=args.quiet)
     try:
-        paths, validation = fit_bag(args, progress)
+        paths, validation = fit_bag(args, progress, say=print)
     except FitRefused as exc:
         if getattr(args, 'debug', False):
             import traceback

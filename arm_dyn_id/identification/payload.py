@@ -37,6 +37,12 @@ from arm_dyn_id.model.robot import Payload
 from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers
 
 PAYLOAD_PARAMS = ('m', 'mx', 'my', 'mz')
+
+
+class NoPayloadError(DataError):
+    """The data shows no payload: the mass is not significantly above zero."""
+
+
 #: inertia about the payload frame's origin, pinocchio's order
 INERTIA_PARAMS = ('ixx', 'ixy', 'iyy', 'ixz', 'iyz', 'izz')
 #: Inertia is identified when the smallest singular value of the column-scaled,
@@ -183,8 +189,8 @@ def _finish(result, frame, note):
     mass, h = float(result.beta[0]), result.beta[1:4]
     sigma = result.std_errors
     if not mass > 3 * sigma[0]:
-        raise DataError(f'no payload detected at {frame!r}: estimated mass {mass:.4g} ± '
-                        f'{sigma[0]:.2g} kg')
+        raise NoPayloadError(f'no payload detected at {frame!r}: estimated mass {mass:.4g} ± '
+                             f'{sigma[0]:.2g} kg')
     com = h / mass
     # first-order propagation of c = h / m
     J = np.zeros((3, len(result.beta)))
@@ -385,7 +391,76 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
     return _point_mass_fit(P, extra, noise, frame, 'payload_wls', note)
 
 
-__all__ = ['INERTIA_PARAMS', 'MIN_INERTIA_EXCITATION', 'PAYLOAD_PARAMS', 'PayloadFit',
+def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='flange',
+                             inertia='auto', dq=None, say=None):
+    """A payload from any recording with it attached, the arm model frozen.
+
+    A full-dynamics model (``model.dynamics == 'full'``): the recording is
+    prepared with the model's own filter (cut-off, order), q̇ and q̈ from the
+    filtered q, and :func:`identify_payload_full` fits the payload against the
+    model's torques (inertia when the motion excites it). A gravity model:
+    forward/backward sweep pairs (recorded markers, else detected in q) are
+    averaged (:func:`identify_payload`), else the static holds and slow motion
+    are used (:func:`identify_payload_quasi_static`).
+
+    Parameters
+    ----------
+    model : GravityModel or DynamicsModel
+        Its robot's gravity must be that of the data.
+    t : ndarray, (N,)
+        s (any spacing for a full model).
+    q, tau : ndarray, (N, n)
+        rad, N·m.
+    markers : list of dict, optional
+        Recorded segment markers.
+    noise : array_like, (n,), optional
+        Torque noise σ per joint (N·m) for the weights.
+    frame : str
+    inertia : {'auto', True, False}
+        Full models only (see :func:`identify_payload_full`).
+    dq : ndarray, (N, n), optional
+        Measured velocities (rad/s), for the quasi-static selection.
+    say : callable, optional
+        ``say(text)`` hears which data is used.
+
+    Returns
+    -------
+    PayloadFit
+    """
+    say = say or (lambda text: None)
+    t = np.asarray(t, dtype=float)
+    q = np.asarray(q, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    if getattr(model, 'dynamics', 'gravity') == 'full':
+        from arm_dyn_id.data.preparation import prepare
+        prep = model.metadata.get('preparation') or {}
+        data = prepare(t, q, tau, cutoff_hz=prep.get('cutoff_hz'),
+                       order=int(prep.get('order', 4)))
+        say(f'full-dynamics model: {len(data.t)} samples filtered at '
+            f'{data.info.get("cutoff_hz", float("nan")):.3g} Hz (the model\'s filter)')
+        arm = model.torques(data.q, data.dq, data.ddq)
+        return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
+                                     noise=noise, frame=frame, inertia=inertia)
+    from arm_dyn_id.data.segmentation import detect_markers
+    from arm_dyn_id.identification.pipeline import clean_markers
+    from arm_dyn_id.identification.pairing import pair_sweeps
+    marks = clean_markers(markers)
+    source = 'recorded'
+    if not any(m['phase'] == 'sweep' and m.get('joint_index', -1) >= 0 for m in marks):
+        try:
+            marks, source = detect_markers(t, q, model.joint_names), 'detected'
+        except DataError:
+            marks = []
+    if marks and pair_sweeps(sweeps_from_markers(t, marks)):
+        say(f'gravity model: forward/backward sweep pairs ({source}) averaged')
+        return identify_payload(model, t, q, tau, marks, noise=noise, frame=frame)
+    say('gravity model: no sweep pairs, the static holds and slow motion are used')
+    return identify_payload_quasi_static(model, t, q, tau, noise=noise, frame=frame, dq=dq)
+
+
+__all__ = ['INERTIA_PARAMS', 'MIN_INERTIA_EXCITATION', 'NoPayloadError', 'PAYLOAD_PARAMS',
+           'PayloadFit',
            'identify_payload', 'identify_payload_full', 'identify_payload_quasi_static',
+           'identify_payload_samples',
            'inertia_excitation', 'payload_full_regressor', 'payload_regressor',
            'payload_transform']

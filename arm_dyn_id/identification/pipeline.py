@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arm_dyn_id.data.quality import despike
-from arm_dyn_id.data.segmentation import detect_markers
+from arm_dyn_id.data.segmentation import (QUASI_STATIC_ACCELERATION, QUASI_STATIC_SPEED,
+                                          detect_markers, filtered_derivatives)
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import HOLDOUT_FOLDS
 from arm_dyn_id.identification.gravity import (DEFAULT_METHODS, GravityFit, as_record,
@@ -678,6 +679,360 @@ def _fit_quasi_static(robot, t, q, tau, *, noise, holdout, seed, joints, robot_n
                               holdout=holdout, seed=seed, seconds=seconds, info=info)
 
 
+#: ``arm-dyn-id fit --dynamics``: chosen from the data, or asked for.
+DYNAMICS_MODES = ('auto', 'gravity', 'full')
+
+#: Rows at most looked at when judging how a recording moves (every k-th beyond).
+_MOTION_ROWS = 200_000
+
+
+@dataclass(frozen=True)
+class DynamicsChoice:
+    """Which model a recording supports, and why (:func:`choose_dynamics`).
+
+    Attributes
+    ----------
+    kind : {'gravity', 'full'}
+    reason : str
+        One line for people: what in the data decided.
+    source : str
+        ``'plan'`` (a stored plan kind), ``'markers'`` (recorded segment
+        markers), ``'motion'`` (the joint angles) or ``'asked'``.
+    motion : dict
+        :func:`~arm_dyn_id.identification.quasi_static.motion_profile` of the
+        recording plus ``acceleration_fraction`` (samples with some
+        |q̈| above the quasi-static bound); empty when not computed.
+    """
+
+    kind: str
+    reason: str
+    source: str
+    motion: dict = field(default_factory=dict)
+
+    def to_dict(self):
+        return {'kind': self.kind, 'reason': self.reason, 'source': self.source,
+                'motion': dict(self.motion)}
+
+
+def _stored_plan_kind(stored, markers):
+    """The excitation plan kind a bag states (stored config or markers), or None."""
+    for doc in [stored or {}] + [m for m in markers or () if isinstance(m, dict)]:
+        if not isinstance(doc, dict):
+            continue
+        for key in ('plan_kind', 'kind'):
+            value = doc.get(key)
+            if isinstance(value, str) and value in ('fourier', 'reciprocating'):
+                return value
+        nested = doc.get('excitation') or doc.get('plan')
+        if isinstance(nested, dict):
+            value = nested.get('plan_kind') or nested.get('kind')
+            if isinstance(value, str) and value in ('fourier', 'reciprocating'):
+                return value
+    return None
+
+
+def motion_statistics(t, q, dq=None):
+    """How a recording moves: :func:`quasi_static.motion_profile` and accelerations.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+        Increasing sample times (s).
+    q : ndarray, (N, n)
+        rad.
+    dq : ndarray, (N, n), optional
+        Measured velocities (rad/s); estimated from q when absent.
+
+    Returns
+    -------
+    dict
+        ``fast_fraction``, ``joints_moving``, ``peak_speed``, ``rich`` (see
+        :func:`~arm_dyn_id.identification.quasi_static.motion_profile`),
+        ``acceleration_fraction`` and ``peak_acceleration`` (rad/s², per joint).
+    """
+    from arm_dyn_id.identification.quasi_static import motion_profile
+    t = np.asarray(t, dtype=float)
+    q = np.asarray(q, dtype=float)
+    if len(t) < 8:
+        return {'fast_fraction': 0.0, 'joints_moving': 0.0, 'peak_speed': [],
+                'rich': False, 'acceleration_fraction': 0.0, 'peak_acceleration': []}
+    _, v, a = filtered_derivatives(t, q, 0.25, dq)
+    step = max(1, len(t) // _MOTION_ROWS)
+    v, a = v[::step], a[::step]
+    doc = motion_profile(v, QUASI_STATIC_SPEED)
+    accelerating = np.any(np.abs(a) > QUASI_STATIC_ACCELERATION, axis=1)
+    doc['acceleration_fraction'] = float(accelerating.mean())
+    doc['peak_acceleration'] = np.abs(a).max(axis=0).tolist()
+    return doc
+
+
+#: Fraction of samples with some |q̈| above the quasi-static bound beyond which rich
+#: motion is full dynamics even when constant-speed sweeps are detected in it.
+RICH_ACCELERATION = 0.5
+
+
+def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joints=None):
+    """Gravity or full dynamics for a recording (``arm-dyn-id fit --dynamics``).
+
+    In order: a plan kind the bag states (stored configuration or markers:
+    ``fourier`` -> full, ``reciprocating`` -> gravity); recorded segment markers
+    (sweeps of one joint at a time -> gravity, multi-joint sweeps with
+    ``joint_index`` -1, what a Fourier plan announces -> full); else the motion
+    itself: constant-speed forward/backward sweep pairs detected in q (given
+    ``joints``) -> gravity, unless the motion is rich and accelerates on more
+    than :data:`RICH_ACCELERATION` of the samples; *rich* motion (more than half
+    of the samples faster than the quasi-static speed with at least two joints
+    at once on average) -> full; slow or one-joint-at-a-time motion -> gravity.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+    q : ndarray, (N, n)
+        rad.
+    markers : list of dict, optional
+        Recorded ``excitation_segments`` markers.
+    stored : dict, optional
+        The configuration a recorder stored in the bag.
+    dq : ndarray, (N, n), optional
+        Measured velocities (rad/s).
+    mode : {'auto', 'gravity', 'full'}
+        Anything but ``'auto'`` is returned as asked (with the motion statistics).
+    joints : sequence of str, optional
+        Joint names; with them, sweeps are detected in q as the gravity path would.
+
+    Returns
+    -------
+    DynamicsChoice
+    """
+    if mode not in DYNAMICS_MODES:
+        raise ValueError(f'dynamics {mode!r}: choose from {DYNAMICS_MODES}')
+    motion = motion_statistics(t, q, dq)
+    if mode != 'auto':
+        return DynamicsChoice(mode, f'--dynamics {mode} asked', 'asked', motion)
+    kind = _stored_plan_kind(stored, markers)
+    if kind is not None:
+        chosen = 'full' if kind == 'fourier' else 'gravity'
+        return DynamicsChoice(chosen, f'the bag was recorded with a {kind} excitation plan',
+                              'plan', motion)
+    sweeps = [m for m in clean_markers(markers) if m['phase'] == 'sweep']
+    if sweeps:
+        single = [m for m in sweeps if int(m.get('joint_index', -1)) >= 0]
+        if single:
+            return DynamicsChoice('gravity', f'{len(single)} recorded sweep markers of one '
+                                  'joint at a time (reciprocating excitation)', 'markers', motion)
+        return DynamicsChoice('full', f'{len(sweeps)} recorded segment markers of motion of '
+                              'all joints at once (Fourier excitation)', 'markers', motion)
+    what = (f'{100 * motion["fast_fraction"]:.0f} % of the samples move faster than '
+            f'{QUASI_STATIC_SPEED:g} rad/s, {motion["joints_moving"]:.1f} joints at once on '
+            f'average, {100 * motion["acceleration_fraction"]:.0f} % accelerate')
+    accelerating = motion['rich'] and motion['acceleration_fraction'] > RICH_ACCELERATION
+    if joints is not None and not accelerating:
+        # constant-speed sweeps between fast moves also count as "rich" by speed alone:
+        # the sweeps decide (what the gravity path would detect)
+        try:
+            pairs = pair_sweeps(sweeps_from_markers(t, detect_markers(t, q, joints)))
+        except DataError:
+            pairs = []
+        if pairs:
+            return DynamicsChoice('gravity', f'{len(pairs)} constant-speed forward/backward '
+                                  f'sweep pairs of one joint at a time detected ({what})',
+                                  'motion', motion)
+    if motion['rich']:
+        return DynamicsChoice('full', f'rich motion: {what}', 'motion', motion)
+    return DynamicsChoice('gravity', f'slow or one-joint motion: {what}', 'motion', motion)
+
+
+def holdout_blocks(fraction):
+    """Time blocks of the full-dynamics validation for a hold-out ``fraction``.
+
+    Each of ``round(1 / fraction)`` contiguous blocks is held out in turn (at
+    least 2); a fraction of 0 keeps the default :data:`HOLDOUT_FOLDS` (the full
+    fit always chooses its estimator on held-out blocks).
+    """
+    if not 0 <= fraction < 1:
+        raise ValueError(f'holdout {fraction} must be in [0, 1)')
+    return HOLDOUT_FOLDS if fraction <= 0 else max(2, int(round(1.0 / fraction)))
+
+
+@dataclass(frozen=True)
+class FullPipelineFit:
+    """Outcome of :func:`fit_full_samples`: a validated full-dynamics model.
+
+    Attributes
+    ----------
+    model : DynamicsModel
+    validation : dict
+        ``{'held_out': {joint: metrics}, 'training': {joint: metrics}}``; held-out
+        metrics are out-of-fold predictions on contiguous time blocks.
+    prepared : Prepared
+        The recording as the model's filter prepares it (every sample kept).
+    predicted : ndarray, (M, n)
+        The model's torques at ``prepared`` (rigid body + friction, N·m).
+    rigid : ndarray, (M, n)
+        Their rigid-body part (N·m).
+    nominal : ndarray, (M, n)
+        The URDF's nominal rigid-body torques at ``prepared`` (N·m).
+    noise_std : ndarray, (n,)
+        Torque noise σ estimated from the raw τ (N·m).
+    blocks : int
+        Time blocks held out in turn.
+    seed : int
+    seconds : float
+    info : dict
+        ``gross_errors``.
+    """
+
+    model: object
+    validation: dict
+    prepared: object
+    predicted: np.ndarray
+    rigid: np.ndarray
+    nominal: np.ndarray
+    noise_std: np.ndarray
+    blocks: int
+    seed: int
+    seconds: float
+    info: dict = field(default_factory=dict)
+
+    def summary(self):
+        """What the fit used and found, as plain types (the CLI's ``fit_summary``)."""
+        model = self.model
+        meta = model.metadata
+        return {
+            'dynamics': 'full',
+            'segments': {'source': 'time_blocks', 'blocks': self.blocks},
+            'holdout': {'blocks': self.blocks, 'seed': self.seed,
+                        'note': f'the record is cut into {self.blocks} contiguous time blocks; '
+                        'held_out metrics predict each block with the fit that did not see '
+                        'it'},
+            'preparation': meta.get('preparation'),
+            'fit': meta.get('fit'),
+            'selection': meta.get('selection'),
+            'consistent': bool(model.consistent),
+            'base_parameters': {'names': list(model.base.names),
+                                'expressions': list(model.base.expressions()),
+                                'values': np.asarray(model.beta).tolist()},
+            'friction': {k: np.asarray(v).tolist() for k, v in model.friction_table().items()},
+            'parameter_names': list(model.parameter_names),
+            'std_errors': np.asarray(model.std_errors).tolist(),
+            'noise_std': self.noise_std.tolist(),
+            'gross_errors': {'replaced': dict(self.info.get('gross_errors', {})),
+                             'note': 'isolated single-sample spikes in the torques, replaced '
+                             'by the median of their neighbours before the fit'},
+        }
+
+
+def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEFAULT_HOLDOUT,
+                     seed=0, cutoff_hz=None, harmonic_hz=None, robot_name=None,
+                     provenance=None, phase=None):
+    """Fit and validate the full dynamics (rigid body + friction) of any rich recording.
+
+    The same steps for the CLI and the identifier node: isolated torque spikes
+    replaced (as in the gravity path), then
+    :func:`arm_dyn_id.identification.full_dynamics.fit_full` (preparation with a
+    stated cut-off, estimators chosen on held-out time blocks, validation), and
+    the prepared samples with the model's predictions for plots and the
+    plausibility check.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    t : ndarray, (N,)
+        s, any spacing.
+    q, tau : ndarray, (N, n)
+        rad, N·m (joint torque).
+    config : ArmConfig, optional
+        ``torque_noise`` and ``robot_name``.
+    methods : sequence of str, optional
+        Default :data:`~arm_dyn_id.identification.full_dynamics.FULL_METHODS`.
+    holdout : float
+        Hold-out fraction: ``round(1 / holdout)`` time blocks (:func:`holdout_blocks`).
+    cutoff_hz, harmonic_hz : float, optional
+        Low-pass cut-off, or the highest harmonic of a known Fourier plan.
+    phase : callable, optional
+        ``phase(text)`` hears the steps.
+
+    Returns
+    -------
+    FullPipelineFit
+    """
+    from arm_dyn_id.data.preparation import prepare
+    from arm_dyn_id.identification.full_dynamics import FULL_METHODS, fit_full
+    say = phase or (lambda text: None)
+    blocks = holdout_blocks(holdout)
+    t, q, tau = as_record(t, q, tau)
+    if len(t) and np.any(np.diff(t) < 0):
+        order = np.argsort(t, kind='stable')
+        t, q, tau = t[order], q[order], tau[order]
+    joints = list(robot.joint_names)
+    tau, flagged = despike(tau)
+    gross = {j: int(c) for j, c in zip(joints, flagged.sum(axis=0)) if c}
+    if gross:
+        say(f'{sum(gross.values())} isolated gross errors in the torques replaced by the '
+            f'median of their neighbours: {gross}')
+    methods = tuple(methods or FULL_METHODS)
+    say(f'fitting the full dynamics ({", ".join(methods)}) on {len(t)} samples, '
+        f'{blocks} time blocks held out in turn')
+    started = time.perf_counter()
+    model, validation = fit_full(robot, t, q, tau, config=config, methods=methods,
+                                 cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, holdout=blocks,
+                                 provenance=provenance, robot_name=robot_name, seed=seed)
+    seconds = time.perf_counter() - started
+    prep = model.metadata.get('preparation') or {}
+    say(f'filter: {prep.get("filter", "low-pass")} at {prep.get("cutoff_hz", float("nan")):.3g}'
+        f' Hz ({prep.get("cutoff_source", "given")})')
+    data = prepare(t, q, tau, cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
+                   decimate=1)
+    rigid = model.rigid_body_torques(data.q, data.dq, data.ddq)
+    predicted = rigid + model.friction_torques(data.dq)
+    nominal = _nominal_torques(robot, data.q, data.dq, data.ddq)
+    if robot_name is not None:
+        model.metadata['robot_name'] = robot_name
+    model.metadata['gross_errors'] = dict(gross)
+    return FullPipelineFit(model=model, validation=validation, prepared=data,
+                           predicted=predicted, rigid=rigid, nominal=nominal,
+                           noise_std=noise_estimate(tau), blocks=blocks, seed=seed,
+                           seconds=seconds, info={'gross_errors': gross})
+
+
+#: Samples at most for the nominal torques of the plausibility check (every k-th beyond).
+_NOMINAL_ROWS = 5000
+
+
+def _nominal_torques(robot, q, dq, ddq):
+    """The URDF's rigid-body torques (N·m) at the prepared samples (NaN rows between the
+    at most :data:`_NOMINAL_ROWS` evaluated)."""
+    out = np.full(q.shape, np.nan)
+    for i in range(0, len(q), max(1, len(q) // _NOMINAL_ROWS)):
+        out[i] = robot.inverse_dynamics(q[i], dq[i], ddq[i])
+    return out
+
+
+def fit_full_recording(recording, robot, config=None, **options):
+    """:func:`fit_full_samples` on a recording read from a bag.
+
+    Parameters
+    ----------
+    recording : Recording
+    robot : RobotModel
+        With the recording's joints, in its order.
+    config : ArmConfig, optional
+    **options
+        Keyword arguments of :func:`fit_full_samples`; ``provenance`` entries
+        are added to ``{data: recording.source, states_topic}``.
+
+    Returns
+    -------
+    FullPipelineFit
+    """
+    provenance = {'data': str(recording.source), 'states_topic': recording.states_topic}
+    provenance.update(options.pop('provenance', None) or {})
+    if config is not None and options.get('robot_name') is None:
+        options['robot_name'] = config.robot_name
+    return fit_full_samples(robot, recording.t, recording.q, recording.tau, config=config,
+                            provenance=provenance, **options)
+
+
 def fit_gravity_recording(recording, robot, config=None, **options):
     """:func:`fit_gravity` on a recording read from a bag.
 
@@ -716,6 +1071,8 @@ def fit_gravity_recording(recording, robot, config=None, **options):
                        provenance=provenance, **options)
 
 
-__all__ = ['DEFAULT_HOLDOUT', 'GravityPipelineFit', 'choose_markers', 'clean_markers',
+__all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'DynamicsChoice', 'FullPipelineFit',
+           'GravityPipelineFit', 'fit_full_recording', 'fit_full_samples', 'holdout_blocks',
+           'choose_dynamics', 'choose_markers', 'clean_markers', 'motion_statistics',
            'fit_gravity', 'fit_gravity_recording', 'metrics_dict', 'noise_estimate',
            'pair_metrics', 'split_pairs']

@@ -166,8 +166,8 @@ def plot_full_torque(data, path):
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[0].legend(loc='upper right', fontsize=7, ncol=3)
-    axes[0].set_title('Joint torque: measured and predicted by the full model (orange bands: '
-                      'held out, not fitted)', fontsize=10)
+    axes[0].set_title('Joint torque: measured (filtered like the fit) and predicted by the '
+                      'full model', fontsize=10)
     axes[-1].set_xlabel('time (s)')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -261,7 +261,9 @@ def plot_pairs(data, path):
 # html
 
 def _params_html(model):
-    b = model['base']
+    b = model.get('base')
+    if not isinstance(b, dict) or not b.get('names') or not b.get('values'):
+        return '<p class="note">The model file lists no base parameters.</p>'
     names, exprs = b['names'], b.get('expressions') or b['names']
     values, errs = b['values'], b.get('std_errors') or [None] * len(names)
     rows = []
@@ -305,6 +307,8 @@ def _segments_fact(summary):
     seg = summary.get('segments')
     if not isinstance(seg, dict):
         return None
+    if seg.get('source') == 'time_blocks':
+        return f'the whole record, filtered, in {seg.get("blocks")} contiguous time blocks'
     if seg.get('source') == 'quasi_static':
         return (f'{seg.get("holds", 0)} static holds and {seg.get("slow_bins", 0)} bins of slow '
                 'motion (quasi-static samples)')
@@ -317,6 +321,8 @@ def _holdout_fact(summary):
     hold = summary.get('holdout')
     if not isinstance(hold, dict):
         return None
+    if 'blocks' in hold:
+        return f'{hold["blocks"]} time blocks, each held out in turn; {hold.get("note", "")}'
     if 'held_out_pairs' in hold:
         what = f'{hold["held_out_pairs"]} pairs held out'
     elif 'held_out_samples' in hold:
@@ -386,17 +392,19 @@ def render_html(model, validation, images, title=None):
         parts.append('<h2>Other plots of the folder</h2>')
         parts.extend(f'<h3>{e(name)}</h3>{_img(images[name])}' for name in others)
     parts.append('<h2>Base parameters</h2>')
+    inertia = ', xx/xy/.../zz: inertia about the joint frame\'s origin' if full else ''
     parts.append('<p class="note">Each base parameter is the combination of link parameters '
-                 '(m: mass, mx/my/mz: first moments m·c in the joint frame) that the torques '
-                 'can identify; standard errors from the weighted covariance. Relative errors '
-                 'above 10 % are red.</p>')
+                 f'(m: mass, mx/my/mz: first moments m·c in the joint frame{inertia}) that '
+                 'the torques can identify; standard errors from the weighted covariance. '
+                 'Relative errors above 10 % are red.</p>')
     parts.append(_params_html(model))
     fr = model.get('friction') or {}
     if fr:
         joints = model.get('joints') or []
         rows = [[e(j), _fmt('{:.4g}', c), _fmt('{:.4g}', v)]
                 for j, c, v in zip(joints, fr.get('coulomb', []), fr.get('viscous', []))]
-        parts.append('<h3>Friction (half difference of the passes)</h3>')
+        parts.append('<h3>Friction (fitted with the rigid body)</h3>' if full else
+                     '<h3>Friction (half difference of the passes)</h3>')
         parts.append(_table(['joint', 'Coulomb (N·m)', 'viscous (N·m·s/rad)'], rows))
     parts.append('<h2>Conditioning and estimators</h2>')
     rows = [['condition number of the scaled base regressor',

@@ -1,0 +1,132 @@
+"""Identify a payload (mass, centre of mass, inertia) from a bag, the arm model frozen.
+
+MODEL is a model.yaml of `arm-dyn-id fit` of the arm WITHOUT the payload; BAG is
+a recording WITH it, read like `fit` reads bags. With a full-dynamics model any
+motion works: the bag is filtered with the model's own filter and the payload's
+parameters are fitted against the model's torques; its inertia (about its
+centre of mass) is identified when the motion excites it (wrist rotations), else
+the payload is taken as a point mass and the report says why. With a gravity
+model the forward/backward sweep pairs (recorded or detected) are averaged, or
+the static holds and slow motion are used: hold the payload still at a few poses
+for a second or two. Prints mass, centre of mass (and inertia) with their
+standard errors; --json writes them (`mass`, `mass_std_error`, `com`,
+`com_std_error`, `inertia`, `inertia_std_error`, ...). Data that shows no payload
+exits 3.
+
+examples:
+  arm-dyn-id payload fit/model.yaml with_gripper_bag/ --config my_arm.yaml --json payload.json
+  arm-dyn-id payload fit/model.yaml bag/ --urdf arm.urdf --effort torque --frame tool0
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+HELP = 'identify a payload (mass, centre of mass, inertia) with the arm model frozen'
+
+
+def add_arguments(parser):
+    from arm_dyn_id.cli.common import add_data_arguments
+    parser.add_argument('model', type=Path, help='model.yaml of the arm without the payload')
+    add_data_arguments(parser)
+    parser.add_argument('--frame', default='flange',
+                        help='URDF frame the payload is expressed in (default flange)')
+    parser.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
+                        help='full models: identify the inertia when the motion excites it '
+                        '(auto, default), always (yes: refused when not excited) or never')
+    parser.add_argument('--gravity', type=float,
+                        help='gravity magnitude (m/s²) the bag was recorded at (default: the '
+                        'model\'s)')
+    parser.add_argument('--json', type=Path, metavar='PATH',
+                        help='write mass, com, inertia and their standard errors as JSON')
+
+
+def run(args):
+    import sys
+    from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
+                                       check_same_robot, read, write_json)
+    from arm_dyn_id.data.bag_reader import read_stored_config
+    from arm_dyn_id.errors import DataError, JointNameError
+    from arm_dyn_id.identification.payload import NoPayloadError, identify_payload_samples
+    from arm_dyn_id.identification.pipeline import noise_estimate
+    from arm_dyn_id.model import load_model
+    progress = Progress(quiet=args.quiet)
+    magnitude, direction = check_gravity_options(args)
+    model = load_model(args.model.expanduser(), urdf=args.urdf)
+    bag = args.bag.expanduser()
+    if not bag.exists():
+        raise DataError(f'bag {bag} does not exist')
+    if model.metadata.get('rejected') and not args.force:
+        raise DataError(f'model {args.model} is marked rejected ({model.metadata["rejected"]}):'
+                        ' a payload against it means nothing (--force uses it anyway)')
+    if model.metadata.get('warnings') and not args.force:
+        raise DataError(f'model {args.model} is of another robot: {model.metadata["warnings"][0]}'
+                        ' (--force uses it anyway)')
+    stored = read_stored_config(bag)
+    if args.urdf is None:
+        args.urdf = model.robot.source and Path(model.robot.source)
+    if args.joints is None and args.config is None:
+        args.joints = ','.join(model.joint_names)
+    config, conversion = arm_setup(args, stored)
+    if tuple(config.joints) != tuple(model.joint_names):
+        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
+                             f'arm given has {list(config.joints)}')
+    check_same_robot(bag, stored, config, force=args.force)
+    rec, _ = read(args, conversion, progress, bag)
+    if tuple(rec.joints) != tuple(model.joint_names):
+        raise JointNameError(f'the model has joints {list(model.joint_names)}, the bag '
+                             f'{list(rec.joints)}: pass the --config of the arm the model was '
+                             'fitted for')
+    if direction is not None:
+        model.robot.set_gravity(magnitude, direction)
+        gravity = magnitude
+    else:
+        gravity = magnitude or model.fit_gravity
+        model.robot.set_gravity(gravity)
+    noise = _weights(noise_estimate(rec.tau), rec.tau)
+    inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
+    dq = rec.dq if getattr(rec, 'dq', None) is not None and np.any(rec.dq != 0) else None
+    try:
+        fit = identify_payload_samples(model, rec.t, rec.q, rec.tau, rec.markers, noise=noise,
+                                       frame=args.frame, inertia=inertia, dq=dq,
+                                       say=progress.phase)
+    except NoPayloadError as exc:
+        if getattr(args, 'debug', False):
+            import traceback
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f'arm-dyn-id payload: {exc}: is the payload attached, and the model of the arm '
+              'without it?', file=sys.stderr)
+        return 3
+    doc = fit.to_dict()
+    doc['fit_summary'] = {'model': str(args.model), 'dynamics': model.dynamics,
+                          'bag': str(bag), 'states_topic': rec.states_topic,
+                          'n_samples': rec.n_samples, 'gravity': gravity,
+                          'quality': rec.quality['loaded']}
+    print(payload_text(doc))
+    if args.json:
+        print(f'json: {write_json(args.json.expanduser(), doc)}')
+    return 0
+
+
+def _weights(sigma, tau):
+    """σ per joint for the weights: the estimate, floored for quantised or quiet joints."""
+    scale = np.nan_to_num(np.nanmax(np.abs(tau), axis=0), nan=1.0)
+    floor = np.maximum(1e-4 * scale, 1e-9)
+    return np.where(np.isfinite(sigma), np.maximum(sigma, floor), floor)
+
+
+def payload_text(doc):
+    """Mass, centre of mass and inertia with their standard errors, for people."""
+    lines = [f'payload at {doc["frame"]!r} ({doc["note"]})',
+             f'  mass     {doc["mass"]:.5g} ± {doc["mass_std_error"]:.2g} kg',
+             '  com      ' + ', '.join(f'{c:.5g} ± {e:.2g}' for c, e in
+                                       zip(doc['com'], doc['com_std_error'])) + ' m']
+    if doc.get('inertia') is not None:
+        inertia, err = np.asarray(doc['inertia']), np.asarray(doc['inertia_std_error'])
+        for k, label in enumerate(('inertia ', '', '')):
+            row = ', '.join(f'{v:.4g} ± {e:.2g}' for v, e in zip(inertia[k], err[k]))
+            unit = ' kg·m² (about the centre of mass)' if k == 0 else ''
+            lines.append(f'  {label:9s}{row}{unit}')
+    else:
+        lines.append('  inertia  not identified (point mass)')
+    return '\n'.join(lines)
