@@ -7,7 +7,10 @@
   phase with adaptive crossover/mutation probabilities, eqs. 14-15, improves the
   initial swarm; :func:`particle_swarm` continues from it);
 - :func:`differential_evolution`: ``scipy.optimize.differential_evolution``, stopped
-  at the same number of evaluations.
+  at the same number of evaluations;
+- :func:`genetic_algorithm`: a real-coded GA, plain or with seed 002's improvements
+  (small-interval initialisation, large mutation when the population has gathered,
+  elitism; seed 002 §2.3 and steps 1-13 of §3.1).
 
 ``hybrid_ga_pso`` and ``differential_evolution`` minimise over the unit box with the
 same interface and the same budget of objective evaluations, driven by a seeded
@@ -24,7 +27,7 @@ import numpy as np
 
 from arm_dyn_id.errors import ConfigError
 
-OPTIMISERS = ('hybrid', 'de')
+OPTIMISERS = ('hybrid', 'de', 'ga', 'improved_ga')
 
 
 @dataclass
@@ -303,10 +306,100 @@ def differential_evolution(fun, dim, budget, rng, population=30, progress=None):
                               f.history)
 
 
+def genetic_algorithm(fun, dim, budget, rng, population=40, pc=0.8, pm=0.02, sigma=0.1,
+                      improved=False, init_box=None, pm_large=0.3, alpha=0.9, progress=None):
+    """Real-coded genetic algorithm on the unit box, minimising; plain or improved as
+    in seed 002 §2.3 / §3.1.
+
+    Both: floating-point genes, roulette-wheel selection on the fitness ``1 / cost``
+    (step 7), arithmetic crossover of random pairs with probability ``pc`` (step 8),
+    Gaussian mutation of each gene with probability ``pm`` and standard deviation
+    ``sigma`` (box widths), generational replacement (step 11).
+
+    ``improved=True`` adds the paper's three changes:
+
+    1. small-interval initialisation: the first population is drawn inside
+       ``init_box`` (the "small intervals" the parameters are known to lie in);
+    2. large mutation: when the population has gathered, ``alpha · f_max < f_avg``
+       (step 9, ``f = 1 / cost`` the fitness), the offspring mutate with ``pm_large``
+       instead of ``pm``;
+    3. elitism: the best parent replaces the worst child when it is better than the
+       best child (step 10).
+
+    Parameters
+    ----------
+    fun : callable
+        x (dim,) in [0, 1] -> cost (the fitness function H of seed 002 §2.4).
+    dim, budget : int
+        Dimension; objective evaluations.
+    rng : numpy.random.Generator
+    population : int
+    pc, pm, pm_large : float
+        Crossover, mutation and large-mutation probabilities (p_c, p_m, p_max).
+    sigma : float
+        Mutation step, fraction of the box.
+    improved : bool
+    init_box : (ndarray (dim,), ndarray (dim,)), optional
+        Lower and upper corner of the initial population's box inside [0, 1]
+        (improved GA only; default the whole box).
+    alpha : float
+        Density factor of step 9, in (0, 1).
+    progress : callable, optional
+
+    Returns
+    -------
+    OptimisationResult
+        ``method`` is ``'improved_ga'`` or ``'ga'``; ``history`` (evaluations, best).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ConfigError(f'alpha {alpha} must lie in (0, 1)')
+    if population < 2:
+        raise ConfigError(f'population {population} must be at least 2')
+    start = time.perf_counter()
+    f = EvaluationCounter(fun, budget, progress)
+    if improved and init_box is not None:
+        lo = np.clip(np.broadcast_to(np.asarray(init_box[0], float), dim), 0.0, 1.0)
+        hi = np.clip(np.broadcast_to(np.asarray(init_box[1], float), dim), 0.0, 1.0)
+    else:
+        lo, hi = np.zeros(dim), np.ones(dim)
+    pop = lo + (hi - lo) * rng.uniform(size=(population, dim))
+    cost = np.array([f(x) for x in pop])
+    while f.nfev + population <= f.budget:
+        fit = 1.0 / np.maximum(cost, 1e-300)
+        prob = fit / fit.sum()
+        parents = pop[rng.choice(population, size=population, p=prob)]
+        children = parents.copy()
+        order = rng.permutation(population)
+        for i, j in zip(order[0::2], order[1::2]):
+            if rng.uniform() < pc:
+                lam = rng.uniform()
+                children[i] = lam * parents[i] + (1 - lam) * parents[j]
+                children[j] = lam * parents[j] + (1 - lam) * parents[i]
+        # step 9 compares the offspring's f_max and f_avg after crossover; their fitness
+        # is known only by evaluating them, so the current population's is used (the
+        # offspring are drawn from it) and no evaluation is spent on the test
+        p_m = pm_large if improved and alpha * fit.max() < fit.mean() else pm
+        mask = rng.uniform(size=children.shape) < p_m
+        children[mask] += rng.normal(0.0, sigma, size=int(mask.sum()))
+        children = np.clip(children, 0.0, 1.0)
+        child_cost = np.array([f(x) for x in children])
+        if improved:
+            best = int(np.argmin(cost))
+            if cost[best] < child_cost.min():                     # step 10: elitism
+                worst = int(np.argmax(child_cost))
+                children[worst], child_cost[worst] = pop[best], cost[best]
+        pop, cost = children, child_cost
+    return OptimisationResult(f.best_x, f.best, f.nfev, time.perf_counter() - start,
+                              'improved_ga' if improved else 'ga', f.history)
+
+
 def run_optimiser(name, fun, dim, budget, rng, progress=None, **kwargs):
-    """Run ``'hybrid'`` or ``'de'`` (see :data:`OPTIMISERS`)."""
+    """Run ``'hybrid'``, ``'de'``, ``'ga'`` or ``'improved_ga'`` (see :data:`OPTIMISERS`)."""
     if name == 'hybrid':
         return hybrid_ga_pso(fun, dim, budget, rng, progress=progress, **kwargs)
     if name == 'de':
         return differential_evolution(fun, dim, budget, rng, progress=progress, **kwargs)
+    if name in ('ga', 'improved_ga'):
+        return genetic_algorithm(fun, dim, budget, rng, improved=name == 'improved_ga',
+                                 progress=progress, **kwargs)
     raise ConfigError(f'optimiser {name!r} is unknown; choose one of {OPTIMISERS}')

@@ -77,8 +77,8 @@ def test_wrench_regressor_is_momentum_rate_minus_gravity(model):
 
 def test_com_equals_pinocchio(model):
     q, _, _ = _state(model, 3)
-    np.testing.assert_allclose(model.com(q[None])[0], pin.centerOfMass(model.model, model.data,
-                                                                      q), atol=1e-12)
+    expect = pin.centerOfMass(model.model, model.data, q)
+    np.testing.assert_allclose(model.com(q[None])[0], expect, atol=1e-12)
 
 
 def test_static_zmp_is_the_com_projection():
