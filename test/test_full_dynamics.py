@@ -272,3 +272,21 @@ def test_fit_full_of_1khz_data_goes_through_the_fir_stage(robot):
     rmse = np.sqrt(np.mean((model.torques(qv, dqv, ddqv) - clean) ** 2, axis=0))
     assert np.all(rmse < 0.5 * NOISE), rmse
     np.testing.assert_allclose(model.friction['coulomb'], COULOMB, atol=0.3)
+
+
+def test_armature_auto_finds_rotor_inertia_the_arm_has(robot):
+    rng = np.random.default_rng(31)
+    rotor = np.array([0.5, 0.5, 0.3, 0.1, 0.1, 0.05])       # kg·m², large like a UR's
+    a, b = fourier_coefficients(robot, rng)
+    t = np.arange(int(2 * np.pi / OMEGA * 100.0)) / 100.0
+    q, dq, ddq = fourier_series(t, OMEGA, a, b, np.zeros(robot.n_joints))
+    rigid = np.array([robot.inverse_dynamics(*s) for s in zip(q, dq, ddq)])
+    tau = rigid + rotor * ddq + COULOMB * np.tanh(dq / SMOOTH) + VISCOUS * dq
+    tau += 0.1 * rng.standard_normal(tau.shape)
+    model, _ = fit_full(robot, t, q, tau, methods=('wls',), armature='auto',
+                        harmonic_hz=HARMONICS * OMEGA / (2 * np.pi))
+    chosen = model.metadata['selection']['armature']
+    assert model.armature and chosen['chosen'] is True
+    assert chosen['scores']['true'] < chosen['scores']['false']
+    with pytest.raises(ConfigError, match='armature'):
+        fit_full(robot, t, q, tau, armature='sometimes')

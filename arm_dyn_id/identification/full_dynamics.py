@@ -385,8 +385,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     friction : FrictionModel, optional
         Default :data:`DEFAULT_FRICTION`: Coulomb with the smooth sign
         ``tanh(q̇ / 0.01 rad/s)`` + viscous.
-    armature : bool
-        Identify rotor inertias.
+    armature : bool or 'auto'
+        Identify rotor inertias; ``'auto'``: fit with and without, keep the one
+        with the lower mean held-out RMSE % (the record's own time blocks; the
+        scores are in ``metadata['selection']['armature']``).
     noise : array_like, (n,), optional
         Torque σ per joint (N·m); default the residual RMS of a first
         least-squares fit (two-step weighted least squares).
@@ -414,6 +416,26 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     RankDeficientError
         The data identifies no model with any estimator.
     """
+    if isinstance(armature, str):
+        if armature != 'auto':
+            raise ConfigError(f"armature {armature!r} must be true, false or 'auto'")
+        options = dict(config=config, methods=methods, cutoff_hz=cutoff_hz,
+                       harmonic_hz=harmonic_hz, holdout=holdout, friction=friction,
+                       noise=noise, decimate=decimate, order=order,
+                       filter_torque=filter_torque, nominal_weight=nominal_weight,
+                       solver=solver, validate_against=validate_against,
+                       provenance=provenance, robot_name=robot_name, seed=seed)
+        fits = {flag: fit_full(robot, t, q, tau, armature=flag, **options)
+                for flag in (False, True)}
+        scores = {flag: float(np.mean([m['rmse_percent'] for m in
+                                       v['held_out'].values()]))
+                  for flag, (_, v) in fits.items() if 'held_out' in v}
+        best = min(scores, key=scores.get) if scores else False
+        model, validation = fits[best]
+        model.metadata['selection']['armature'] = {
+            'chosen': bool(best), 'by': 'mean held-out RMSE % over the joints',
+            'scores': {str(k).lower(): v for k, v in scores.items()}}
+        return model, validation
     started = time.perf_counter()
     methods = tuple(methods)
     unknown = [m for m in methods if m not in ESTIMATORS and m != 'consistent']
