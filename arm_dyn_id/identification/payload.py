@@ -249,7 +249,7 @@ def inertia_excitation(P, noise=None):
 
 
 def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame='flange',
-                          inertia='auto'):
+                          inertia='auto', model_error=None):
     """Payload parameters from any motion, the arm's full dynamic model frozen.
 
     Parameters
@@ -267,6 +267,14 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
     frame : str
     inertia : {'auto', True, False}
         Fit the inertia: when the motion excites it (auto), always, or never.
+        With ``auto`` an inertia that is not physically valid (a negative
+        principal moment, or one larger than the sum of the other two) is
+        dropped for a point mass, and the note says so: the arm model's errors
+        are then larger than the inertia's effect.
+    model_error : array_like, (n,), optional
+        The frozen arm model's own torque error per joint (N·m, e.g. its held-out
+        RMSE): a payload whose torques stay below it on every joint is not
+        detected (:class:`NoPayloadError`), whatever its standard error says.
 
     Returns
     -------
@@ -293,16 +301,42 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
         raise DataError(f'the motion does not excite the payload\'s inertia (excitation '
                         f'{excitation:.2g} < {MIN_INERTIA_EXCITATION:g}): rotate the wrist '
                         'joints faster and about several axes')
-    if fit_inertia:
-        result = fit_wls(P, extra, PAYLOAD_PARAMS + INERTIA_PARAMS, noise=noise,
-                         method='payload_full_wls')
-        return _finish(result, frame, f'full dynamics, {len(q)} samples; inertia identified '
-                       f'(excitation {excitation:.2g})')
     why = ('not asked' if inertia is False else
            f'not excited by the motion (excitation {excitation:.2g} < '
            f'{MIN_INERTIA_EXCITATION:g})')
-    return _point_mass_fit(P, extra, noise, frame, 'payload_full_wls',
-                           f'full dynamics, {len(q)} samples; inertia {why}: a point mass')
+    if fit_inertia:
+        result = fit_wls(P, extra, PAYLOAD_PARAMS + INERTIA_PARAMS, noise=noise,
+                         method='payload_full_wls')
+        _detected(P, result.beta, model_error, frame, robot)
+        fit = _finish(result, frame, f'full dynamics, {len(q)} samples; inertia identified '
+                      f'(excitation {excitation:.2g})')
+        moments = np.linalg.eigvalsh(np.asarray(fit.payload.inertia))
+        valid = moments[0] >= 0 and moments[2] <= moments[0] + moments[1]
+        if valid or inertia is True:
+            return fit
+        why = (f'fitted but not physically valid (principal moments '
+               f'{", ".join(f"{m:.2g}" for m in moments)} kg·m²): the arm model\'s errors '
+               'exceed its effect')
+    result = fit_wls(P[..., :4], extra, PAYLOAD_PARAMS, noise=noise, method='payload_full_wls')
+    _detected(P[..., :4], result.beta, model_error, frame, robot)
+    return _finish(result, frame, f'full dynamics, {len(q)} samples; inertia {why}: a point '
+                   'mass')
+
+
+def _detected(P, beta, model_error, frame, robot):
+    """Refuse a payload whose torques stay below the arm model's own error on every joint."""
+    if model_error is None:
+        return
+    error = np.asarray(model_error, dtype=float)
+    torque = np.sqrt(np.mean((P @ beta) ** 2, axis=0))
+    ratio = torque / np.where(np.isfinite(error) & (error > 0), error, np.inf)
+    if not np.any(ratio >= 1.0):
+        j = int(np.argmax(ratio))
+        raise NoPayloadError(f'no payload detected at {frame!r}: the fitted payload '
+                             f'({beta[0]:.3g} kg) moves the torques by at most '
+                             f'{ratio[j]:.2g}x the arm model\'s own error '
+                             f'({robot.joint_names[j]}: {torque[j]:.3g} N·m against '
+                             f'{error[j]:.3g} N·m)')
 
 
 def identify_payload_quasi_static(model, t, q, tau, noise=None, frame='flange', dq=None):
@@ -439,8 +473,12 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
         say(f'full-dynamics model: {len(data.t)} samples filtered at '
             f'{data.info.get("cutoff_hz", float("nan")):.3g} Hz (the model\'s filter)')
         arm = model.torques(data.q, data.dq, data.ddq)
+        held = (model.metadata.get('validation') or {}).get('held_out') or {}
+        error = np.array([(held.get(j) or {}).get('rmse') or np.nan for j in model.joint_names],
+                         dtype=float)
         return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
-                                     noise=noise, frame=frame, inertia=inertia)
+                                     noise=noise, frame=frame, inertia=inertia,
+                                     model_error=error if np.any(np.isfinite(error)) else None)
     from arm_dyn_id.data.segmentation import detect_markers
     from arm_dyn_id.identification.pipeline import clean_markers
     from arm_dyn_id.identification.pairing import pair_sweeps
