@@ -494,15 +494,16 @@ def _edit_link(text, name, mass, com):
 def identified_urdf(model, nominal_urdf_path, **options):
     """URDF text with the identified, physically consistent link parameters.
 
-    Only the mass and the ``<inertial><origin xyz>`` of the moving links change;
-    their inertia about the CoM (and the inertial frame's rpy) are the URDF's.
+    Gravity model: only the mass and the ``<inertial><origin xyz>`` of the moving
+    links change; their inertia about the CoM (and the inertial frame's rpy) are
+    the URDF's. Full-dynamics model: whole inertias (:func:`identified_urdf_full`).
 
     Parameters
     ----------
-    model : GravityModel
+    model : GravityModel or DynamicsModel
     nominal_urdf_path : path-like
     **options
-        Passed to :func:`identified_parameters`.
+        Passed to :func:`identified_parameters` (gravity models).
 
     Returns
     -------
