@@ -54,8 +54,7 @@ from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
-from arm_dyn_id.identification.payload import (
-    identify_payload, identify_payload_full, identify_payload_quasi_static)
+from arm_dyn_id.identification.payload import identify_payload_samples
 from arm_dyn_id.identification.pipeline import choose_dynamics, fit_gravity
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
@@ -846,9 +845,9 @@ class IdentifierNode(Node):
     def identify_payload(self):
         """Payload from the last ``payload_window`` s of samples, arm model frozen.
 
-        identification.payload.identify_payload on the served model (gravity, or the
-        gravity part of a full model) at ``payload_frame``; forward/backward
-        passes averaged when the window holds sweep markers. (success, message):
+        identification.payload.identify_payload_samples on the served model at
+        ``payload_frame`` (a full model: any motion, filtered like its fit; a gravity
+        model: sweep pairs, else holds and slow motion). (success, message):
         the message is JSON ``{mass, com, frame, mass_std, com_std, samples}``.
         """
         if self.serve_only or self.buffer is None:
@@ -864,18 +863,14 @@ class IdentifierNode(Node):
         keep = t >= t[-1] - window
         t, q, tau = t[keep], q[keep], tau[keep]
         markers = [m for m in self.marker_log.markers if m.get('t', -np.inf) >= t[0] - 1.0]
-        sweeps = [m for m in markers if m.get('phase') == 'sweep'
-                  and int(m.get('joint_index', -1)) >= 0]
         frame = self.get_parameter('payload_frame').value
-        noise = self.config.torque_noise
+        keep = np.ones(len(t), dtype=bool)      # stamps that go back (a replay) left out
+        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
         try:
-            if is_full(model):
-                fit = self._payload_full(model, t, q, tau, noise, frame)
-            elif sweeps:
-                fit = identify_payload(model, t, q, tau, markers=markers, noise=noise,
-                                       frame=frame, average=True)
-            else:
-                fit = identify_payload_quasi_static(model, t, q, tau, noise=noise, frame=frame)
+            # the same entry point as `arm-dyn-id payload`
+            fit = identify_payload_samples(model, t[keep], q[keep], tau[keep],
+                                           markers=markers or None,
+                                           noise=self.config.torque_noise, frame=frame)
         except (DataError, JointNameError, ValueError) as exc:
             return False, f'payload not identified from {len(t)} samples: {exc}'
         self.payload_fit = fit
@@ -886,18 +881,6 @@ class IdentifierNode(Node):
         if inertia is not None:
             doc['inertia'] = np.asarray(inertia, dtype=float).tolist()
         return True, json.dumps(doc)
-
-    @staticmethod
-    def _payload_full(model, t, q, tau, noise, frame):
-        """Any motion, the full model frozen: filtered like the model's own fit."""
-        from arm_dyn_id.data.preparation import prepare
-        keep = np.ones(len(t), dtype=bool)
-        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
-        cutoff = model.metadata.get('preparation', {}).get('cutoff_hz')
-        data = prepare(t[keep], q[keep], tau[keep], cutoff_hz=cutoff)
-        arm = model.torques(data.q, data.dq, data.ddq)
-        return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
-                                     noise=noise, frame=frame)
 
     def apply_payload(self):
         """Serve the last identified payload (sets payload_mass, payload_com, payload_frame)."""
