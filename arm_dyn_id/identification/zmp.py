@@ -402,10 +402,12 @@ def fit_linear(problem, total_mass, Phi0=None, lower=None, upper=None, passes=3)
         u_scale = np.where(np.abs(u_nom) > 0, np.abs(u_nom), 1.0)
         u, _, _ = constrained_lstsq(B, b, c_u, target, u_nom, u_scale, dep)
         Phi = _u_to_Phi(u, k)
-    Phi = np.clip(Phi, lower, upper)
-    Phi = np.clip(_project_mass(Phi, types.mass_row * np.isin(np.arange(2 * k), dep,
-                                                              invert=True), target),
-                  lower, upper)
+    # bounds and the total mass: alternate projections on the box and on the mass plane
+    # (both convex), ending on the plane so the total is exact
+    cm = types.mass_row * np.isin(np.arange(2 * k), dep, invert=True)
+    target_free = target - types.mass_row[dep] @ Phi[dep]
+    for _ in range(200):
+        Phi = _project_mass(np.clip(Phi, lower, upper), cm, target_free)
     return _fit(problem, Phi, base, 'linear', passes, time.perf_counter() - start)
 
 
@@ -425,9 +427,11 @@ def torque_rows(model, Q, V, A, stance_foot):
     return out
 
 
-def fit_torques(model, Q, V, A, tau, types, stance_foot, passes=3):
+def fit_torques(model, Q, V, A, tau, types, stance_foot, total_mass=None, passes=3):
     """Joint-torque identification of the same unknowns (seed 003 eq. 1 with the stance
-    foot fixed; friction not modelled), least squares over all joints and samples."""
+    foot fixed; friction not modelled): least squares over all joints and samples,
+    under ``Σ m = M`` when ``total_mass`` is given, the unknowns the torques cannot
+    separate (base-parameter QR) held at their nominal value and named."""
     start = time.perf_counter()
     tau = np.asarray(tau, float)
     R = torque_rows(model, Q, V, A, stance_foot)
@@ -436,13 +440,26 @@ def fit_torques(model, Q, V, A, tau, types, stance_foot, passes=3):
     k = len(types.names) // 2
     Phi = types.nominal.copy()
     rows = R.reshape(-1, R.shape[-1])
+    scales = np.abs(types.nominal)
+    base = base_from_regressor(rows @ types.jacobian(Phi) * scales, types.names, 'torque',
+                               tolerance=RANK_TOLERANCE)
+    c_u = np.concatenate([np.zeros(k), types.count])
     for _ in range(passes):
         T, t0 = types.linear_map(Phi)
-        u = np.linalg.lstsq(rows @ T, tau.reshape(-1) - rows @ t0, rcond=None)[0]
+        u_nom = np.concatenate([Phi[:k] * Phi[k:], Phi[k:]])
+        u_scale = np.where(np.abs(u_nom) > 0, np.abs(u_nom), 1.0)
+        if total_mass is None:
+            B = rows @ T
+            ind = base.independent
+            u = u_nom.copy()
+            rhs = tau.reshape(-1) - rows @ t0 - B[:, base.dependent] @ u_nom[base.dependent]
+            u[ind] = u_scale[ind] * np.linalg.lstsq(B[:, ind] * u_scale[ind], rhs,
+                                                    rcond=None)[0]
+        else:
+            u, _, _ = constrained_lstsq(rows @ T, tau.reshape(-1) - rows @ t0, c_u,
+                                        total_mass - types.fixed_mass, u_nom, u_scale,
+                                        base.dependent)
         Phi = _u_to_Phi(u, k)
-    J = (rows @ types.jacobian(Phi))
-    base = base_from_regressor(J * np.abs(types.nominal), types.names, 'torque',
-                               tolerance=RANK_TOLERANCE)
     identified = np.zeros(len(Phi), bool)
     identified[base.independent] = True
     return ZmpFit(types.names, Phi, types.phi(Phi), identified,
