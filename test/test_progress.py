@@ -44,9 +44,14 @@ p.phase('read 40 chunks')
 '''
 
 
-def run_in_pty(argv, timeout=120.0, env=None):
+def run_in_pty(argv, timeout=120.0, env=None, columns=None):
     """Run ``argv`` with stdout and stderr on a new pseudo-terminal; returns (code, text)."""
     master, slave = pty.openpty()
+    if columns is not None:
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 24, columns, 0, 0))
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
                             cwd=ROOT, env=env, close_fds=True)
     os.close(slave)
@@ -106,6 +111,23 @@ def test_bar_on_a_terminal_is_one_line_redrawn_in_place():
     first_draw = lines[1].split('\r')[1]
     assert first_draw.startswith('reading [') and first_draw.endswith('time left ...')
     assert lines[-2].endswith('read 40 chunks'), lines[-2:]
+
+
+def test_bar_fits_a_narrow_terminal():
+    """40 columns: the bar gets shorter so that percent and time stay on the line (a line
+    longer than the terminal would wrap, and \r would redraw only its last part)."""
+    driver = ('from arm_dyn_id.cli.common import Progress\n'
+              'bar = Progress().bar("design")\n'
+              'for i in range(1, 11):\n'
+              '    bar(i, 10, note="best objective 0.0163214")\n')
+    code, text = run_in_pty([sys.executable, '-c', driver], columns=40)
+    assert code == 0, text
+    draws = [d for d in text.replace('\n', '\r').split('\r') if d]
+    assert len(draws) == 10, draws
+    assert all(len(d) <= 39 for d in draws), draws
+    # percent and elapsed time are on every draw, however short the bar became
+    assert all(re.match(r'design \[#* *\] +\d+ %  [\d.]+ s', d) for d in draws), draws
+    assert draws[-1].startswith('design [') and ' 100 % ' in draws[-1]
 
 
 def test_bar_through_a_pipe_is_plain_lines():

@@ -166,12 +166,13 @@ class _Bar:
             return None
         return max(0.0, (self.total - self.done) * (t_b - t_a) / (d_b - d_a))
 
-    def text(self, now, bar=True):
+    def text(self, now, bar=True, width=None):
         """``label [####    ]  41 %  2.0 s, ~2.9 s left`` (no bar: a plain line)."""
         parts = [self.label]
         if bar:
-            fill = self.width * self.percent // 100
-            parts.append(f'[{"#" * fill}{" " * (self.width - fill)}]')
+            width = self.width if width is None else width
+            fill = width * self.percent // 100
+            parts.append(f'[{"#" * fill}{" " * (width - fill)}]')
         parts.append(f'{self.percent:3d} %  {_duration(now - self.t0)}')
         if self.percent < 100:
             left = self.time_left()
@@ -183,7 +184,11 @@ class _Bar:
     def _emit(self, now):
         self._last = (now, self.percent)
         if self._p.tty:
-            self._shown = self.text(now)[:max(_columns(self._p.stream) - 1, 20)]
+            room = max(_columns(self._p.stream) - 1, 20)
+            line = self.text(now)
+            if len(line) > room:     # a narrow terminal: a shorter bar, then cut the end
+                line = self.text(now, width=max(self.width - (len(line) - room), 8))
+            self._shown = line[:room]
             self._draw()
         else:
             self._printed = True
