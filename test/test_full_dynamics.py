@@ -164,7 +164,7 @@ def smooth_record(robot, rng, rate=200.0, periods=1, noise=NOISE, jitter=0.0):
 def full_fit(robot):
     rng = np.random.default_rng(11)
     t, q, _, _, _, tau = smooth_record(robot, rng, jitter=0.4)
-    return fit_full(robot, t, q, tau, methods=('wls', 'irls'),
+    return fit_full(robot, t, q, tau, methods=('wls', 'consistent'),
                     harmonic_hz=HARMONICS * OMEGA / (2 * np.pi))
 
 
@@ -187,7 +187,7 @@ def test_fit_full_recovers_the_model_from_uneven_stamps(robot, full_fit):
         assert {'rmse', 'rmse_percent', 'mae', 'rho'} <= set(m)
         assert m['rmse'] < NOISE and m['rho'] > 0.9, (joint, m)
     assert model.metadata['selection']['by'] == 'held_out'
-    assert set(model.metadata['selection']['scores']) == {'wls', 'irls'}
+    assert set(model.metadata['selection']['scores']) == {'wls', 'consistent'}
 
 
 def test_validate_full_scores_any_trajectory_and_survives_a_file(robot, full_fit, tmp_path):
