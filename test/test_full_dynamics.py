@@ -290,3 +290,12 @@ def test_armature_auto_finds_rotor_inertia_the_arm_has(robot):
     assert chosen['scores']['true'] < chosen['scores']['false']
     with pytest.raises(ConfigError, match='armature'):
         fit_full(robot, t, q, tau, armature='sometimes')
+
+
+def test_fit_full_raw_validation_sees_the_measurement_noise(robot):
+    t, q, _, _, _, tau = smooth_record(robot, np.random.default_rng(41), rate=100.0)
+    _, validation = fit_full(robot, t, q, tau, methods=('wls',), validate_against='raw',
+                             harmonic_hz=HARMONICS * OMEGA / (2 * np.pi))
+    rmse = np.array([m['rmse'] for m in validation['held_out'].values()])
+    # the unfiltered model torque against the raw torque: the white noise itself
+    assert np.all((rmse > 0.8 * NOISE) & (rmse < 1.3 * NOISE)), rmse

@@ -547,6 +547,13 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     choice = select(methods, fit, score, int(holdout))
     result = choice.result
     method = choice.selection.method
+    # the model's torque as compared: through the fit's filter ('filtered'), or
+    # from the unfiltered regressor at the same samples ('raw', against raw τ)
+    W_eval = W
+    if validate_against == 'raw' and filter_torque:
+        _, W_eval = _prepare(robot, base, friction, t, q, tau,
+                             cutoff_hz=prepared.info['cutoff_hz'], order=order,
+                             decimate=prepared.info['decimate'], filter_torque=False)
     # out-of-fold predictions of the chosen estimator: every block by the fit without it
     held_pred = np.full_like(target, np.nan)
     for g in range(int(holdout)):
@@ -555,7 +562,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         except (RankDeficientError, np.linalg.LinAlgError):   # left out of the score
             continue
         rows = groups == g
-        held_pred[rows] = _predict(W[rows], fold_result.beta)
+        held_pred[rows] = _predict(W_eval[rows], fold_result.beta)
     reference = target if validate_against == 'filtered' else prepared.tau_raw
     joints = robot.joint_names
     validation = {}
@@ -563,8 +570,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     if ok.sum() >= 2:
         validation['held_out'] = _metrics_dict(joint_metrics(reference[ok], held_pred[ok],
                                                              joints))
-    validation['training'] = _metrics_dict(joint_metrics(reference, _predict(W, result.beta),
-                                                         joints))
+    validation['training'] = _metrics_dict(joint_metrics(
+        reference, _predict(W_eval, result.beta), joints))
     sol = solutions.get(None) if method == 'consistent' else None
     theta = sol.theta if sol is not None else None
     consistent_flag = bool(sol is not None and np.all(sol.min_eigenvalues >= -1e-8) and
