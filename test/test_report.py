@@ -100,3 +100,19 @@ def test_report_on_a_quasi_static_fit(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     page = (out / 'report.html').read_text()
     assert 'samples held out' in page and 'static holds' in page
+
+
+def test_report_on_an_identifier_node_folder(fitted, tmp_path):
+    """The identifier node writes <model_dir>/<stamp>/ with the model's validation section,
+    which also holds plain entries beside the cases (the full fit's 'against', 'blocks')."""
+    import json
+    from arm_dyn_id.model import load_model
+    from arm_dyn_id.service.model_dir import write_fit
+    model = load_model(fitted / 'model.yaml')
+    validation = json.loads((fitted / 'validation.json').read_text())
+    validation = {'held_out': validation['held_out'], 'against': 'filtered',
+                  'held_out_blocks': 5}
+    paths = write_fit(tmp_path / 'models', model, validation=validation)
+    assert 'report_error' not in paths, paths.get('report_error')
+    page = paths['report'].read_text()
+    assert 'Held-out pairs' in page and page.count('<td class="l">joint_6</td>') >= 1

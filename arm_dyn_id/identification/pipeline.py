@@ -769,6 +769,9 @@ def motion_statistics(t, q, dq=None):
 #: Fraction of samples with some |q̈| above the quasi-static bound beyond which rich
 #: motion is full dynamics even when constant-speed sweeps are detected in it.
 RICH_ACCELERATION = 0.5
+#: Rich motion is full dynamics only when more than this fraction of its samples
+#: accelerate (slow moves between holds are fast by speed, yet quasi-static).
+MIN_ACCELERATING = 0.25
 
 
 def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joints=None):
@@ -782,7 +785,9 @@ def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joint
     ``joints``) -> gravity, unless the motion is rich and accelerates on more
     than :data:`RICH_ACCELERATION` of the samples; *rich* motion (more than half
     of the samples faster than the quasi-static speed with at least two joints
-    at once on average) -> full; slow or one-joint-at-a-time motion -> gravity.
+    at once on average) that accelerates on more than :data:`MIN_ACCELERATING`
+    of the samples -> full; slow moves, slow or one-joint-at-a-time motion ->
+    gravity.
 
     Parameters
     ----------
@@ -837,8 +842,11 @@ def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joint
             return DynamicsChoice('gravity', f'{len(pairs)} constant-speed forward/backward '
                                   f'sweep pairs of one joint at a time detected ({what})',
                                   'motion', motion)
-    if motion['rich']:
+    if motion['rich'] and motion['acceleration_fraction'] > MIN_ACCELERATING:
         return DynamicsChoice('full', f'rich motion: {what}', 'motion', motion)
+    if motion['rich']:
+        return DynamicsChoice('gravity', f'slow moves of several joints, hardly accelerating: '
+                              f'{what}', 'motion', motion)
     return DynamicsChoice('gravity', f'slow or one-joint motion: {what}', 'motion', motion)
 
 
