@@ -133,3 +133,17 @@ def test_bad_odometry_is_one_clear_error():
         m.index('link_9', 'm')
     with pytest.raises(URDFError, match='does not exist'):
         FloatingModel(URDF / 'nope.urdf')
+
+
+def test_identified_urdf_round_trip(tmp_path):
+    m = FloatingModel(BIPED)
+    phi = m.parameters()
+    phi[m.index('thigh_l', 'm')] *= 1.1         # a changed mass (first moment kept)
+    text = m.identified_urdf(phi)
+    path = tmp_path / 'identified.urdf'
+    path.write_text(text)
+    np.testing.assert_allclose(FloatingModel(path).parameters(), phi, atol=1e-8)
+    bad = phi.copy()
+    bad[0] = -1.0
+    with pytest.raises(DataError, match='torso: mass'):
+        m.identified_urdf(bad)

@@ -279,6 +279,42 @@ class FloatingModel:
         pin.framesForwardKinematics(self.model, self.data, q)
         return pin.SE3(self.data.oMf[fid])       # a copy: data is overwritten next call
 
+    def identified_urdf(self, phi):
+        """The URDF's text with every body's ``<inertial>`` replaced by ``phi``'s mass,
+        CoM and inertia about the CoM (what a served floating model loads).
+
+        Raises
+        ------
+        DataError
+            If ``phi`` has the wrong length or a body's mass is not positive.
+        """
+        import xml.etree.ElementTree as ET
+        phi = np.asarray(phi, float)
+        if phi.shape != (10 * len(self.body_names),):
+            raise DataError(f'phi must have {10 * len(self.body_names)} entries, '
+                            f'got {phi.shape}')
+        root = ET.parse(self.source).getroot()
+        links = {link.get('name'): link for link in root.iter('link')}
+        for b, body in enumerate(self.body_names):
+            p = phi[10 * b:10 * b + 10]
+            if not p[0] > 0:
+                raise DataError(f'{body}: mass {p[0]:.6g} kg is not positive')
+            inertia = pin.Inertia.FromDynamicParameters(p)
+            link = links[body]
+            old = link.find('inertial')
+            if old is not None:
+                link.remove(old)
+            el = ET.Element('inertial')
+            c = inertia.lever
+            ET.SubElement(el, 'origin', xyz=' '.join(f'{x:.9g}' for x in c), rpy='0 0 0')
+            ET.SubElement(el, 'mass', value=f'{inertia.mass:.9g}')
+            ic = inertia.inertia
+            ET.SubElement(el, 'inertia', **{k: f'{ic[a, b]:.9g}' for k, (a, b) in (
+                ('ixx', (0, 0)), ('ixy', (0, 1)), ('ixz', (0, 2)), ('iyy', (1, 1)),
+                ('iyz', (1, 2)), ('izz', (2, 2)))})
+            link.insert(0, el)
+        return ET.tostring(root, encoding='unicode')
+
     def base_from_foot(self, q_joints, foot_frame, foot_pose):
         """Base poses from joint angles when a foot stands still at a known pose (no
         motion capture: seed 003 §3). Returns configurations (N, nq)."""
