@@ -275,7 +275,8 @@ class ExcitationNode(Node):
         self.reason = ''
         self.t_rest = None
         self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
-                      'phase': 'start', 't': self.t0, 'plan': self.plan.name})
+                      'phase': 'start', 't': self.t0, 'plan': self.plan.name,
+                      'plan_kind': self.plan.kind})
         if self.output == 'trajectory' and not self._send_window(self.t0):
             response.message = f'refused: {self.reason}'
             return response

@@ -143,6 +143,10 @@ def stop_ramp(t0, q, dq, config, stop_acceleration=None):
     a = braking_accelerations(q, dq, config, stop_acceleration)
     with np.errstate(divide='ignore', invalid='ignore'):
         times = np.where(dq != 0, np.abs(dq) / a, 0.0)
+    # a joint that would rest within a microsecond (|q̇| < a·1e-6) is at rest already:
+    # its rest instant could not be a separate point of a message
+    tiny = times < _TIME_EPS
+    dq[tiny], times[tiny] = 0.0, 0.0
     return StopRamp(float(t0), q, dq, -np.sign(dq) * a, times)
 
 
@@ -190,8 +194,10 @@ def _time_scale(piece):
 
 
 def _merge(times):
+    """Sorted times with clusters closer than _TIME_EPS merged into their LAST member (a
+    joint's rest instant just after another knot must stay: the window ends at rest)."""
     times = np.unique(np.asarray(times, dtype=float))
-    keep = np.concatenate([[True], np.diff(times) > _TIME_EPS])
+    keep = np.concatenate([np.diff(times) > _TIME_EPS, [True]])
     return times[keep]
 
 
@@ -302,7 +308,11 @@ class PlanStream:
         q, dq, ddq = self.plan_state(knots)
         ramp = stop_ramp(t_to, q[-1], dq[-1], self.config, self.stop_acceleration)
         rk = ramp.knots(t_to)[1:]
-        if rk.size:
+        if not rk.size:
+            # at rest within a microsecond: the last point says so exactly
+            q, dq = q.copy(), dq.copy()
+            q[-1], dq[-1] = ramp.rest_position, 0.0
+        else:
             rq, rdq, rddq = ramp.sample(rk)
             ddq = ddq.copy()
             ddq[-1] = ramp.sample(t_to)[2]     # braking from here on
