@@ -289,3 +289,20 @@ def test_choice_from_a_stated_plan_or_markers():
     # standing still is gravity; asked is asked
     assert choose_dynamics(t, q).kind == 'gravity'
     assert choose_dynamics(t, q, mode='full').source == 'asked'
+
+
+def test_static_poses_keep_the_gravity_error(root, arm_config, capsys):
+    """Too few static poses for gravity and no motion for the full fit: auto does not fall
+    through, the gravity path's error says what to record."""
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    rng = np.random.default_rng(4)
+    poses = Q0 + rng.uniform(-0.5, 0.5, (4, 6))
+    q = np.repeat(poses, 200, axis=0)
+    tau = np.array([robot.gravity_torques(p) for p in q]) + rng.normal(0, 1, q.shape) * NOISE
+    bag = write_plain_bag(root / 'poses', {'t': 1000.0 + np.arange(len(q)) / 100.0, 'q': q,
+                                           'current': tau / K_E})
+    code, stdout, err = run(capsys, 'fit', bag, '--config', arm_config, '--out',
+                            root / 'poses_fit', '--no-report')
+    assert code == 2
+    assert 'dynamics: gravity' in stdout and 'dynamics: full' not in stdout
+    assert 'quasi-static samples' in one_error_line(err)

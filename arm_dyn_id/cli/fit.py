@@ -99,7 +99,8 @@ def fit_bag(args, progress, say=print):
         The fit is implausible and ``--force`` was not given (nothing written).
     """
     from arm_dyn_id.data.bag_reader import read_stored_config
-    from arm_dyn_id.identification.pipeline import DynamicsChoice, choose_dynamics
+    from arm_dyn_id.identification.pipeline import (FALLBACK_ACCELERATING, DynamicsChoice,
+                                                    choose_dynamics)
     from arm_dyn_id.model.robot import RobotModel
     if not 0 <= args.holdout < 1:
         raise ConfigError(f'--holdout {args.holdout} must be in [0, 1)')
@@ -138,7 +139,8 @@ def fit_bag(args, progress, say=print):
         try:
             return _fit_gravity(args, progress, **context)
         except (DataError, RankDeficientError) as exc:
-            if dynamics != 'auto':
+            if dynamics != 'auto' or \
+                    choice.motion.get('acceleration_fraction', 0.0) < FALLBACK_ACCELERATING:
                 raise
             reason = ' '.join(str(exc).split())
             reason = reason if len(reason) <= 160 else reason[:157] + '...'

@@ -769,6 +769,10 @@ def motion_statistics(t, q, dq=None):
 #: Fraction of samples with some |q̈| above the quasi-static bound beyond which rich
 #: motion is full dynamics even when constant-speed sweeps are detected in it.
 RICH_ACCELERATION = 0.5
+#: ``--dynamics auto`` falls through from a gravity fit that cannot use a recording to
+#: the full fit only when at least this fraction of the samples accelerate (static
+#: poses have nothing for the full fit: the gravity error is the one to show).
+FALLBACK_ACCELERATING = 0.1
 #: Rich motion is full dynamics only when more than this fraction of its samples
 #: accelerate (slow moves between holds are fast by speed, yet quasi-static).
 MIN_ACCELERATING = 0.25
@@ -1079,8 +1083,8 @@ def fit_gravity_recording(recording, robot, config=None, **options):
                        provenance=provenance, **options)
 
 
-__all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'DynamicsChoice', 'FullPipelineFit',
-           'GravityPipelineFit', 'fit_full_recording', 'fit_full_samples', 'holdout_blocks',
-           'choose_dynamics', 'choose_markers', 'clean_markers', 'motion_statistics',
-           'fit_gravity', 'fit_gravity_recording', 'metrics_dict', 'noise_estimate',
-           'pair_metrics', 'split_pairs']
+__all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
+           'FullPipelineFit', 'GravityPipelineFit', 'choose_dynamics', 'choose_markers',
+           'clean_markers', 'fit_full_recording', 'fit_full_samples', 'fit_gravity',
+           'fit_gravity_recording', 'holdout_blocks', 'metrics_dict', 'motion_statistics',
+           'noise_estimate', 'pair_metrics', 'split_pairs']
