@@ -143,3 +143,40 @@ def test_inertia_identified_only_when_excited():
     assert fit.payload.mass == pytest.approx(0.4, rel=1e-9)
     with pytest.raises(DataError, match='does not excite'):
         identify_payload_full(robot, q, zeros, zeros, rigid, base, inertia=True)
+
+
+def sim_sweep_bag(path, payload=None, seed=0):
+    """The quick reciprocating plan (slow sweeps, one joint at a time) on the MuJoCo arm."""
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.excitation.plans import reciprocating_plan, validation_plan
+    from arm_dyn_id.sim.arm import SimArm, SimParams
+    from arm_dyn_id.sim.run import run_plan
+    config = load_arm_config('humanoid_arm.yaml')
+    robot = RobotModel.from_config(config)
+    sim = SimArm(config, SimParams.from_config(config))
+    plan = (reciprocating_plan(robot, config, quick=True) if seed == 0 else
+            validation_plan(robot, config, seed=seed, quick=True))
+    if payload is not None:
+        sim.attach_payload(payload.mass, payload.com)
+    result = run_plan(sim, plan, decimate=5)
+    write_bag(path, 1000.0 + result.t, JOINTS, result.q, result.current)
+    return config
+
+
+@pytest.mark.slow
+def test_payload_with_a_gravity_model_from_slow_sweeps(tmp_path, capsys):
+    """The gravity path: the arm fitted from slow sweeps, the payload from other sweeps
+    (detected in the angles and averaged forward/backward)."""
+    config = sim_sweep_bag(tmp_path / 'arm_bag')
+    code, out, err = run(capsys, 'fit', tmp_path / 'arm_bag', '--config', config.source,
+                         '--out', tmp_path / 'fit', '--no-report')
+    assert code == 0, err
+    assert 'dynamics: gravity' in out
+    sim_sweep_bag(tmp_path / 'payload_bag', payload=PAYLOAD, seed=3)
+    code, out, err = run(capsys, 'payload', tmp_path / 'fit' / 'model.yaml',
+                         tmp_path / 'payload_bag', '--config', config.source, '--json',
+                         tmp_path / 'p.json')
+    assert code == 0, err
+    doc = json.loads((tmp_path / 'p.json').read_text())
+    assert abs(doc['mass'] - PAYLOAD.mass) < 0.05 * PAYLOAD.mass, doc
+    assert doc['inertia'] is None and 'sweep pairs' in err
