@@ -177,7 +177,7 @@ def test_lockstep_never_runs_ahead_of_the_consumer(ros_env, client):
     acks, ack = _ack_publisher(client)
     try:
         client.spin_until(lambda: len(client.states) > 10 and acks.get_subscription_count(),
-                          30, 'joint_states and the lockstep subscription')
+                          60, 'joint_states and the lockstep subscription')
     except TimeoutError:
         pytest.fail(node_output(proc))
     # the first stamp heard starts the lock: the free-running arm stops where it is
@@ -204,7 +204,7 @@ def test_lockstep_lets_go_of_a_consumer_that_went_silent(ros_env, client):
     acks, ack = _ack_publisher(client)
     try:
         client.spin_until(lambda: len(client.states) > 10 and acks.get_subscription_count(),
-                          30, 'joint_states and the lockstep subscription')
+                          60, 'joint_states and the lockstep subscription')
     except TimeoutError:
         pytest.fail(node_output(proc))
     held = stamp(client.states[-1])
