@@ -237,10 +237,11 @@ def _say_loss(quality, log):
             f'{q.get("expected_rate_hz", 0):.0f} ({100 * q.get("delivered_fraction", 1):.1f} % '
             f'delivered, {q.get("drops", 0)} drops, {q.get("gaps", 0)} gaps, largest '
             f'{q.get("max_gap_s", 0):.3f} s)')
-    if q.get('delivered_fraction', 1.0) < 0.99:
-        log(f'[identify] WARNING: {line}: samples were lost; the machine could not keep up')
-    else:
-        log(f'[identify] {line}')
+    from arm_dyn_id.data.quality import loss_warning
+    warning = loss_warning(q, what='the recording')    # the same words as fit / validate
+    if warning:
+        log(f'[identify] warning: {warning}')
+    log(f'[identify] {line}')
 
 
 def run_identification(config_file, plan_file, plan_duration, out_dir, real_time_factor=5.0,
