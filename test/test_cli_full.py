@@ -306,3 +306,14 @@ def test_static_poses_keep_the_gravity_error(root, arm_config, capsys):
     assert code == 2
     assert 'dynamics: gravity' in stdout and 'dynamics: full' not in stdout
     assert 'quasi-static samples' in one_error_line(err)
+
+
+@pytest.mark.slow
+def test_full_model_on_a_too_short_bag_is_one_line(full_fit, root, arm_config, capsys):
+    data = {k: v[:12] for k, v in fourier_data(seed=9, periods=1, rate=20.0).items()}
+    bag = write_plain_bag(root / 'short', data)
+    out, _ = full_fit
+    for command in ('validate', 'payload'):
+        code, _, err = run(capsys, command, out / 'model.yaml', bag, '--config', arm_config)
+        assert code == 2, (command, err)
+        assert 'too few' in one_error_line(err)
