@@ -34,7 +34,8 @@ def load_model(path, urdf=None):
         The URDF cannot be found.
     """
     from arm_dyn_id.errors import ConfigError
-    from arm_dyn_id.model.dynamics import DynamicsModel, read_model_file
+    from arm_dyn_id.model.dynamics import DynamicsModel
+    from arm_dyn_id.model.files import read_model_file
     from arm_dyn_id.model.gravity import GravityModel
     doc = read_model_file(path)
     kind = doc.get('dynamics', 'gravity')

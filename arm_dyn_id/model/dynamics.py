@@ -42,20 +42,15 @@ Model file (YAML, ``schema: arm_dyn_id/dynamics_model``, ``version: 2``,
 :func:`arm_dyn_id.model.load_model` reads either kind of model file.
 """
 
-import datetime
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-import yaml
 
-from arm_dyn_id import __version__
-from arm_dyn_id.config import file_sha256
-from arm_dyn_id.errors import ConfigError, DataError, URDFError
+from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.model import files
 from arm_dyn_id.model.base_parameters import (BaseParameters, base_from_regressor,
                                               inertial_base_parameters, random_configurations)
-from arm_dyn_id.model.robot import RobotModel
 
 SCHEMA = 'arm_dyn_id/dynamics_model'
 VERSION = 2
@@ -63,16 +58,6 @@ VERSION = 2
 METADATA_SECTIONS = ('fit', 'selection', 'validation', 'preparation', 'provenance',
                      'warnings_at_fit')
 COULOMB_KINDS = ('sign', 'tanh')
-
-
-def _floats(values):
-    return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
-
-
-def _array(values, size=None):
-    if values is None:
-        return np.full(size, np.nan)
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -451,131 +436,62 @@ class DynamicsModel:
 
     # files --------------------------------------------------------------------
     def to_dict(self):
-        robot = self.robot
-        g = robot.gravity_vector
         table = self.friction_table()
-        doc = {
-            'schema': SCHEMA, 'version': VERSION, 'dynamics': 'full',
-            'robot_name': self.metadata.get('robot_name') or Path(robot.source).stem,
-            'joints': list(robot.joint_names),
-            'urdf': {'file': str(robot.source),
-                     'sha256': file_sha256(robot.source) if Path(robot.source).is_file()
-                     else None},
-            'gravity': {'magnitude': float(self.fit_gravity),
-                        'direction': (g / np.linalg.norm(g)).tolist()},
-            'base': {
-                'kind': self.base.kind, 'friction': False, 'armature': self.armature,
-                'names': list(self.base.names), 'expressions': list(self.base.expressions()),
-                'values': _floats(self.beta),
-                'std_errors': _floats(self.std_errors[:self.base.count]),
-                'units': 'kg, kg*m, kg*m^2 (inertia about the joint frame origin)',
-                'parameter_names': list(self.base.parameter_names),
-                'independent': self.base.independent.tolist(),
-                'dependent': self.base.dependent.tolist(), 'K': self.base.K.tolist(),
-            },
-            'friction': {
-                'model': self.friction_model.to_dict(),
-                'names': list(self.friction_names), 'values': _floats(self.phi),
-                'std_errors': _floats(self.std_errors[self.base.count:]),
-                'units': 'N*m (fc, fo, fs), N*m*s/rad (fv)',
-                **{k: _floats(v) for k, v in table.items()},
-            },
-            'consistent': self.consistent,
+        doc = files.header(SCHEMA, VERSION, 'full', self.robot, self.metadata, self.fit_gravity)
+        doc['base'] = files.base_section(
+            self.base, self.beta, self.std_errors[:self.base.count],
+            'kg, kg*m, kg*m^2 (inertia about the joint frame origin)')
+        # friction has its own section; rotor inertias (armature) are base columns here
+        doc['base'].update(friction=False, armature=self.armature)
+        doc['friction'] = {
+            'model': self.friction_model.to_dict(),
+            'names': list(self.friction_names), 'values': files.floats(self.phi),
+            'std_errors': files.floats(self.std_errors[self.base.count:]),
+            'units': 'N*m (fc, fo, fs), N*m*s/rad (fv)',
+            **{k: files.floats(v) for k, v in table.items()},
         }
+        doc['consistent'] = self.consistent
         if self.standard is not None:
             doc['standard'] = {'names': list(self.base.parameter_names),
-                               'values': _floats(self.standard)}
-        for section in METADATA_SECTIONS:
-            if section in self.metadata:
-                doc[section] = self.metadata[section]
-        doc.setdefault('provenance', {})
-        doc['provenance'].setdefault('created', datetime.datetime.now(
-            datetime.timezone.utc).isoformat(timespec='seconds'))
-        doc['provenance'].setdefault('software', f'arm_dyn_id {__version__}')
-        return doc
+                               'values': files.floats(self.standard)}
+        return files.add_metadata(doc, self.metadata, METADATA_SECTIONS)
 
     def to_yaml(self):
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, width=100)
+        return files.to_yaml(self.to_dict())
 
     def save(self, path):
         """Write the model file (YAML); atomic (temp file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + '.tmp')
-        tmp.write_text(self.to_yaml())
-        tmp.replace(path)
-        return path
+        return files.save(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, doc, urdf=None, source='<model>'):
         """Rebuild a model from its file contents (see :meth:`GravityModel.from_dict`)."""
-        if not isinstance(doc, dict) or doc.get('schema') != SCHEMA:
-            raise ConfigError(f'{source} is not an arm_dyn_id full-dynamics model file '
-                              f'(schema {doc.get("schema") if isinstance(doc, dict) else None!r})')
-        if int(doc.get('version', 0)) > VERSION:
-            raise ConfigError(f'{source} has model file version {doc["version"]}; this '
-                              f'arm_dyn_id reads up to version {VERSION}: upgrade arm_dyn_id')
+        files.check_header(doc, SCHEMA, VERSION, source, 'full-dynamics')
         try:
-            urdf_path = _urdf_path(doc, urdf, source)
-            g = doc['gravity']
-            robot = RobotModel.from_urdf(urdf_path, joints=doc['joints'],
-                                         gravity=g['magnitude'],
-                                         gravity_direction=g['direction'])
+            robot, urdf_path = files.robot_of(doc, urdf, source)
             b = doc['base']
             base = BaseParameters.from_dict(b)
             fr = doc.get('friction', {})
             friction_model = FrictionModel.from_dict(fr.get('model'))
-            beta = _array(b['values'])
-            phi = _array(fr.get('values'))
-            errors = np.concatenate([_array(b.get('std_errors'), len(beta)),
-                                     _array(fr.get('std_errors'), len(phi))])
+            beta = files.array(b['values'])
+            phi = files.array(fr.get('values'))
+            errors = np.concatenate([files.array(b.get('std_errors'), len(beta)),
+                                     files.array(fr.get('std_errors'), len(phi))])
         except (KeyError, TypeError) as exc:
             raise ConfigError(f'{source}: model file is missing {exc}') from exc
-        warnings = []
-        sha = doc['urdf'].get('sha256')
-        if sha and file_sha256(urdf_path) != sha:
-            warnings.append(f'URDF {urdf_path} differs from the one the model was fitted '
-                            'with (sha256 mismatch): kinematics may not match')
-        metadata = {k: doc[k] for k in METADATA_SECTIONS if k in doc}
-        metadata['robot_name'] = doc.get('robot_name')
-        metadata['warnings'] = warnings
+        metadata = files.read_metadata(doc, urdf_path, METADATA_SECTIONS)
         standard = doc.get('standard')
         return cls(robot, base, beta, friction_model, phi, errors,
-                   standard=None if standard is None else _array(standard['values']),
+                   standard=None if standard is None else files.array(standard['values']),
                    consistent=bool(doc.get('consistent', False)), metadata=metadata,
-                   fit_gravity=g['magnitude'])
+                   fit_gravity=doc['gravity']['magnitude'])
 
     @classmethod
     def load(cls, path, urdf=None):
         """Read a model file written by :meth:`save`."""
-        return cls.from_dict(read_model_file(path), urdf=urdf, source=str(path))
-
-
-def _urdf_path(doc, urdf, source):
-    urdf_path = Path(urdf) if urdf else Path(doc['urdf']['file'])
-    if not urdf_path.is_file() and not urdf:
-        beside = Path(source).parent / Path(doc['urdf']['file']).name
-        urdf_path = beside if beside.is_file() else urdf_path
-    if not urdf_path.is_file():
-        raise URDFError(f'URDF file {urdf_path} named by {source} does not exist; '
-                        'pass the arm\'s URDF explicitly')
-    return urdf_path
-
-
-def read_model_file(path):
-    """The YAML document of a model file, with errors that name the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f'model file {path} does not exist')
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'model file {path} is not valid YAML: {exc}') from exc
-    if not isinstance(doc, dict):
-        raise ConfigError(f'model file {path} is not an arm_dyn_id model file')
-    return doc
+        return cls.from_dict(files.read_model_file(path), urdf=urdf, source=str(path))
 
 
 __all__ = ['DynamicsModel', 'FrictionModel', 'rigid_regressor', 'rigid_base_parameters',
            'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix',
-           'read_model_file', 'SCHEMA', 'VERSION']
+           'SCHEMA', 'VERSION']

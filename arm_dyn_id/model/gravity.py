@@ -25,26 +25,17 @@ stated fallback when no pair could be held out, with the reason) or
 ``single_candidate``. Files written before it existed load with no selection.
 """
 
-import datetime
-from pathlib import Path
-
 import numpy as np
-import yaml
 
-from arm_dyn_id import __version__
+from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.model import files
 from arm_dyn_id.model.base_parameters import BaseParameters
-from arm_dyn_id.config import file_sha256
-from arm_dyn_id.errors import ConfigError, DataError, URDFError
-from arm_dyn_id.model.robot import Payload, RobotModel
+from arm_dyn_id.model.robot import Payload
 
 SCHEMA = 'arm_dyn_id/gravity_model'
 VERSION = 2
 #: Sections of the model file carried in :attr:`GravityModel.metadata`.
 METADATA_SECTIONS = ('fit', 'selection', 'validation', 'provenance', 'gross_errors', 'rejected')
-
-
-def _floats(values):
-    return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
 
 
 class GravityModel:
@@ -145,48 +136,19 @@ class GravityModel:
 
     # files ----------------------------------------------------------------------
     def to_dict(self):
-        robot = self.robot
-        g = robot.gravity_vector
-        doc = {
-            'schema': SCHEMA, 'version': VERSION, 'dynamics': 'gravity',
-            'robot_name': self.metadata.get('robot_name', Path(robot.source).stem),
-            'joints': list(robot.joint_names),
-            'urdf': {'file': str(robot.source),
-                     'sha256': file_sha256(robot.source) if Path(robot.source).is_file()
-                     else None},
-            'gravity': {'magnitude': float(self.fit_gravity),
-                        'direction': (g / np.linalg.norm(g)).tolist()},
-            'base': {
-                'kind': self.base.kind, 'friction': self.base.friction,
-                'names': list(self.base.names), 'expressions': list(self.base.expressions()),
-                'values': _floats(self.beta), 'std_errors': _floats(self.std_errors),
-                'units': 'kg for m*, kg*m for first moments',
-                'parameter_names': list(self.base.parameter_names),
-                'independent': self.base.independent.tolist(),
-                'dependent': self.base.dependent.tolist(), 'K': self.base.K.tolist(),
-            },
-            'friction': {k: _floats(v) for k, v in self.friction.items()},
-        }
-        for section in METADATA_SECTIONS:
-            if section in self.metadata:
-                doc[section] = self.metadata[section]
-        doc.setdefault('provenance', {})
-        doc['provenance'].setdefault('created', datetime.datetime.now(
-            datetime.timezone.utc).isoformat(timespec='seconds'))
-        doc['provenance'].setdefault('software', f'arm_dyn_id {__version__}')
-        return doc
+        doc = files.header(SCHEMA, VERSION, 'gravity', self.robot, self.metadata,
+                           self.fit_gravity)
+        doc['base'] = files.base_section(self.base, self.beta, self.std_errors,
+                                         'kg for m*, kg*m for first moments')
+        doc['friction'] = {k: files.floats(v) for k, v in self.friction.items()}
+        return files.add_metadata(doc, self.metadata, METADATA_SECTIONS)
 
     def to_yaml(self):
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, width=100)
+        return files.to_yaml(self.to_dict())
 
     def save(self, path):
         """Write the model file (YAML); the write is atomic (temp file + rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + '.tmp')
-        tmp.write_text(self.to_yaml())
-        tmp.replace(path)
-        return path
+        return files.save(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, doc, urdf=None, source='<model>'):
@@ -198,56 +160,26 @@ class GravityModel:
             URDF to use instead of the one named in the file (its hash is checked
             and a mismatch is reported in ``metadata['warnings']``).
         """
-        if not isinstance(doc, dict) or doc.get('schema') != SCHEMA:
-            raise ConfigError(f'{source} is not an arm_dyn_id gravity model file '
-                              f'(schema {doc.get("schema") if isinstance(doc, dict) else None!r})')
-        if int(doc.get('version', 0)) > VERSION:
-            raise ConfigError(f'{source} has model file version {doc["version"]}; this '
-                              f'arm_dyn_id reads up to version {VERSION}: upgrade arm_dyn_id')
+        files.check_header(doc, SCHEMA, VERSION, source, 'gravity')
         if doc.get('dynamics', 'gravity') != 'gravity':
             raise ConfigError(f'{source} holds a {doc["dynamics"]!r} model, not a gravity '
                               'model: read it with arm_dyn_id.model.load_model')
-        urdf_path = Path(urdf) if urdf else Path(doc['urdf']['file'])
-        if not urdf_path.is_file() and not urdf:
-            # a model moved with its URDF beside it
-            beside = Path(source).parent / Path(doc['urdf']['file']).name
-            urdf_path = beside if beside.is_file() else urdf_path
-        if not urdf_path.is_file():
-            raise URDFError(f'URDF file {urdf_path} named by {source} does not exist; '
-                            'pass the arm\'s URDF explicitly')
-        g = doc['gravity']
-        robot = RobotModel.from_urdf(urdf_path, joints=doc['joints'], gravity=g['magnitude'],
-                                     gravity_direction=g['direction'])
+        robot, urdf_path = files.robot_of(doc, urdf, source)
         b = doc['base']
         base = BaseParameters.from_dict(b)
-        warnings = []
-        sha = doc['urdf'].get('sha256')
-        if sha and file_sha256(urdf_path) != sha:
-            warnings.append(f'URDF {urdf_path} differs from the one the model was fitted '
-                            'with (sha256 mismatch): kinematics may not match')
-        metadata = {k: doc[k] for k in METADATA_SECTIONS if k in doc}
-        metadata['robot_name'] = doc.get('robot_name')
-        metadata['warnings'] = warnings
-        values = np.array([np.nan if v is None else v for v in b['values']], dtype=float)
-        errors = np.array([np.nan if v is None else v for v in b.get('std_errors',
-                                                                     [None] * len(values))])
+        metadata = files.read_metadata(doc, urdf_path, METADATA_SECTIONS)
+        values = files.array(b['values'])
+        errors = files.array(b.get('std_errors'), len(values))
         fr = doc.get('friction', {})
-        friction = {k: np.array([np.nan if v is None else v for v in fr.get(k, [])] or
-                                [np.nan] * len(doc['joints']), dtype=float)
+        friction = {k: files.array(fr.get(k) or None, len(doc['joints']))
                     for k in ('coulomb', 'viscous')}
-        return cls(robot, base, values, errors, friction, metadata, fit_gravity=g['magnitude'])
+        return cls(robot, base, values, errors, friction, metadata,
+                   fit_gravity=doc['gravity']['magnitude'])
 
     @classmethod
     def load(cls, path, urdf=None):
         """Read a model file written by :meth:`save`."""
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f'model file {path} does not exist')
-        try:
-            doc = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise ConfigError(f'model file {path} is not valid YAML: {exc}') from exc
-        return cls.from_dict(doc, urdf=urdf, source=str(path))
+        return cls.from_dict(files.read_model_file(path), urdf=urdf, source=str(path))
 
 
 __all__ = ['GravityModel', 'Payload']

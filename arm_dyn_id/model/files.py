@@ -1,0 +1,144 @@
+"""What the gravity and the full-dynamics model files share.
+
+Both files (``model/gravity.py``, ``model/dynamics.py``) begin with the same header
+(schema, version, dynamics, robot name, joints, URDF file and hash, gravity), hold the
+base parameters in the same layout, carry their metadata sections and provenance the
+same way, and are written atomically. Reading checks the header, finds the URDF (the
+named file, or one of that name beside the model file) and reports a URDF whose hash
+differs. One copy of each lives here.
+"""
+
+import datetime
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from arm_dyn_id import __version__
+from arm_dyn_id.config import file_sha256
+from arm_dyn_id.errors import ConfigError, URDFError
+from arm_dyn_id.model.robot import RobotModel
+
+
+def floats(values):
+    """Plain floats for YAML; NaN and inf become None (null)."""
+    return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, dtype=float)]
+
+
+def array(values, size=None):
+    """The inverse of :func:`floats`: None becomes NaN; missing values ``size`` NaNs."""
+    if values is None:
+        return np.full(size or 0, np.nan)
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def header(schema, version, dynamics, robot, metadata, fit_gravity):
+    """The first keys of a model file: what it is, for which arm, at which gravity."""
+    g = robot.gravity_vector
+    source = Path(robot.source)
+    return {
+        'schema': schema, 'version': version, 'dynamics': dynamics,
+        'robot_name': metadata.get('robot_name') or source.stem,
+        'joints': list(robot.joint_names),
+        'urdf': {'file': str(robot.source),
+                 'sha256': file_sha256(source) if source.is_file() else None},
+        'gravity': {'magnitude': float(fit_gravity),
+                    'direction': (g / np.linalg.norm(g)).tolist()},
+    }
+
+
+def base_section(base, values, std_errors, units):
+    """The ``base`` section: the base parameters, how they combine the link parameters."""
+    return {
+        'kind': base.kind, 'friction': base.friction,
+        'names': list(base.names), 'expressions': list(base.expressions()),
+        'values': floats(values), 'std_errors': floats(std_errors), 'units': units,
+        'parameter_names': list(base.parameter_names),
+        'independent': base.independent.tolist(),
+        'dependent': base.dependent.tolist(), 'K': base.K.tolist(),
+    }
+
+
+def add_metadata(doc, metadata, sections):
+    """Copy the metadata ``sections`` into ``doc`` and date and sign its provenance."""
+    for section in sections:
+        if section in metadata:
+            doc[section] = metadata[section]
+    doc.setdefault('provenance', {})
+    doc['provenance'].setdefault('created', datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec='seconds'))
+    doc['provenance'].setdefault('software', f'arm_dyn_id {__version__}')
+    return doc
+
+
+def to_yaml(doc):
+    return yaml.safe_dump(doc, sort_keys=False, width=100)
+
+
+def save(doc, path):
+    """Write ``doc`` as YAML at ``path``; atomic (temp file + rename). Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(to_yaml(doc))
+    tmp.replace(path)
+    return path
+
+
+def read_model_file(path):
+    """The YAML document of a model file, with errors that name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f'model file {path} does not exist')
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'model file {path} is not valid YAML: {exc}') from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f'model file {path} is not an arm_dyn_id model file')
+    return doc
+
+
+def check_header(doc, schema, version, source, what):
+    """Refuse a document that is not a ``what`` model file this version can read."""
+    if not isinstance(doc, dict) or doc.get('schema') != schema:
+        raise ConfigError(f'{source} is not an arm_dyn_id {what} model file '
+                          f'(schema {doc.get("schema") if isinstance(doc, dict) else None!r})')
+    if int(doc.get('version', 0)) > version:
+        raise ConfigError(f'{source} has model file version {doc["version"]}; this '
+                          f'arm_dyn_id reads up to version {version}: upgrade arm_dyn_id')
+
+
+def urdf_path(doc, urdf, source):
+    """The URDF of a model file: ``urdf`` if given, else the named one, else one beside it."""
+    path = Path(urdf) if urdf else Path(doc['urdf']['file'])
+    if not path.is_file() and not urdf:
+        # a model moved with its URDF beside it
+        beside = Path(source).parent / Path(doc['urdf']['file']).name
+        path = beside if beside.is_file() else path
+    if not path.is_file():
+        raise URDFError(f'URDF file {path} named by {source} does not exist; '
+                        'pass the arm\'s URDF explicitly')
+    return path
+
+
+def robot_of(doc, urdf, source):
+    """(RobotModel, URDF path) of a model file, at the gravity it was fitted at."""
+    path = urdf_path(doc, urdf, source)
+    g = doc['gravity']
+    robot = RobotModel.from_urdf(path, joints=doc['joints'], gravity=g['magnitude'],
+                                 gravity_direction=g['direction'])
+    return robot, path
+
+
+def read_metadata(doc, path, sections):
+    """The metadata sections of a file, its robot name, and a warning if the URDF differs."""
+    warnings = []
+    sha = doc['urdf'].get('sha256')
+    if sha and file_sha256(path) != sha:
+        warnings.append(f'URDF {path} differs from the one the model was fitted '
+                        'with (sha256 mismatch): kinematics may not match')
+    metadata = {k: doc[k] for k in sections if k in doc}
+    metadata['robot_name'] = doc.get('robot_name')
+    metadata['warnings'] = warnings
+    return metadata
