@@ -39,6 +39,8 @@ T0 = 1000.0                 # s, first stamp
 QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# Probe.publish_data paces on the node's diagnostics: have them often (default 1 s)
+FAST_DIAGNOSTICS = {'diagnostics_period': 0.1}
 
 
 @pytest.fixture(scope='module')
@@ -161,17 +163,44 @@ class Probe(RosHarness):
     def diag(self, key):
         return self.diags[-1].get(key) if self.diags else None
 
-    def publish_data(self, ns, q, dq, tau, markers, chunk=200):
+    def held(self):
+        """Samples the node holds, as its latest diagnostics say (0 before the first)."""
+        return int(self.diag('samples') or 0)
+
+    def publish_data(self, ns, q, dq, tau, markers, chunk=200, ahead=600, timeout=60.0):
+        """Publish the markers, then the samples, never more than ``ahead`` samples ahead
+        of what the node's diagnostics say it holds.
+
+        joint_torques is reliable but KEEP_LAST 1000 at both ends (nodes/qos.py): a node
+        that falls behind loses the oldest samples. The pacing used to be a fixed 30 ms
+        per 200 samples; a node descheduled for ~1 s on a busy machine then lost some
+        (2511 of 3672 held after a 1.5 s SIGSTOP of the node), and wait_samples timed
+        out. Pacing on what the node reports holding cannot outrun it. Run the node with
+        a short diagnostics_period (FAST_DIAGNOSTICS) so that this costs little time.
+        """
+        self.wait_for(lambda: self.diags, timeout, what='diagnostics of identifier_node')
+        base = self.held()      # the caller waited for the node to take earlier samples
         for marker in markers:
             self.markers.publish(String(data=json.dumps(marker)))
         for lo in range(0, len(ns), chunk):
-            for k in range(lo, min(lo + chunk, len(ns))):
+            hi = min(lo + chunk, len(ns))
+            need = base + hi - ahead
+            try:
+                self.wait_for(lambda: self.held() >= need, timeout)
+            except TimeoutError:
+                raise TimeoutError(f'the node holds {self.held()} samples after {timeout} s; '
+                                   f'{base + lo} sent, waiting for {need}') from None
+            for k in range(lo, hi):
                 self.torques.publish(joint_state(ns[k], JOINTS, q[k], tau[k], dq[k]))
-            time.sleep(0.03)    # pace: the subscription's KEEP_LAST depth is 1000
 
     def wait_samples(self, count, timeout=30.0):
-        self.wait_for(lambda: self.diag('samples') == str(count), timeout,
-                      what=f'{count} samples in diagnostics (last {self.diag("samples")})')
+        try:
+            self.wait_for(lambda: self.diag('samples') == str(count), timeout)
+        except TimeoutError:
+            # the count at the end of the wait (an f-string given to wait_for is
+            # evaluated before it and said 'last 0' while the node held thousands)
+            raise TimeoutError(f'timed out after {timeout} s waiting for {count} samples in '
+                               f'diagnostics (the last said {self.diag("samples")})') from None
 
     def parameter(self, name, value=None):
         """Get (value None) or set a parameter of the node through its services."""
@@ -189,12 +218,12 @@ class Probe(RosHarness):
 
 def query_error(client, names, positions):
     with pytest.raises(GravityQueryError) as info:
-        client.call(names, positions, timeout=5.0)
+        client.call(names, positions, timeout=30.0)
     return str(info.value)
 
 
 def start_identifier(ros_env, params, name='identifier'):
-    return start_node(NODE, params, ros_env, name=name)
+    return start_node(NODE, {**FAST_DIAGNOSTICS, **params}, ros_env, name=name)
 
 
 def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, robot):
@@ -206,7 +235,7 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
     with Probe(ros_env.domain_id) as h:
         probe = h
         c = probe.client
-        assert c.wait_for_server(20.0), node_output(proc)
+        assert c.wait_for_server(60.0), node_output(proc)    # a cold start on a busy machine
         # before any data or model: explicit failures
         res = h.trigger('fit', timeout=20.0)
         assert not res.success and 'no data' in res.message, res.message
@@ -214,7 +243,7 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         res = h.trigger('save')
         assert not res.success and 'no model' in res.message
 
-        h.wait_for_subscribers(probe.torques, timeout=20.0)
+        h.wait_for_subscribers(probe.torques, timeout=60.0)
         probe.publish_data(ns, q, dq, tau, markers)
         probe.wait_samples(len(ns))
         # the excitation finishes: the node fits on its own (fit_on_done)
@@ -235,7 +264,7 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         res = h.trigger('fit', timeout=60.0)
         assert res.success, res.message
         assert 'base parameters' in res.message
-        h.wait_for(lambda: len(probe.models) >= 2, 10.0, what='second model')
+        h.wait_for(lambda: len(probe.models) >= 2, 30.0, what='second model')
 
         # base parameters as parameters, refused from outside
         name = 'base_parameters.' + expected.model.base.names[0]
@@ -249,13 +278,13 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         scale = np.max(np.abs(ref), axis=0)
         perm = [3, 0, 5, 1, 4, 2]
         for pose, g in zip(poses, ref):
-            got = c.call([JOINTS[i] for i in perm], pose[perm], timeout=5.0)
+            got = c.call([JOINTS[i] for i in perm], pose[perm], timeout=30.0)
             np.testing.assert_allclose(got, g[perm], atol=0.01 * np.max(scale))
             np.testing.assert_allclose(got, expected.model.gravity_torques(pose)[perm],
                                        rtol=1e-6, atol=1e-9)
         # async form
         future = c.call_async(JOINTS, poses[0])
-        h.wait_for(future.done, 5.0, what='async reply')
+        h.wait_for(future.done, 30.0, what='async reply')
         np.testing.assert_allclose(future.result(), expected.model.gravity_torques(poses[0]),
                                    rtol=1e-6, atol=1e-9)
 
@@ -270,7 +299,7 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         assert 'NaN or inf' in query_error(c, JOINTS, bad)
 
         # stream: one gravity_torques per joint_states, same stamps, any order, extra joints
-        h.wait_for_subscribers(probe.states, timeout=10.0)
+        h.wait_for_subscribers(probe.states, timeout=30.0)
         names = ['gripper'] + [JOINTS[i] for i in perm]
         stamps = 2_000_000_000_000 + np.arange(200) * 1_000_000
         for k, stamp in enumerate(stamps):
@@ -288,7 +317,7 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
 
         # the Moon: gravity is a run-time parameter; torques scale with g
         assert probe.parameter('gravity', 1.63).successful
-        moon = c.call(JOINTS, poses[1], timeout=5.0)
+        moon = c.call(JOINTS, poses[1], timeout=30.0)
         np.testing.assert_allclose(moon, expected.model.gravity_torques(poses[1]) * 1.63 / 9.81,
                                    rtol=1e-6, atol=1e-9)
         assert not probe.parameter('gravity', -1.0).successful
@@ -298,11 +327,20 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
         assert res.success and model_file.is_file(), res.message
         saved = GravityModel.load(model_file)
         np.testing.assert_allclose(saved.beta, expected.model.beta, rtol=1e-6)
-        # diagnostics come once a second: wait for one that counts every query made,
-        # not for the first non-zero count (an earlier message may say 3)
-        h.wait_for(lambda: int(probe.diag('queries_served') or 0) >= 21, 10.0,
-                   what='diagnostics counting all 21 queries')
-        errors = json.loads(probe.diag('errors'))
+        # wait for diagnostics sent after the node took in every query made. Waiting
+        # for 21 answered queries let through a message sent between the async query
+        # and the wrong ones (without their error counters) when it was still the latest
+        # received; query counts cannot tell, as GravityClient resends a query unanswered
+        # after 50 ms and the node counts each copy. The 200 stream messages can: they
+        # were sent after the replies to the wrong queries came back, and the node counts
+        # an error before it replies (22 answered: 20 + async + Moon)
+        h.wait_for(lambda: int(probe.diag('stream_served') or 0) >= len(stamps)
+                   and int(probe.diag('queries_served') or 0) >= 22, 30.0,
+                   what=f'diagnostics counting the {len(stamps)} streamed messages and '
+                        '22 answered queries')
+        last = probe.diags[-1]
+        assert int(last['query_errors']) >= 6, last     # no model + the 5 wrong ones
+        errors = json.loads(last['errors'])
         # the rejection names of arm_dyn_id.data.joint_states, the same in every node
         assert {'query: unknown_joints', 'query: missing_joints', 'query: length_mismatch',
                 'query: non_finite'} <= set(errors), errors
@@ -320,13 +358,14 @@ def test_live_fit_model_query_stream_save_and_serve_again(ros_env, tmp_path, rob
                                    expected.model.beta, rtol=1e-6)
 
         # restart serving only, with no model_file: it serves that latest fit; measure
-        # until the first good reply
+        # until the first good reply (printed; bounded generously: a cold start of a node
+        # process took over 10 s at load 20)
         started = time.monotonic()
         proc = start_identifier(ros_env, {'config_file': str(write_config(tmp_path)),
                                           'serve_only': True}, name='serve')
         got = None
         while got is None:
-            assert time.monotonic() - started < 10.0, node_output(proc)
+            assert time.monotonic() - started < 60.0, node_output(proc)
             if not c.server_ready():
                 time.sleep(0.01)    # poll interval of a loop bounded by the assert above
                 continue
@@ -359,24 +398,24 @@ def test_serve_only_reloads_changed_model_file_and_keeps_old_on_bad_file(ros_env
     with Probe(ros_env.domain_id) as h:
         probe = h
         c = probe.client
-        assert c.wait_for_server(20.0), node_output(proc)
-        h.wait_for(lambda: probe.models, 20.0, what='model loaded')
-        np.testing.assert_allclose(c.call(JOINTS, pose, 5.0), model_a.gravity_torques(pose),
+        assert c.wait_for_server(60.0), node_output(proc)
+        h.wait_for(lambda: probe.models, 30.0, what='model loaded')
+        np.testing.assert_allclose(c.call(JOINTS, pose, 30.0), model_a.gravity_torques(pose),
                                    rtol=1e-9, atol=1e-12)
 
         # a new model file appears (atomic write): the node reloads it
         model_b = GravityModel(model_a.robot, model_a.base, model_a.beta * 1.1)
         model_b.save(path)
         expected_b = model_b.gravity_torques(pose)
-        h.wait_for(lambda: np.allclose(c.call(JOINTS, pose, 5.0), expected_b, rtol=1e-9),
-                   10.0, poll=0.05, what='reloaded model B')
+        h.wait_for(lambda: np.allclose(c.call(JOINTS, pose, 30.0), expected_b, rtol=1e-9),
+                   30.0, poll=0.05, what='reloaded model B')
 
         # a broken file: keep serving B, say why
         path.write_text('schema: something else\n')
         h.wait_for(lambda: 'not an arm_dyn_id gravity model' in (probe.diag('reload_error')
                                                                  or ''),
-                   10.0, what='reload error in diagnostics')
-        np.testing.assert_allclose(c.call(JOINTS, pose, 5.0), expected_b, rtol=1e-9)
+                   30.0, what='reload error in diagnostics')
+        np.testing.assert_allclose(c.call(JOINTS, pose, 30.0), expected_b, rtol=1e-9)
         res = h.trigger('reload')
         assert not res.success and 'not an arm_dyn_id gravity model' in res.message
 
@@ -385,14 +424,14 @@ def test_serve_only_reloads_changed_model_file_and_keeps_old_on_bad_file(ros_env
                                          1)
         path.write_text(text)
         h.wait_for(lambda: 'marked rejected' in (probe.diag('reload_error') or ''),
-                   10.0, what='rejected model refused')
-        np.testing.assert_allclose(c.call(JOINTS, pose, 5.0), expected_b, rtol=1e-9)
+                   30.0, what='rejected model refused')
+        np.testing.assert_allclose(c.call(JOINTS, pose, 30.0), expected_b, rtol=1e-9)
 
         # a known payload at the flange, added analytically
         assert probe.parameter('payload_mass', 0.3).successful
         loaded = GravityModel(model_b.robot, model_b.base, model_b.beta)
         loaded.set_payload(Payload(mass=0.3, frame='flange'))
-        np.testing.assert_allclose(c.call(JOINTS, pose, 5.0), loaded.gravity_torques(pose),
+        np.testing.assert_allclose(c.call(JOINTS, pose, 30.0), loaded.gravity_torques(pose),
                                    rtol=1e-9, atol=1e-12)
         assert not probe.parameter('payload_frame', 'no_such_frame').successful
     assert stop(proc) == 0, node_output(proc)
@@ -405,7 +444,7 @@ def test_fit_failures_are_replies_not_crashes(ros_env, tmp_path, robot):
                                       'fit_on_done': False})
     with Probe(ros_env.domain_id) as h:
         probe = h
-        h.wait_for_subscribers(probe.torques, timeout=20.0)
+        h.wait_for_subscribers(probe.torques, timeout=60.0)
         # samples but only a settle marker: nothing to pair
         ns, q, dq, tau, markers = sweep_data(robot, rng, joints=[5], poses_per_joint=1)
         settle = [m for m in markers if m['phase'] == 'settle']
@@ -430,7 +469,7 @@ def test_fit_failures_are_replies_not_crashes(ros_env, tmp_path, robot):
         # still serving and answering
         assert 'no model' in query_error(probe.client, JOINTS, np.zeros(6))
         h.wait_for(lambda: probe.diag('fit_status') and 'failed' in probe.diag('fit_status'),
-                   5.0, what='fit status in diagnostics')
+                   30.0, what='fit status in diagnostics')
         assert 'bad marker' in json.loads(probe.diag('errors'))
     assert stop(proc) == 0, node_output(proc)
 
@@ -444,8 +483,8 @@ def test_check_service_runs_the_preflight_check_on_the_samples_held(ros_env, tmp
     dq = np.zeros_like(q)
     with Probe(ros_env.domain_id) as h:
         probe = h
-        h.wait_for_subscribers(probe.torques, timeout=20.0)
-        res = h.trigger('check', timeout=20.0)
+        h.wait_for_subscribers(probe.torques, timeout=60.0)
+        res = h.trigger('check', timeout=30.0)
         assert not res.success and 'no data' in res.message, res.message
         # holds and slow moves whose torques agree with the URDF: the table says OK
         probe.publish_data(ns, q, dq, tau, [])
