@@ -122,7 +122,9 @@ def _figure_rows(n):
     return fig, axes[:, 0]
 
 
-def plot_torque_time(data, path):
+def _plot_measured_predicted(data, path, labels, title):
+    """Measured, model-with-friction and model-without torque per joint over time, sweeps
+    shaded; ``labels`` name the three lines, ``title`` heads the figure."""
     import matplotlib.pyplot as plt
     joints = [str(j) for j in data['joints']]
     t = data['t']
@@ -130,48 +132,36 @@ def plot_torque_time(data, path):
     fig, axes = _figure_rows(len(joints))
     for j, ax in enumerate(axes):
         _shade(ax, data['sweeps'], t0)
-        ax.plot(t - t0, data['tau'][:, j], color='0.55', lw=0.6, label='measured')
+        ax.plot(t - t0, data['tau'][:, j], color='0.55', lw=0.6, label=labels[0])
         ax.plot(t - t0, data['predicted_friction'][:, j], color='tab:blue', lw=0.9,
-                label='model: G(q) + friction')
+                label=labels[1])
         ax.plot(t - t0, data['predicted'][:, j], color='tab:red', lw=0.7, ls='--',
-                label='model: G(q)')
+                label=labels[2])
         ax.set_ylabel(f'{joints[j]}\nN·m', fontsize=8)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[0].legend(loc='upper right', fontsize=7, ncol=3)
-    axes[0].set_title('Joint torque: measured and predicted (orange bands: held-out sweeps, '
-                      'green: fitted sweeps)', fontsize=10)
+    axes[0].set_title(title, fontsize=10)
     axes[-1].set_xlabel('time (s)')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def plot_torque_time(data, path):
+    _plot_measured_predicted(
+        data, path, ('measured', 'model: G(q) + friction', 'model: G(q)'),
+        'Joint torque: measured and predicted (orange bands: held-out sweeps, '
+        'green: fitted sweeps)')
 
 
 def plot_full_torque(data, path):
     """Measured against predicted torque per joint over time (full dynamics), held-out
     stretches shaded."""
-    import matplotlib.pyplot as plt
-    joints = [str(j) for j in data['joints']]
-    t = data['t']
-    t0 = t[0]
-    fig, axes = _figure_rows(len(joints))
-    for j, ax in enumerate(axes):
-        _shade(ax, data['sweeps'], t0)
-        ax.plot(t - t0, data['tau'][:, j], color='0.55', lw=0.6, label='measured (filtered)')
-        ax.plot(t - t0, data['predicted_friction'][:, j], color='tab:blue', lw=0.9,
-                label='model: inverse dynamics + friction')
-        ax.plot(t - t0, data['predicted'][:, j], color='tab:red', lw=0.7, ls='--',
-                label='model: rigid body only')
-        ax.set_ylabel(f'{joints[j]}\nN·m', fontsize=8)
-        ax.tick_params(labelsize=8)
-        ax.grid(alpha=0.3)
-    axes[0].legend(loc='upper right', fontsize=7, ncol=3)
-    axes[0].set_title('Joint torque: measured (filtered like the fit) and predicted by the '
-                      'full model', fontsize=10)
-    axes[-1].set_xlabel('time (s)')
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _plot_measured_predicted(
+        data, path, ('measured (filtered)', 'model: inverse dynamics + friction',
+                     'model: rigid body only'),
+        'Joint torque: measured (filtered like the fit) and predicted by the full model')
 
 
 def plot_trajectory(data, path):
