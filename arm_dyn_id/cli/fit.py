@@ -187,6 +187,29 @@ def _save_model(model, out, verdict, progress):
     return {'model': _save_rejected(model, out / 'model.yaml', verdict.reason)}
 
 
+def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model,
+               verdict):
+    """What a gravity and a full fit write alike: refuse (unless --force), then the model,
+    the identified URDF and validation.json with the fit summary. Returns (paths,
+    validation); the caller adds its plot data."""
+    if not verdict.ok and not args.force:
+        raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
+                         'the model marked rejected)')
+    out.mkdir(parents=True, exist_ok=True)
+    paths = _save_model(model, out, verdict, progress)
+    urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
+    if urdf_note is None:
+        paths['urdf'] = out / 'identified.urdf'
+    else:
+        progress.phase(f'identified URDF not written: {urdf_note}')
+    summary = dict(_common_summary(args, bags, config, rec, urdf, read_s, fitted.seconds,
+                                   choice, verdict, paths), **fitted.summary())
+    summary['dynamics'] = choice.to_dict()
+    validation = dict(fitted.validation, fit_summary=summary)
+    paths['validation'] = write_json(out / 'validation.json', validation)
+    return paths, validation
+
+
 def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
                  choice):
     from arm_dyn_id.identification.pipeline import fit_gravity_recording
@@ -207,23 +230,10 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     verdict = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
                         noise=fitted.noise_std, joints=rec.joints,
                         held_out=case == 'held_out', raw=rec.tau)
-    if not verdict.ok and not args.force:
-        raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
-                         'the model marked rejected)')
-    out.mkdir(parents=True, exist_ok=True)
-    paths = _save_model(model, out, verdict, progress)
-    urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
-    if urdf_note is None:
-        paths['urdf'] = out / 'identified.urdf'
-    else:
-        progress.phase(f'identified URDF not written: {urdf_note}')
-    summary = dict(_common_summary(args, bags, config, rec, urdf, read_s, fitted.seconds,
-                                   choice, verdict, paths), **fitted.summary())
-    summary['dynamics'] = choice.to_dict()
-    validation = dict(fitted.validation, fit_summary=summary)
+    paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
+                                   choice, fitted, model, verdict)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
-    paths['validation'] = write_json(out / 'validation.json', validation)
     paths['data'] = _save_plot_data(out / 'fit_data.npz', rec, model, sweeps, held_starts,
                                     fitted.cases)
     return paths, validation
@@ -260,21 +270,8 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
                                         f'follow {joint} (correlation rho = {rho:.2f} < '
                                         f'{MIN_RHO})', verdict.checks)
                 break
-    if not verdict.ok and not args.force:
-        raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
-                         'the model marked rejected)')
-    out.mkdir(parents=True, exist_ok=True)
-    paths = _save_model(model, out, verdict, progress)
-    urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
-    if urdf_note is None:
-        paths['urdf'] = out / 'identified.urdf'
-    else:
-        progress.phase(f'identified URDF not written: {urdf_note}')
-    summary = dict(_common_summary(args, bags, config, rec, urdf, read_s, fitted.seconds,
-                                   choice, verdict, paths), **fitted.summary())
-    summary['dynamics'] = choice.to_dict()
-    validation = dict(fitted.validation, fit_summary=summary)
-    paths['validation'] = write_json(out / 'validation.json', validation)
+    paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
+                                   choice, fitted, model, verdict)
     paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)
     return paths, validation
 
