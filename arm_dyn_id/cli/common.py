@@ -334,6 +334,24 @@ def check_gravity_options(args):
     return norm, g / norm
 
 
+def model_on_recording(model, rec, magnitude, direction, joints_of):
+    """Make ``model`` ready to be compared with ``rec`` (validate, payload): the same joints
+    in the same order (JointNameError naming ``joints_of``, where rec's joint list came
+    from, otherwise), gravity set from :func:`check_gravity_options`'s result (default:
+    the gravity the model was fitted at). Returns the gravity magnitude used (m/s²)."""
+    from arm_dyn_id.errors import JointNameError
+    if tuple(rec.joints) != tuple(model.joint_names):
+        raise JointNameError(f'the model has joints {list(model.joint_names)}, {joints_of} '
+                             f'{list(rec.joints)}: pass the --config of the arm the model was '
+                             'fitted for')
+    if direction is not None:
+        model.robot.set_gravity(magnitude, direction)
+        return magnitude
+    gravity = magnitude or model.fit_gravity
+    model.robot.set_gravity(gravity)
+    return gravity
+
+
 def _stored_urdf(stored):
     """The URDF a recorder bag's stored config names, when it is found; else None."""
     from arm_dyn_id.paths import resolve_data_file

@@ -44,7 +44,7 @@ def add_arguments(parser):
 def run(args):
     import sys
     from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
-                                       check_same_robot, read, write_json)
+                                       check_same_robot, model_on_recording, read, write_json)
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import DataError, JointNameError
     from arm_dyn_id.identification.payload import NoPayloadError, identify_payload_samples
@@ -73,16 +73,7 @@ def run(args):
                              f'arm given has {list(config.joints)}')
     check_same_robot(bag, stored, config, force=args.force)
     rec, _ = read(args, conversion, progress, bag)
-    if tuple(rec.joints) != tuple(model.joint_names):
-        raise JointNameError(f'the model has joints {list(model.joint_names)}, the bag '
-                             f'{list(rec.joints)}: pass the --config of the arm the model was '
-                             'fitted for')
-    if direction is not None:
-        model.robot.set_gravity(magnitude, direction)
-        gravity = magnitude
-    else:
-        gravity = magnitude or model.fit_gravity
-        model.robot.set_gravity(gravity)
+    gravity = model_on_recording(model, rec, magnitude, direction, 'the bag')
     noise = _weights(noise_estimate(rec.tau), rec.tau)
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
     dq = rec.dq if getattr(rec, 'dq', None) is not None and np.any(rec.dq != 0) else None

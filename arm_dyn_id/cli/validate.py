@@ -42,7 +42,8 @@ def add_arguments(parser):
 
 def run(args):
     from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
-                                       check_same_robot, metrics_text, read_all, write_json)
+                                       check_same_robot, metrics_text, model_on_recording,
+                                       read_all, write_json)
     from arm_dyn_id.config import file_sha256
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import DataError, JointNameError
@@ -83,16 +84,7 @@ def run(args):
         raise DataError(f'model {args.model} was fitted with another URDF than {config.urdf} '
                         '(sha256 differ): a model of another robot is not scored')
     rec, _ = read_all(args, conversion, progress, bags)
-    if tuple(rec.joints) != tuple(model.joint_names):
-        raise JointNameError(f'the model has joints {list(model.joint_names)}, the '
-                             f'configuration {list(rec.joints)}: pass the --config of the arm '
-                             'the model was fitted for')
-    if direction is not None:
-        model.robot.set_gravity(magnitude, direction)
-        gravity = magnitude
-    else:
-        gravity = magnitude or model.fit_gravity
-        model.robot.set_gravity(gravity)
+    gravity = model_on_recording(model, rec, magnitude, direction, 'the configuration')
     noise = noise_estimate(rec.tau)
     if model.dynamics == 'full':
         metrics, segments = _full_metrics(model, rec, args.against, noise, progress)
