@@ -33,11 +33,11 @@ import pinocchio as pin
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.model.robot import FRICTION_PARAMS
+from arm_dyn_id.service.gravity import carry_mass_parameters
 
 OUTPUTS = ('effort', 'current')
 #: States of a :class:`Compensator`: no joint state yet, commanding, or stale (zeros).
 WAITING, ACTIVE, STALE = 'waiting', 'active', 'stale'
-_MIN_MASS = 1e-9        # kg; a body lighter than this cannot carry a first moment
 _DIRECTION_TOLERANCE = np.deg2rad(1.0)
 
 
@@ -217,20 +217,7 @@ class GravityTorques:
         """Put the mass parameters θ into ``robot``'s pinocchio inertias; False when one
         cannot be represented (zero mass with a first moment)."""
         self._base_theta = np.array(theta, dtype=float)
-        pm = robot.model
-        exact = True
-        for body in range(robot.n_bodies):
-            m, mx, my, mz = theta[4 * body:4 * body + 4]
-            if abs(m) < _MIN_MASS:
-                if max(abs(mx), abs(my), abs(mz)) > 0:
-                    exact = False
-                    continue
-                m = 0.0
-            dyn = np.array(pm.inertias[body + 1].toDynamicParameters(), dtype=float)
-            dyn[:4] = (m, mx, my, mz)
-            pm.inertias[body + 1] = pin.Inertia.FromDynamicParameters(dyn)
-        robot.data = pm.createData()
-        return exact
+        return carry_mass_parameters(robot, theta)
 
     # serving --------------------------------------------------------------------
     def torques(self, q):

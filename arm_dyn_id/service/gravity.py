@@ -33,6 +33,27 @@ from arm_dyn_id.service.dynamics import NO_MODEL, EquivalentDynamics, is_full
 _MIN_MASS = 1e-9     # kg; below this a body cannot carry a first moment in pinocchio
 
 
+def carry_mass_parameters(robot, theta):
+    """Put the gravity parameters θ (m, m·c per body, 4 per body) into ``robot``'s
+    pinocchio inertias (rotational inertia kept). True when every body could take them;
+    False when one cannot be represented (zero mass with a first moment): that body is
+    left as it was, the others are loaded all the same."""
+    pm = robot.model
+    exact = True
+    for body in range(robot.n_bodies):
+        m, mx, my, mz = theta[4 * body:4 * body + 4]
+        if abs(m) < _MIN_MASS:
+            if max(abs(mx), abs(my), abs(mz)) > 0:
+                exact = False
+                continue
+            m = 0.0
+        dyn = np.array(pm.inertias[body + 1].toDynamicParameters(), dtype=float)
+        dyn[:4] = (m, mx, my, mz)
+        pm.inertias[body + 1] = pin.Inertia.FromDynamicParameters(dyn)
+    robot.data = pm.createData()
+    return exact
+
+
 class FastGravity:
     """G(q) of an identified model at a chosen gravity and payload, one q at a time.
 
@@ -89,18 +110,7 @@ class FastGravity:
     def _load_equivalent(robot, base, beta):
         theta = robot.parameters('gravity')
         theta[base.independent] += beta - base.beta(theta)
-        pm = robot.model
-        for body in range(robot.n_bodies):
-            m, mx, my, mz = theta[4 * body:4 * body + 4]
-            if abs(m) < _MIN_MASS:
-                if max(abs(mx), abs(my), abs(mz)) > 0:
-                    return False
-                m = 0.0
-            dyn = np.array(pm.inertias[body + 1].toDynamicParameters(), dtype=float)
-            dyn[:4] = (m, mx, my, mz)
-            pm.inertias[body + 1] = pin.Inertia.FromDynamicParameters(dyn)
-        robot.data = pm.createData()
-        return True
+        return carry_mass_parameters(robot, theta)
 
     def _fast(self, q):
         return self._robot.gravity_torques(q)
