@@ -153,7 +153,9 @@ def _quiet(client, seconds_without_news=0.3, timeout=30.0):
     client.spin_until(settled, timeout, 'joint_states to pause')
 
 
-def _ack_publisher(client):
+def _ack_publisher(client, proc):
+    """A consumer on consumer_acks: ack(t) acknowledges stamp t (s). Returns once the sim
+    publishes joint_states and has subscribed to the acks (fails with its output if not)."""
     acks = client.node.create_publisher(JointState, 'consumer_acks', QoSProfile(depth=10))
 
     def ack(t):
@@ -161,7 +163,12 @@ def _ack_publisher(client):
         msg.header.stamp.sec = int(t)
         msg.header.stamp.nanosec = int(round((t - int(t)) * 1e9))
         acks.publish(msg)
-    return acks, ack
+    try:
+        client.spin_until(lambda: len(client.states) > 10 and acks.get_subscription_count(),
+                          60, 'joint_states and the lockstep subscription')
+    except TimeoutError:
+        pytest.fail(node_output(proc))
+    return ack
 
 
 def test_lockstep_never_runs_ahead_of_the_consumer(ros_env, client):
@@ -174,12 +181,7 @@ def test_lockstep_never_runs_ahead_of_the_consumer(ros_env, client):
     proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0,
                      lockstep_topic='consumer_acks', lockstep_window=window,
                      lockstep_timeout=120.0)
-    acks, ack = _ack_publisher(client)
-    try:
-        client.spin_until(lambda: len(client.states) > 10 and acks.get_subscription_count(),
-                          60, 'joint_states and the lockstep subscription')
-    except TimeoutError:
-        pytest.fail(node_output(proc))
+    ack = _ack_publisher(client, proc)
     # the first stamp heard starts the lock: the free-running arm stops where it is
     ack(stamp(client.states[-1]))
     _quiet(client, timeout=60)
@@ -201,12 +203,7 @@ def test_lockstep_never_runs_ahead_of_the_consumer(ros_env, client):
 def test_lockstep_lets_go_of_a_consumer_that_went_silent(ros_env, client):
     proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0,
                      lockstep_topic='consumer_acks', lockstep_timeout=1.0)
-    acks, ack = _ack_publisher(client)
-    try:
-        client.spin_until(lambda: len(client.states) > 10 and acks.get_subscription_count(),
-                          60, 'joint_states and the lockstep subscription')
-    except TimeoutError:
-        pytest.fail(node_output(proc))
+    ack = _ack_publisher(client, proc)
     held = stamp(client.states[-1])
     ack(held)
     # no more stamps: after lockstep_timeout the arm runs on, and says so
