@@ -18,6 +18,18 @@ import pytest
 # the per-test ROS environment fixture of the node tests (test/ros_utils.py)
 from ros_utils import ros_env  # noqa: F401
 
+HUMANOID_URDF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             'urdf', 'humanoid_arm.urdf')
+
+
+@pytest.fixture(scope='module')
+def robot():
+    """The humanoid arm of urdf/humanoid_arm.urdf, one per test module (a module may set
+    its gravity); a module that needs another arm defines its own ``robot``."""
+    from arm_dyn_id.model.robot import RobotModel
+    return RobotModel.from_urdf(HUMANOID_URDF)
+
+
 _ROS_HOME = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_home_')
 _running = {'test': None, 'ros': True}     # the test being run, and whether it is marked ros
 

@@ -1,7 +1,5 @@
 """The physically consistent fit: LMIs hold where plain least squares breaks them."""
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -12,15 +10,8 @@ from arm_dyn_id.identification.consistent import (is_consistent, link_min_eigenv
                                                   pseudo_inertia)
 from arm_dyn_id.identification.full_dynamics import fit_full, predict_model
 from arm_dyn_id.model.export import InconsistentParametersError, full_identified_parameters
-from arm_dyn_id.model.robot import RobotModel
 
-URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
 COULOMB, VISCOUS = 1.0, 0.2
-
-
-@pytest.fixture(scope='module')
-def robot():
-    return RobotModel.from_urdf(URDF)
 
 
 def simulate(robot, amplitude, seconds, noise, seed, rate=100.0, base_hz=0.2):

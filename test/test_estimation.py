@@ -17,16 +17,11 @@ from arm_dyn_id.errors import RankDeficientError
 from arm_dyn_id.identification.estimators import fit_irls, fit_pso, fit_threshold, fit_wls
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.identification.gravity import identify_gravity
-from arm_dyn_id.model.robot import Payload, RobotModel
+from arm_dyn_id.model.robot import Payload
 
-URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
+URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'   # test_pipeline
 SPEED = np.deg2rad(3.0)
 RATE = 50.0     # Hz; enough for the estimators, keeps the tests fast
-
-
-@pytest.fixture(scope='module')
-def robot():
-    return RobotModel.from_urdf(URDF)
 
 
 def sweep_data(robot, rng, poses_per_joint=3, coulomb=0.0, noise=None, sweep=0.6,

@@ -1,7 +1,5 @@
 """The full-dynamics model: pinocchio oracles, friction, files (old and new), bad inputs."""
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -13,14 +11,7 @@ from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, nominal_standard_parameters,
                                        rigid_base_parameters, rigid_regressor)
 from arm_dyn_id.model.gravity import GravityModel
-from arm_dyn_id.model.robot import Payload, RobotModel
-
-URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
-
-
-@pytest.fixture(scope='module')
-def robot():
-    return RobotModel.from_urdf(URDF)
+from arm_dyn_id.model.robot import Payload
 
 
 @pytest.fixture(scope='module')

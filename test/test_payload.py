@@ -1,23 +1,14 @@
 """Payload identification with the arm model frozen (issue 6)."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
 from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.model.gravity import GravityModel
-from arm_dyn_id.model.robot import Payload, RobotModel
+from arm_dyn_id.model.robot import Payload
 from arm_dyn_id.identification.payload import identify_payload, payload_regressor
 from test_estimation import NOISE, sweep_data
-
-URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
-
-
-@pytest.fixture(scope='module')
-def robot():
-    return RobotModel.from_urdf(URDF)
 
 
 @pytest.fixture(scope='module')
