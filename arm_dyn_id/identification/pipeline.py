@@ -813,7 +813,7 @@ def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joint
     dq : ndarray, (N, n), optional
         Measured velocities (rad/s).
     mode : {'auto', 'gravity', 'full'}
-        Anything but ``'auto'`` is returned as asked (with the motion statistics).
+        Anything but ``'auto'`` is returned as asked (without motion statistics).
     joints : sequence of str, optional
         Joint names; with them, sweeps are detected in q as the gravity path would.
 
@@ -823,22 +823,24 @@ def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joint
     """
     if mode not in DYNAMICS_MODES:
         raise ValueError(f'dynamics {mode!r}: choose from {DYNAMICS_MODES}')
-    motion = motion_statistics(t, q, dq)
+    # the motion statistics only when the motion decides: an asked kind, a stated plan or
+    # recorded markers need none (DynamicsChoice.motion stays empty)
     if mode != 'auto':
-        return DynamicsChoice(mode, f'--dynamics {mode} asked', 'asked', motion)
+        return DynamicsChoice(mode, f'--dynamics {mode} asked', 'asked')
     kind = _stored_plan_kind(stored, markers)
     if kind is not None:
         chosen = 'full' if kind == 'fourier' else 'gravity'
         return DynamicsChoice(chosen, f'the bag was recorded with a {kind} excitation plan',
-                              'plan', motion)
+                              'plan')
     sweeps = [m for m in clean_markers(markers) if m['phase'] == 'sweep']
     if sweeps:
         single = [m for m in sweeps if int(m.get('joint_index', -1)) >= 0]
         if single:
             return DynamicsChoice('gravity', f'{len(single)} recorded sweep markers of one '
-                                  'joint at a time (reciprocating excitation)', 'markers', motion)
+                                  'joint at a time (reciprocating excitation)', 'markers')
         return DynamicsChoice('full', f'{len(sweeps)} recorded segment markers of motion of '
-                              'all joints at once (Fourier excitation)', 'markers', motion)
+                              'all joints at once (Fourier excitation)', 'markers')
+    motion = motion_statistics(t, q, dq)
     what = (f'{100 * motion["fast_fraction"]:.0f} % of the samples move faster than '
             f'{QUASI_STATIC_SPEED:g} rad/s, {motion["joints_moving"]:.1f} joints at once on '
             f'average, {100 * motion["acceleration_fraction"]:.0f} % accelerate')
