@@ -52,6 +52,23 @@ LIMIT_KEYS = ('position_limits_lower', 'position_limits_upper', 'velocity_limits
               'acceleration_limits')
 
 
+def read_yaml_mapping(path, what, not_mapping):
+    """The YAML mapping in ``path``; ConfigError naming ``what`` and the file otherwise.
+
+    ``not_mapping`` ends the message for a file that is YAML but not a mapping.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f'{what} {path} does not exist')
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{what} {path} is not valid YAML: {exc}') from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f'{what} {path} {not_mapping}')
+    return data
+
+
 def read_parameter_file(path, node_name=None):
     """Read a ROS 2 parameter YAML file into one flat dict.
 
@@ -73,14 +90,8 @@ def read_parameter_file(path, node_name=None):
         If the file is missing, not YAML, or not a parameter file.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f'config file {path} does not exist')
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'config file {path} is not valid YAML: {exc}') from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f'config file {path} must map node names to ros__parameters')
+    data = read_yaml_mapping(path, 'config file',
+                             'must map node names to ros__parameters')
     if SHARED_SECTION not in data and node_name not in data:
         flat = [k for k in data if k in ARM_KEYS]
         hint = (f' (it has {flat[0]!r} at the top level: indent the keys under '

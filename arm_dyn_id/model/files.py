@@ -15,7 +15,7 @@ import numpy as np
 import yaml
 
 from arm_dyn_id import __version__
-from arm_dyn_id.config import file_sha256
+from arm_dyn_id.config import file_sha256, read_yaml_mapping
 from arm_dyn_id.errors import ConfigError, URDFError
 from arm_dyn_id.model.robot import RobotModel
 
@@ -87,16 +87,7 @@ def save(doc, path):
 
 def read_model_file(path):
     """The YAML document of a model file, with errors that name the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f'model file {path} does not exist')
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'model file {path} is not valid YAML: {exc}') from exc
-    if not isinstance(doc, dict):
-        raise ConfigError(f'model file {path} is not an arm_dyn_id model file')
-    return doc
+    return read_yaml_mapping(path, 'model file', 'is not an arm_dyn_id model file')
 
 
 def check_header(doc, schema, version, source, what):
