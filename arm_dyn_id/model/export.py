@@ -643,13 +643,25 @@ def full_identified_parameters(model, nominal_urdf=None, solver='CLARABEL'):
         cons.append(theta[10 * nb:] >= 0)
     prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(1 / scale, theta - nominal))),
                       cons)
-    prob.solve(solver=getattr(cp, solver))
+    import warnings
+    with warnings.catch_warnings():
+        # cvxpy warns "Solution may be inaccurate" on optimal_inaccurate: checked below
+        warnings.simplefilter('ignore', UserWarning)
+        prob.solve(solver=getattr(cp, solver))
     if theta.value is None or prob.status not in ('optimal', 'optimal_inaccurate'):
         raise InconsistentParametersError(
             f'no physically consistent link parameters of {urdf} reproduce the identified '
             f'base parameters (the SDP returned {prob.status}): fit with the consistent '
             'estimator')
-    return np.asarray(theta.value)[:10 * nb]
+    value = np.asarray(theta.value)
+    miss = np.max(np.abs(B @ value - model.beta)) / max(np.max(np.abs(model.beta)), 1e-12)
+    if miss > 1e-6:
+        # an inaccurate solution is kept only when the URDF still reproduces the model
+        raise InconsistentParametersError(
+            f'the link parameters of {urdf} found for the identified base parameters miss '
+            f'them by {miss:.1e} (relative; the SDP returned {prob.status}): fit with the '
+            'consistent estimator')
+    return value[:10 * nb]
 
 
 def identified_urdf_full(model, nominal_urdf_path):
