@@ -22,6 +22,7 @@ are destroyed and only then the context is shut down. Further signals while
 that runs are ignored; exit code 0.
 """
 
+import faulthandler
 import os
 import signal
 import sys
@@ -285,6 +286,9 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
             code = 1
     finally:
         stop.set()      # from here on, signals are ignored (the handler only sets the flag)
+        # a shutdown that hangs (seen once in 60 SIGINTs of the excitation node) prints
+        # every thread's stack after 20 s, so the next occurrence says where it waits
+        faulthandler.dump_traceback_later(20.0)
         if executor is not None:
             # stop the executor before its node goes: destroying a node that an executor
             # may still be waiting on crashed the process now and then at Ctrl-C
@@ -301,6 +305,7 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
                 node.destroy_node()
         rclpy.try_shutdown()
         stop.ignore()
+        faulthandler.cancel_dump_traceback_later()
     if exit:
         rclpy.utilities.get_default_context().destroy()     # the DDS participant goes
         return exit_process(code)
