@@ -17,14 +17,18 @@ left foot and torso move at random while the planned ZMP stays over the right so
 seed 003 §3; or double support only).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 import pinocchio as pin
 
+from arm_dyn_id.data.floating import FloatingData
 from arm_dyn_id.errors import ConfigError, URDFError
 from arm_dyn_id.model.floating import FloatingModel
+
+# the measured signals of a run; one class with the bag reader's (data wing)
+FloatingRecording = FloatingData
 
 
 @dataclass(frozen=True)
@@ -43,28 +47,6 @@ class Noise:
     @classmethod
     def none(cls):
         return cls(*([0.0] * 8))
-
-
-@dataclass
-class FloatingRecording:
-    """Measured signals of one run, (N, ...) each; ``truth`` holds them noise-free.
-
-    Base: position (world), quaternion ``x y z w``, linear velocity (world axes),
-    angular velocity (base axes). ``forces``/``sensor_positions``: the sole sensors
-    (biped only). ``tau``: actuator torques (servo output, friction included).
-    """
-
-    t: np.ndarray
-    base_position: np.ndarray
-    base_quaternion: np.ndarray
-    base_linear: np.ndarray
-    base_angular: np.ndarray
-    q: np.ndarray
-    dq: np.ndarray
-    tau: np.ndarray
-    forces: np.ndarray = None
-    sensor_positions: np.ndarray = None
-    truth: dict = field(default_factory=dict)
 
 
 class FloatingSim:
