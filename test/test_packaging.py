@@ -42,6 +42,7 @@ DISTRIBUTION = {
     'compression': 'rosbags',
     'rclpy': 'ros-rclpy', 'sensor_msgs': 'ros-sensor-msgs', 'std_msgs': 'ros-std-msgs',
     'std_srvs': 'ros-std-srvs', 'trajectory_msgs': 'ros-trajectory-msgs',
+    'geometry_msgs': 'ros-geometry-msgs', 'nav_msgs': 'ros-nav-msgs',
     'diagnostic_msgs': 'ros-diagnostic-msgs', 'rosgraph_msgs': 'ros-rosgraph-msgs',
     'ament_index_python': 'ros-ament-index-python', 'rcl_interfaces': 'ros-rcl-interfaces',
     'builtin_interfaces': 'ros-builtin-interfaces',
