@@ -343,3 +343,251 @@ def zmp(W, phi):
     X, Y, F = zmp_rows(W)
     fz = F @ phi
     return np.stack([X @ phi / fz, Y @ phi / fz], axis=1)
+
+
+# ------------------------------------------------------- the identified model file -----
+FLOATING_SCHEMA = 'arm_dyn_id/floating_model'
+FLOATING_VERSION = 1
+FLOATING_METHODS = ('momentum', 'zmp')
+
+
+class FloatingIdentification:
+    """An identified floating-base robot: the link parameters a momentum (seed 002) or
+    ZMP (seed 003) fit found, with what it was fitted on and how well it predicts.
+
+    Saved as YAML, schema ``arm_dyn_id/floating_model`` version 1 (atomic write)::
+
+        schema, version, robot_name, method, estimator,
+        urdf: {file, sha256}, total_mass, bodies,
+        parameters: {<body>: {m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz}, ...},
+        unexcited, metrics, provenance
+
+    Parameters
+    ----------
+    robot_name : str
+    urdf : str
+        Path of the nominal URDF (as in the configuration).
+    urdf_sha256 : str or None
+        Hash of that URDF when fitted.
+    method : str
+        ``'momentum'`` or ``'zmp'``.
+    estimator : str
+        ``'linear'``, ``'ga'``, ``'ga-plain'``, ``'newton'``, ...
+    bodies : sequence of str
+        Body names, pinocchio order (:attr:`FloatingModel.body_names`).
+    phi : ndarray, (10·len(bodies),)
+        pinocchio's ten dynamic parameters per body.
+    total_mass : float
+        Weighed total mass (kg).
+    unexcited : sequence of str
+        Unknowns the motion did not excite (kept at their nominal value).
+    metrics : dict
+        Held-out metrics.
+    provenance : dict
+        Bag, date, command, package version.
+    source : str, optional
+        The file it was read from.
+    urdf_dir : path-like, optional
+        Folder to find the URDF in (by its file name), or the URDF file itself, instead
+        of the path the file names; see :meth:`model`.
+    """
+
+    def __init__(self, robot_name, urdf, urdf_sha256, method, estimator, bodies, phi,
+                 total_mass, unexcited=(), metrics=None, provenance=None, *, source=None,
+                 urdf_dir=None):
+        self.robot_name = str(robot_name)
+        self.urdf = str(urdf)
+        self.urdf_sha256 = urdf_sha256
+        self.method = str(method)
+        self.estimator = str(estimator)
+        self.bodies = [str(b) for b in bodies]
+        self.phi = np.asarray(phi, dtype=float)
+        self.total_mass = float(total_mass)
+        self.unexcited = [str(u) for u in unexcited]
+        self.metrics = dict(metrics or {})
+        self.provenance = dict(provenance or {})
+        #: the file it was read from (None when built in memory)
+        self.source = None if source is None else str(source)
+        #: a warning when the URDF's hash differs from the one fitted with (after model())
+        self.warnings = []
+        self._urdf_dir = urdf_dir
+        self._model = None
+        self._validate(self.source or '<floating model>')
+
+    def _validate(self, where):
+        if self.method not in FLOATING_METHODS:
+            raise DataError(f'{where}: method {self.method!r} is not one of '
+                            f'{list(FLOATING_METHODS)}')
+        if not self.bodies:
+            raise DataError(f'{where}: no bodies')
+        if self.phi.shape != (10 * len(self.bodies),):
+            raise DataError(f'{where}: {len(self.bodies)} bodies need '
+                            f'{10 * len(self.bodies)} parameters, got {self.phi.size}')
+        if not np.all(np.isfinite(self.phi)):
+            raise DataError(f'{where}: parameters are not finite')
+        bad = np.flatnonzero(~(self.phi[::10] > 0))
+        if bad.size:
+            raise DataError(f'{where}: {self.bodies[bad[0]]} has mass '
+                            f'{self.phi[10 * bad[0]]:.6g} kg (must be positive)')
+        if not (np.isfinite(self.total_mass) and self.total_mass > 0):
+            raise DataError(f'{where}: total_mass {self.total_mass} must be positive (kg)')
+
+    # ------------------------------------------------------------------- queries
+    def masses(self):
+        """Body name -> identified mass (kg)."""
+        return {b: float(m) for b, m in zip(self.bodies, self.phi[::10])}
+
+    def model(self):
+        """The nominal URDF as a :class:`FloatingModel` (loaded once): pass :attr:`phi` to
+        its queries (``model().com(Q, phi)``, ``model().momentum(Q, V, phi)``).
+
+        The URDF is the file named, else one of that name beside the model file (or in
+        ``urdf_dir`` given to :meth:`load`), found as for arm models
+        (:func:`arm_dyn_id.model.files.urdf_path`); a hash that differs from the one
+        fitted with is reported in :attr:`warnings`, as there.
+
+        Raises
+        ------
+        URDFError
+            The URDF cannot be found or loaded.
+        DataError
+            Its bodies are not the ones fitted.
+        """
+        if self._model is not None:
+            return self._model
+        from pathlib import Path
+
+        from arm_dyn_id.model import files
+        given = None if self._urdf_dir is None else Path(self._urdf_dir)
+        if given is not None and given.is_dir():
+            given = given / Path(self.urdf).name
+        doc = {'urdf': {'file': self.urdf, 'sha256': self.urdf_sha256}}
+        path = files.urdf_path(doc, given, self.source or '<floating model>')
+        self.warnings = files.read_metadata(doc, path, ())['warnings']
+        model = FloatingModel(path)
+        if list(model.body_names) != self.bodies:
+            raise DataError(f'URDF {path} has bodies {list(model.body_names)}; the model '
+                            f'{self.source or ""} was fitted on {self.bodies}')
+        self._model = model
+        return model
+
+    # ---------------------------------------------------------------------- file
+    def to_dict(self):
+        import datetime
+
+        from arm_dyn_id import __version__
+        from arm_dyn_id.model import files
+        provenance = dict(self.provenance)
+        provenance.setdefault('created', datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec='seconds'))
+        provenance.setdefault('software', f'arm_dyn_id {__version__}')
+        return {
+            'schema': FLOATING_SCHEMA, 'version': FLOATING_VERSION,
+            'robot_name': self.robot_name, 'method': self.method,
+            'estimator': self.estimator,
+            'urdf': {'file': self.urdf, 'sha256': self.urdf_sha256},
+            'total_mass': float(self.total_mass), 'bodies': list(self.bodies),
+            'parameters': {b: dict(zip(INERTIAL_PARAMS,
+                                       files.floats(self.phi[10 * k:10 * k + 10])))
+                           for k, b in enumerate(self.bodies)},
+            'unexcited': list(self.unexcited),
+            'metrics': _plain(self.metrics), 'provenance': _plain(provenance),
+        }
+
+    def save(self, path):
+        """Write the YAML file (atomic: temp file + rename). Returns the path."""
+        from arm_dyn_id.model import files
+        return files.save(self.to_dict(), path)
+
+    @classmethod
+    def from_dict(cls, doc, source='<floating model>', urdf_dir=None):
+        """The identification of a parsed file; DataError one-liners naming ``source``."""
+        if not isinstance(doc, dict) or doc.get('schema') != FLOATING_SCHEMA:
+            raise DataError(f'{source} is not an arm_dyn_id floating model file (schema '
+                            f'{doc.get("schema") if isinstance(doc, dict) else None!r})')
+        try:
+            version = int(doc.get('version', 0))
+        except (TypeError, ValueError):
+            raise DataError(f'{source}: version {doc.get("version")!r} is not a number') \
+                from None
+        if version > FLOATING_VERSION:
+            raise DataError(f'{source} has floating model file version {version}; this '
+                            f'arm_dyn_id reads up to version {FLOATING_VERSION}: upgrade '
+                            'arm_dyn_id')
+        for key in ('method', 'urdf', 'bodies', 'parameters', 'total_mass'):
+            if key not in doc:
+                raise DataError(f'{source} has no {key!r}')
+        urdf = doc['urdf']
+        if not isinstance(urdf, dict) or not isinstance(urdf.get('file'), str):
+            raise DataError(f'{source}: urdf must be a mapping with a file name')
+        bodies, params = doc['bodies'], doc['parameters']
+        if not isinstance(bodies, list) or not isinstance(params, dict):
+            raise DataError(f'{source}: bodies must be a list and parameters a mapping')
+        phi = []
+        for body in bodies:
+            p = params.get(body)
+            if not isinstance(p, dict) or set(p) != set(INERTIAL_PARAMS):
+                raise DataError(f'{source}: parameters of {body} must be '
+                                f'{list(INERTIAL_PARAMS)}')
+            try:
+                phi += [float('nan') if p[k] is None else float(p[k])
+                        for k in INERTIAL_PARAMS]
+            except (TypeError, ValueError):
+                raise DataError(f'{source}: a parameter of {body} is not a number') from None
+        extra = sorted(set(params) - set(bodies))
+        if extra:
+            raise DataError(f'{source}: parameters of {extra} but no such bodies')
+        try:
+            total = float(doc['total_mass'])
+        except (TypeError, ValueError):
+            raise DataError(f'{source}: total_mass {doc["total_mass"]!r} is not a number') \
+                from None
+        for key in ('metrics', 'provenance'):
+            if not isinstance(doc.get(key) or {}, dict):
+                raise DataError(f'{source}: {key} must be a mapping')
+        if not isinstance(doc.get('unexcited') or [], list):
+            raise DataError(f'{source}: unexcited must be a list of names')
+        return cls(doc.get('robot_name') or '', urdf['file'], urdf.get('sha256'),
+                   doc['method'], doc.get('estimator') or '', bodies, phi, total,
+                   doc.get('unexcited') or (), doc.get('metrics'), doc.get('provenance'),
+                   source=source, urdf_dir=urdf_dir)
+
+    @classmethod
+    def load(cls, path, urdf_dir=None):
+        """Read a file written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+        urdf_dir : path-like, optional
+            Folder holding the URDF (by its file name), or the URDF file, instead of the
+            path the file names.
+
+        Raises
+        ------
+        DataError
+            Missing file, not YAML, not a floating model file, bad contents (one line
+            naming the file and the key).
+        """
+        from arm_dyn_id.errors import ConfigError
+        from arm_dyn_id.model import files
+        try:
+            doc = files.read_model_file(path)
+        except ConfigError as exc:
+            raise DataError(str(exc)) from None
+        return cls.from_dict(doc, source=str(path), urdf_dir=urdf_dir)
+
+
+def _plain(value):
+    """NumPy scalars and arrays in nested dicts / lists as plain Python for YAML."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
