@@ -13,7 +13,7 @@ from arm_dyn_id.data.joint_states import (
     DUPLICATE_JOINTS, EMPTY_ARRAY, LENGTH_MISMATCH, MISSING_JOINTS, NON_FINITE, UNKNOWN_JOINTS,
     Rejection)
 from arm_dyn_id.errors import DataError
-from arm_dyn_id.model.floating import FloatingModel
+from arm_dyn_id.model.floating import FloatingIdentification, FloatingModel
 from arm_dyn_id.service.floating import (
     BASE_NAMES, NO_BASE, NO_VELOCITY, NON_UNIT_QUATERNION, STALE_BASE, WRONG_FRAME, BasePairing,
     BaseState, ServedFloating, base_from_odometry)
@@ -22,7 +22,8 @@ URDF_DIR = Path(__file__).resolve().parent.parent / 'urdf'
 
 
 def identification(model, phi, method='momentum'):
-    """What service.floating reads of a FloatingIdentification."""
+    """An in-memory identification with anything as phi (FloatingIdentification refuses
+    non-positive masses and wrong lengths itself)."""
     return SimpleNamespace(phi=phi, bodies=list(model.body_names), model=lambda: model,
                            method=method, estimator='linear', robot_name='test',
                            urdf=model.source)
@@ -45,10 +46,15 @@ def identified(robot, tmp_path_factory):
                             inertia.lever + rng.uniform(-0.02, 0.02, 3),
                             inertia.inertia * rng.uniform(0.8, 1.2))
         phi[10 * b:10 * b + 10] = moved.toDynamicParameters()
-    path = tmp_path_factory.mktemp('urdf') / 'identified.urdf'
+    folder = tmp_path_factory.mktemp('fit')
+    path = folder / 'identified.urdf'
     path.write_text(robot.identified_urdf(phi))
     pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-    return ServedFloating(identification(robot, phi)), pm, phi
+    # the model file F2's fit writes, read back as the node reads it
+    ident = FloatingIdentification(Path(robot.source).stem, robot.source, None, 'momentum',
+                                   'linear', robot.body_names, phi, float(phi[::10].sum()))
+    loaded = FloatingIdentification.load(ident.save(folder / 'model.yaml'))
+    return ServedFloating(loaded), pm, phi
 
 
 def states(robot, rng, count):
