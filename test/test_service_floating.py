@@ -231,11 +231,12 @@ def test_pairing_refuses_no_base_and_stale_base():
     assert rejected.reason == STALE_BASE and '0.5 s' in rejected.detail
 
 
-def test_stance_foot_places_the_base():
+def test_stance_foot_places_the_base_and_gives_its_twist():
     robot = FloatingModel(URDF_DIR / 'biped.urdf')
     served = ServedFloating.nominal(robot)
     rng = np.random.default_rng(9)
     q = rng.uniform(-0.4, 0.4, robot.n)
+    dq = rng.uniform(-0.5, 0.5, robot.n)
     foot = np.array([0.1, -0.05, 0.0, 0.0, 0.0, np.sin(0.15), np.cos(0.15)])
     base = served.base_from_stance_foot(3.0, q, 'foot_r', foot)
     config = np.r_[base.position, base.quaternion, q]
@@ -243,6 +244,24 @@ def test_stance_foot_places_the_base():
     np.testing.assert_allclose(placed.translation, foot[:3], atol=1e-12)
     np.testing.assert_allclose(placed.rotation, pin.XYZQUATToSE3(foot).rotation, atol=1e-12)
     assert base.linear is None
+    # the twist: finite differences of the base pose along the joint motion
+    moving = served.base_from_stance_foot(3.0, q, 'foot_r', foot, dq)
+    dt = 1e-6
+    before, after = (served.base_from_stance_foot(0, q + s * dq * dt, 'foot_r', foot)
+                     for s in (-1, 1))
+    np.testing.assert_allclose(moving.linear, (after.position - before.position) / (2 * dt),
+                               atol=1e-6)
+    q0, q1 = (np.r_[b.position, b.quaternion, q] for b in (before, after))
+    local = pin.difference(robot.model, q0, q1)[:6] / (2 * dt)     # base twist, base axes
+    np.testing.assert_allclose(moving.angular, local[3:], atol=1e-6)
+    # the foot does not move: its velocity with that base twist is zero
+    v = np.r_[pin.Quaternion(moving.quaternion).toRotationMatrix().T @ moving.linear,
+              moving.angular, dq]
+    pin.forwardKinematics(robot.model, robot.data, config, v)
+    pin.updateFramePlacements(robot.model, robot.data)
+    foot_v = pin.getFrameVelocity(robot.model, robot.data, robot.frame_id('foot_r'))
+    np.testing.assert_allclose(foot_v.vector, 0.0, atol=1e-12)
+    assert not isinstance(served.stream_momentum(moving, q, dq), Rejection)
 
 
 def test_non_positive_mass_is_served_by_the_regressor_path(robot):

@@ -38,7 +38,7 @@ Streams pair every ``joint_states`` message with the latest base state
 (:class:`BasePairing`): from ``nav_msgs/Odometry`` (:func:`base_from_odometry`: the pose
 of the base in the world and its twist in the base's axes, REP 105), or, for a
 robot standing on a known foot (seed 003: no motion capture), from the joint angles
-alone (:meth:`ServedFloating.base_from_stance_foot`).
+alone, its twist from the joint rates (:meth:`ServedFloating.base_from_stance_foot`).
 """
 
 from typing import NamedTuple
@@ -359,13 +359,25 @@ class ServedFloating:
         q = np.concatenate([base.position, base.quaternion, q_joints])
         return self.momentum(q, self.pin_velocity(q, base.linear, base.angular, dq_joints))
 
-    def base_from_stance_foot(self, stamp, q_joints, foot_frame, foot_pose):
-        """The base pose when ``foot_frame`` stands still at ``foot_pose`` (x y z, qx qy
-        qz qw, world), from the joint angles alone (seed 003 §3); no velocity."""
+    def base_from_stance_foot(self, stamp, q_joints, foot_frame, foot_pose, dq_joints=None):
+        """The base state when ``foot_frame`` stands still at ``foot_pose`` (x y z, qx qy
+        qz qw, world), from the joints alone (seed 003 §3: no motion capture).
+
+        With the joint rates ``dq_joints`` the base twist follows from the foot's
+        standing still: ``J_b v_b + J_j q̇ = 0`` for the foot's (local) Jacobian, so
+        ``v_b = -J_b⁻¹ J_j q̇``; without them the state has no velocity.
+        """
         pose = np.asarray(foot_pose, dtype=float)
-        se3 = pin.XYZQUATToSE3(pose)
-        q = self.floating.base_from_foot(q_joints[None], foot_frame, se3)[0]
-        return BaseState(float(stamp), q[:3], q[3:7])
+        q = self.floating.base_from_foot(np.asarray(q_joints, float)[None], foot_frame,
+                                         pin.XYZQUATToSE3(pose))[0]
+        if dq_joints is None:
+            return BaseState(float(stamp), q[:3], q[3:7])
+        pm, pd = self.floating.model, self.floating.data
+        fid = self.floating.frame_id(foot_frame)
+        J = pin.computeFrameJacobian(pm, pd, q, fid, pin.ReferenceFrame.LOCAL)
+        v_base = -np.linalg.solve(J[:, :6], J[:, 6:] @ np.asarray(dq_joints, float))
+        R = pin.Quaternion(q[3:7]).toRotationMatrix()
+        return BaseState(float(stamp), q[:3], q[3:7], R @ v_base[:3], v_base[3:])
 
     def describe(self):
         """One line: what is served."""
