@@ -23,7 +23,9 @@ Only what a command uses is required: an offline fit needs ``urdf`` (and
 limits missing from the file are read from the URDF's ``<limit>`` tags, and
 acceleration limits are needed only by commands that move the arm.
 ``gravity_vector`` ([gx, gy, gz], m/s², in the URDF's root frame) replaces
-``gravity`` for arms mounted tilted, on a wall or on a ceiling.
+``gravity`` for arms mounted tilted, on a wall or on a ceiling. A robot without a
+fixed base (a space manipulator, a biped) adds a ``floating_base`` mapping
+(:class:`FloatingBaseConfig`, docs/floating_base.md).
 """
 
 import difflib
@@ -44,7 +46,7 @@ SHARED_SECTION = '/**'
 ARM_KEYS = ('robot_name', 'urdf', 'joints', 'gravity', 'gravity_vector', 'torque_constants',
             'current_signs', 'current_offsets', 'gear_ratios', 'efficiencies',
             'position_limits_lower', 'position_limits_upper', 'velocity_limits',
-            'acceleration_limits', 'torque_noise')
+            'acceleration_limits', 'torque_noise', 'floating_base')
 #: Other shared keys that commands read from :attr:`ArmConfig.extra` (design, collision).
 EXTRA_KEYS = ('ee_linear_speed_limit', 'ee_angular_speed_limit', 'environment_boxes',
               'min_clearance', 'collision_ignored_pairs')
@@ -249,6 +251,237 @@ def file_sha256(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+FLOATING_METHODS = ('momentum', 'zmp')
+#: Keys of the ``floating_base`` mapping.
+FLOATING_KEYS = ('method', 'total_mass', 'base_frame', 'odometry_topic', 'imu_topic',
+                 'momentum', 'stance_foot', 'stance_foot_pose', 'sole_sensors')
+SOLE_SENSOR_KEYS = ('topic', 'frame', 'position')
+
+
+@dataclass(frozen=True)
+class SoleSensor:
+    """One normal-force sensor under a foot: its ``geometry_msgs/WrenchStamped`` topic
+    (``wrench.force.z`` is the force, N), the URDF frame it is fixed to, and its position
+    in that frame (3,), m."""
+
+    topic: str
+    frame: str
+    position: tuple
+
+
+@dataclass(frozen=True)
+class FloatingBaseConfig:
+    """The ``floating_base`` section of an arm config: a robot whose root link floats.
+
+    Attributes
+    ----------
+    method : str
+        ``momentum`` (seed 002: conserved momentum, no external force) or ``zmp``
+        (seed 003: the ZMP measured by sole sensors).
+    total_mass : float
+        Weighed total mass (kg), the fits' constraint.
+    base_frame : str
+        The URDF's root link, the body whose pose and twist the base topics give.
+    odometry_topic : str
+        ``nav_msgs/Odometry`` of ``base_frame`` in the world (twist in the child frame's
+        axes, REP 105); '' for none.
+    imu_topic : str
+        ``sensor_msgs/Imu`` on the base (attitude and rate), read when there is no
+        odometry; '' for none.
+    momentum : ndarray, (6,)
+        The conserved momentum: linear (N·s), then angular about the world origin
+        (N·m·s); zeros for a robot released at rest.
+    stance_foot : str or None
+        URDF frame of the foot that stands still (zmp).
+    stance_foot_pose : ndarray, (7,) or None
+        Its pose in the world: x y z (m), qx qy qz qw.
+    sole_sensors : tuple of SoleSensor
+        The normal-force sensors (zmp), in the column order of the recorded forces.
+    """
+
+    method: str
+    total_mass: float
+    base_frame: str
+    odometry_topic: str = ''
+    imu_topic: str = ''
+    momentum: np.ndarray = field(default_factory=lambda: np.zeros(6), compare=False)
+    stance_foot: str = None
+    stance_foot_pose: np.ndarray = field(default=None, compare=False)
+    sole_sensors: tuple = ()
+
+    @property
+    def topics(self):
+        """Every topic the section names (odometry, imu, sole sensors), in that order."""
+        return tuple(t for t in (self.odometry_topic, self.imu_topic) if t) + \
+            tuple(s.topic for s in self.sole_sensors)
+
+    def to_dict(self):
+        """The section as plain YAML-ready values (what a bag stores)."""
+        doc = {'method': self.method, 'total_mass': self.total_mass,
+               'base_frame': self.base_frame, 'odometry_topic': self.odometry_topic,
+               'imu_topic': self.imu_topic,
+               'momentum': [float(v) for v in self.momentum]}
+        if self.stance_foot is not None:
+            doc['stance_foot'] = self.stance_foot
+        if self.stance_foot_pose is not None:
+            doc['stance_foot_pose'] = [float(v) for v in self.stance_foot_pose]
+        if self.sole_sensors:
+            doc['sole_sensors'] = [{'topic': s.topic, 'frame': s.frame,
+                                    'position': list(s.position)} for s in self.sole_sensors]
+        return doc
+
+
+def _urdf_frames(path):
+    """(links, joints, root links) of a URDF, names only (no pinocchio at rank 0)."""
+    try:
+        root = ElementTree.parse(str(path)).getroot()
+    except (ElementTree.ParseError, OSError) as exc:
+        raise ConfigError(f'URDF {path} could not be parsed: {exc}') from exc
+    links = [e.get('name') for e in root.iter('link')]
+    joints = [e.get('name') for e in root.iter('joint')]
+    children = {c.get('link') for j in root.iter('joint') for c in j.iter('child')}
+    return links, joints, [name for name in links if name not in children]
+
+
+def _numbers(key, value, size):
+    if not isinstance(value, (list, tuple)) or len(value) != size:
+        raise ConfigError(f'parameter {key} = {value!r} must be a list of {size} numbers')
+    arr = np.array([_number(f'{key}[{i}]', v) for i, v in enumerate(value)])
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError(f'parameter {key} = {arr.tolist()} contains NaN or inf')
+    return arr
+
+
+def _topic(key, value):
+    if not isinstance(value, str):
+        raise ConfigError(f'parameter {key} = {value!r} must be a topic name (a string; '
+                          "'' for none)")
+    if value.startswith('~') or ' ' in value:
+        raise ConfigError(f'parameter {key} = {value!r} must be a topic name like '
+                          "base_odometry (relative, no spaces, no '~')")
+    return value
+
+
+def floating_base_from_params(value, urdf):
+    """Validate the ``floating_base`` mapping against the URDF.
+
+    Parameters
+    ----------
+    value : dict
+        The YAML mapping (see :class:`FloatingBaseConfig`).
+    urdf : pathlib.Path
+        The robot's URDF: frames and the root link are checked against it.
+
+    Returns
+    -------
+    FloatingBaseConfig
+
+    Raises
+    ------
+    ConfigError
+        One line naming the key (``floating_base.<key>``) and the value.
+    """
+    if not isinstance(value, dict):
+        raise ConfigError(f'parameter floating_base = {value!r} must be a mapping (method, '
+                          'total_mass, base_frame, ...; see docs/floating_base.md)')
+    for key in value:
+        if key not in FLOATING_KEYS:
+            close = difflib.get_close_matches(str(key), FLOATING_KEYS, n=1)
+            hint = f' (did you mean {close[0]}?)' if close else \
+                f'; known keys: {", ".join(FLOATING_KEYS)}'
+            raise ConfigError(f'unknown parameter floating_base.{key}{hint}')
+    links, joints, roots = _urdf_frames(urdf)
+    frames = set(links) | set(joints)
+
+    def frame(key, name):
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f'parameter {key} = {name!r} must be a URDF frame name')
+        if name not in frames:
+            close = difflib.get_close_matches(name, links, n=1)
+            hint = f' (did you mean {close[0]}?)' if close else f' (links: {links})'
+            raise ConfigError(f'parameter {key} = {name!r} is not a frame of {urdf}{hint}')
+        return name
+
+    method = value.get('method')
+    if method not in FLOATING_METHODS:
+        raise ConfigError(f'parameter floating_base.method = {method!r} must be one of '
+                          f'{", ".join(FLOATING_METHODS)}')
+    if 'total_mass' not in value:
+        raise ConfigError('parameter floating_base.total_mass is missing: give the weighed '
+                          'total mass of the robot (kg)')
+    total_mass = _number('floating_base.total_mass', value['total_mass'])
+    if not np.isfinite(total_mass) or total_mass <= 0:
+        raise ConfigError(f'parameter floating_base.total_mass = {total_mass} must be > 0 (kg)')
+    base_frame = value.get('base_frame', roots[0] if len(roots) == 1 else None)
+    if base_frame is None:
+        raise ConfigError(f'parameter floating_base.base_frame is missing: give the URDF '
+                          f'root link (roots of {urdf}: {roots})')
+    if base_frame not in roots:
+        raise ConfigError(f'parameter floating_base.base_frame = {base_frame!r} must be the '
+                          f'root link of {urdf} ({", ".join(roots) or "none"}): the base '
+                          'topics give the pose and twist of that link')
+    odometry = _topic('floating_base.odometry_topic', value.get('odometry_topic', ''))
+    imu = _topic('floating_base.imu_topic', value.get('imu_topic', ''))
+    momentum = _numbers('floating_base.momentum', value.get('momentum', [0.0] * 6), 6)
+    momentum.setflags(write=False)
+    stance_foot = pose = None
+    if 'stance_foot' in value:
+        stance_foot = frame('floating_base.stance_foot', value['stance_foot'])
+    if 'stance_foot_pose' in value:
+        pose = _numbers('floating_base.stance_foot_pose', value['stance_foot_pose'], 7)
+        norm = float(np.linalg.norm(pose[3:]))
+        if abs(norm - 1.0) > 1e-6:
+            raise ConfigError(f'parameter floating_base.stance_foot_pose = {pose.tolist()}: '
+                              f'its quaternion (qx qy qz qw) has norm {norm:.6g}, not 1')
+        pose.setflags(write=False)
+    sensors = value.get('sole_sensors', [])
+    if not isinstance(sensors, (list, tuple)):
+        raise ConfigError(f'parameter floating_base.sole_sensors = {sensors!r} must be a list '
+                          'of {topic, frame, position} mappings')
+    sole = []
+    for i, s in enumerate(sensors):
+        key = f'floating_base.sole_sensors[{i}]'
+        if not isinstance(s, dict):
+            raise ConfigError(f'parameter {key} = {s!r} must be a mapping {{topic, frame, '
+                              'position}}')
+        for k in s:
+            if k not in SOLE_SENSOR_KEYS:
+                raise ConfigError(f'unknown parameter {key}.{k} (known: '
+                                  f'{", ".join(SOLE_SENSOR_KEYS)})')
+        for k in SOLE_SENSOR_KEYS:
+            if k not in s:
+                raise ConfigError(f'parameter {key}.{k} is missing')
+        topic = _topic(f'{key}.topic', s['topic'])
+        if not topic:
+            raise ConfigError(f'parameter {key}.topic is empty: give the sensor\'s '
+                              'WrenchStamped topic')
+        if topic in [t.topic for t in sole] or topic in (odometry, imu):
+            raise ConfigError(f'parameter {key}.topic = {topic!r} is named twice')
+        position = _numbers(f'{key}.position', s['position'], 3)
+        sole.append(SoleSensor(topic, frame(f'{key}.frame', s['frame']),
+                               tuple(float(v) for v in position)))
+    if odometry and odometry == imu:
+        raise ConfigError(f'parameters floating_base.odometry_topic and imu_topic are both '
+                          f'{odometry!r}: one topic has one type')
+    if method == 'momentum' and not odometry:
+        raise ConfigError('parameter floating_base.odometry_topic is empty: the momentum '
+                          'method needs the base pose and twist (nav_msgs/Odometry)')
+    if method == 'zmp':
+        if stance_foot is None:
+            raise ConfigError('parameter floating_base.stance_foot is missing: the zmp method '
+                              'needs the URDF frame of the foot that stands still')
+        if pose is None:
+            raise ConfigError('parameter floating_base.stance_foot_pose is missing: the zmp '
+                              'method needs that foot\'s pose in the world (x y z qx qy qz qw)')
+        if not sole:
+            raise ConfigError('parameter floating_base.sole_sensors is missing or empty: the '
+                              'zmp method needs the sole sensors (topic, frame, position)')
+    return FloatingBaseConfig(method=method, total_mass=total_mass, base_frame=base_frame,
+                              odometry_topic=odometry, imu_topic=imu, momentum=momentum,
+                              stance_foot=stance_foot, stance_foot_pose=pose,
+                              sole_sensors=tuple(sole))
+
+
 @dataclass(frozen=True)
 class ArmConfig:
     """What every node and the offline tools share about one arm.
@@ -281,6 +514,8 @@ class ArmConfig:
         Expected torque noise σ per joint (N·m), used for weighting.
     source : pathlib.Path or None
         The file this came from.
+    floating_base : FloatingBaseConfig or None
+        The ``floating_base`` section; None for an arm on a fixed base.
     """
 
     robot_name: str
@@ -301,6 +536,7 @@ class ArmConfig:
     extra: dict = field(default_factory=dict, compare=False)
     gravity_direction: np.ndarray = field(
         default_factory=lambda: np.array([0.0, 0.0, -1.0]), compare=False)
+    floating_base: FloatingBaseConfig = field(default=None, compare=False)
 
     @property
     def n_joints(self):
@@ -348,7 +584,8 @@ class ArmConfig:
             Refuse a config whose limits neither the file nor the URDF give
             (commands that move the arm); False leaves them None.
         need_torque_constants : bool
-            False when effort is already a torque: missing constants become 1.
+            False when effort is already a torque: missing constants become 1
+            (always for a ``floating_base`` robot: its effort is joint torque).
         strict : bool
             Refuse keys that no command reads (see :func:`check_keys`).
 
@@ -375,6 +612,10 @@ class ArmConfig:
         if not urdf.is_file():
             raise ConfigError(f'parameter urdf = {urdf_name!r}: file {urdf} does not exist')
         gravity, direction = gravity_from_params(params)
+        floating = None
+        if params.get('floating_base') is not None:
+            floating = floating_base_from_params(params['floating_base'], urdf)
+            need_torque_constants = False
         from_urdf = {k: v for k, v in urdf_limits(urdf, joints).items() if k not in params}
         params = dict(from_urdf, **params)
         limits = {}
@@ -424,6 +665,7 @@ class ArmConfig:
             source=Path(source) if source else None,
             extra={k: v for k, v in params.items() if k not in ARM_KEYS},
             gravity_direction=direction,
+            floating_base=floating,
         )
 
 
