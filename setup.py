@@ -23,7 +23,7 @@ from setuptools import find_packages, setup
 package_name = 'arm_dyn_id'
 
 NODES = ('excitation_node', 'recorder_node', 'identifier_node', 'sim_arm_node',
-         'gravity_compensation_node')
+         'gravity_compensation_node', 'floating_model_node')
 
 
 def files(pattern):
