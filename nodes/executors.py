@@ -255,6 +255,8 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
     it as the last thing of a process.
     """
     stop = StopRequest().install()
+    # `kill -USR1 <pid>` prints every thread's Python stack (a node that seems stuck)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     name = getattr(node_class, 'node_name', node_class.__name__)
     node = None
@@ -305,8 +307,9 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
                 node.destroy_node()
         rclpy.try_shutdown()
         stop.ignore()
-        faulthandler.cancel_dump_traceback_later()
     if exit:
         rclpy.utilities.get_default_context().destroy()     # the DDS participant goes
+        faulthandler.cancel_dump_traceback_later()
         return exit_process(code)
+    faulthandler.cancel_dump_traceback_later()
     return code

@@ -279,9 +279,22 @@ def node_output(proc):
     return text
 
 
+def dump_and_kill(proc, wait=3.0):
+    """SIGUSR1 (every node prints its threads' stacks to its log: run_node registers
+    faulthandler on it), ``wait`` s for the text, then SIGKILL; returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            return proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            pass
+    return kill(proc)
+
+
 def stop(proc, timeout=10.0):
-    """SIGINT, then SIGTERM, then SIGKILL, each with a bounded wait; returns the exit code."""
-    for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+    """SIGINT, then SIGTERM, then SIGKILL, each with a bounded wait; returns the exit code.
+    Before the SIGKILL the node prints its stacks (:func:`dump_and_kill`)."""
+    for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 3.0)):
         if proc.poll() is not None:
             break
         proc.send_signal(sig)
@@ -289,6 +302,8 @@ def stop(proc, timeout=10.0):
             proc.wait(wait)
         except subprocess.TimeoutExpired:
             continue
+    if proc.poll() is None:
+        dump_and_kill(proc)
     return proc.wait(3.0)
 
 

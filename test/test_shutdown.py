@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from arm_dyn_id.paths import share_dir
-from ros_utils import RosHarness, wait_for
+from ros_utils import RosHarness, dump_and_kill, wait_for
 
 pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -142,7 +142,7 @@ def test_sigint_to_the_process_group_mid_run_20_times(ros_env, tmp_path, plan_fi
                 try:
                     codes[name] = proc.wait(60)
                 except subprocess.TimeoutExpired:
-                    proc.kill()
+                    dump_and_kill(proc)     # its log then says where it waited
                     codes[name] = 'no exit in 60 s'
             report = f'run {run} (real_time_factor {rtf}): ' + _report(run_dir, codes)
             assert all(code == 0 for code in codes.values()), report
