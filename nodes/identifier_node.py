@@ -78,6 +78,18 @@ DYNAMICS_MODES = ('auto', 'gravity', 'full')
 EFFORT_KINDS = ('current', 'torque')
 
 
+def _joint_state(header, names, position, effort, velocity=None):
+    """A JointState reply or stream message (arrays -> lists)."""
+    out = JointState()
+    out.header = header
+    out.name = list(names)
+    out.position = position.tolist()
+    if velocity is not None:
+        out.velocity = velocity.tolist()
+    out.effort = effort.tolist()
+    return out
+
+
 class IdentifierNode(Node):
     """Fit the gravity or full-dynamics model from live data and serve it."""
 
@@ -688,49 +700,34 @@ class IdentifierNode(Node):
         if residual is not None:
             self._residual(residual, msg)
         answer = served.stream(msg.name, msg.position)
-        if isinstance(answer, Rejection):
-            self.counts['stream_skipped'] += 1
-            self._error(f'stream: {answer.reason}')
-            self.get_logger().warning(
-                f'joint_states message not served ({answer.reason}): {answer.detail}',
-                throttle_duration_sec=self._throttle)
+        if self._rejected(answer, 'stream', 'not served'):
             return
         q, tau = answer
-        out = JointState()
-        out.header = msg.header
-        out.name = served.joints
-        out.position = q.tolist()
-        out.effort = tau.tolist()
-        if try_publish(self, self.gravity_pub, out):
+        if try_publish(self, self.gravity_pub, _joint_state(msg.header, served.joints, q, tau)):
             self.counts['stream'] += 1
+
+    def _rejected(self, answer, what, says):
+        """Count, report and warn (throttled) when ``answer`` is a Rejection."""
+        if not isinstance(answer, Rejection):
+            return False
+        self.counts[f'{what}_skipped'] += 1
+        self._error(f'{what}: {answer.reason}')
+        self.get_logger().warning(f'joint_states message {says} ({answer.reason}): '
+                                  f'{answer.detail}', throttle_duration_sec=self._throttle)
+        return True
 
     def _residual(self, residual, msg):
         """model_torques, external_torques (and contact) for one joint_states message."""
         stamp = msg.header.stamp
         answer = residual.update(msg.name, stamp.sec + stamp.nanosec * 1e-9, msg.position,
                                  msg.velocity, msg.effort)
-        if isinstance(answer, Rejection):
-            self.counts['residual_skipped'] += 1
-            self._error(f'residual: {answer.reason}')
-            self.get_logger().warning(
-                f'joint_states message gives no residual ({answer.reason}): {answer.detail}',
-                throttle_duration_sec=self._throttle)
+        if self._rejected(answer, 'residual', 'gives no residual'):
             return
         q, dq, model, external, contact = answer
-        out = JointState()
-        out.header = msg.header
-        out.name = residual.joints
-        out.position = q.tolist()
-        out.velocity = dq.tolist()
-        out.effort = model.tolist()
-        try_publish(self, self.model_torque_pub, out)
-        out = JointState()
-        out.header = msg.header
-        out.name = residual.joints
-        out.position = q.tolist()
-        out.velocity = dq.tolist()
-        out.effort = external.tolist()
-        try_publish(self, self.external_pub, out)
+        try_publish(self, self.model_torque_pub,
+                    _joint_state(msg.header, residual.joints, q, model, dq))
+        try_publish(self, self.external_pub,
+                    _joint_state(msg.header, residual.joints, q, external, dq))
         if residual.observer.thresholds is not None:
             try_publish(self, self.contact_pub, Bool(data=contact))
             if contact and not self.contact:
@@ -748,37 +745,31 @@ class IdentifierNode(Node):
         served = self.served_dynamics
         answer = answer_dynamics_query(served, msg.name, msg.position, msg.velocity,
                                        msg.effort)
-        out = JointState()
-        out.header = msg.header
-        if isinstance(answer, Rejection):
-            out.name = [f'error: {answer.detail}']
-            self.counts['dynamics_query_errors'] += 1
-            self._error(f'dynamics_query: {answer.reason}')
-        else:
+        if not isinstance(answer, Rejection):
             _, _, _, rigid, friction = answer
-            out.name = served.joints
-            out.position = rigid.tolist()
-            out.velocity = friction.tolist()
-            out.effort = (rigid + friction).tolist()
-            self.counts['dynamics_queries'] += 1
-        try_publish(self, self.dyn_result_pub, out)
+            # total in effort, rigid body in position, friction in velocity
+            answer = _joint_state(msg.header, served.joints, rigid, rigid + friction, friction)
+        self._reply(self.dyn_result_pub, msg, answer, 'dynamics_query', 'dynamics_queries')
 
     def _on_query(self, msg):
         served = self.served
         answer = answer_query(served, msg.name, msg.position)
-        out = JointState()
-        out.header = msg.header
+        if not isinstance(answer, Rejection):
+            answer = _joint_state(msg.header, served.joints, *answer)
+        self._reply(self.result_pub, msg, answer, 'query', 'queries')
+
+    def _reply(self, publisher, msg, answer, what, count):
+        """Publish a query's reply, or its error reply (``name = ['error: ...']``)."""
         if isinstance(answer, Rejection):
+            out = JointState()
+            out.header = msg.header
             out.name = [f'error: {answer.detail}']
-            self.counts['query_errors'] += 1
-            self._error(f'query: {answer.reason}')
+            self.counts[f'{what}_errors'] += 1
+            self._error(f'{what}: {answer.reason}')
         else:
-            q, tau = answer
-            out.name = served.joints
-            out.position = q.tolist()
-            out.effort = tau.tolist()
-            self.counts['queries'] += 1
-        try_publish(self, self.result_pub, out)
+            out = answer
+            self.counts[count] += 1
+        try_publish(self, publisher, out)
 
     # -- services -----------------------------------------------------------
     def _create_command_node(self):

@@ -263,6 +263,18 @@ def _project_mass(Phi, c, target):
     return Phi + c * (target - c @ Phi) / (c @ c)
 
 
+def _start(problem, total_mass, Phi0, lower, upper, project=False):
+    """What both fits start from: the checked start and bounds, the mass the unknowns
+    share, the scales (nominal values) and the excited directions at the start."""
+    types = problem.types
+    Phi, lower, upper = _check(types, Phi0, total_mass, lower, upper)
+    target = total_mass - types.fixed_mass
+    if project:
+        Phi = np.clip(_project_mass(Phi, types.mass_row, target), lower, upper)
+    scales = np.where(np.abs(types.nominal) > 0, np.abs(types.nominal), 1.0)
+    return Phi, lower, upper, target, scales, problem.base(Phi, scales)
+
+
 def fit_newton(problem, total_mass, Phi0=None, lower=None, upper=None, alpha=0.02,
                eps=1e-7, max_iterations=500):
     """Seed 003's constrained Newton / steepest-descent iteration (eqs. 9-14).
@@ -288,12 +300,9 @@ def fit_newton(problem, total_mass, Phi0=None, lower=None, upper=None, alpha=0.0
     """
     start = time.perf_counter()
     types = problem.types
-    Phi, lower, upper = _check(types, Phi0, total_mass, lower, upper)
     c = types.mass_row
-    target = total_mass - types.fixed_mass
-    Phi = np.clip(_project_mass(Phi, c, target), lower, upper)
-    scales = np.where(np.abs(types.nominal) > 0, np.abs(types.nominal), 1.0)
-    base = problem.base(Phi, scales)
+    Phi, lower, upper, target, scales, base = _start(problem, total_mass, Phi0, lower, upper,
+                                                     project=True)
     free = np.zeros(len(Phi), bool)
     free[base.independent] = True
     cf = c * free
@@ -384,12 +393,9 @@ def fit_linear(problem, total_mass, Phi0=None, lower=None, upper=None, passes=3)
     """
     start = time.perf_counter()
     types = problem.types
-    Phi, lower, upper = _check(types, Phi0, total_mass, lower, upper)
+    Phi, lower, upper, target, scales, base = _start(problem, total_mass, Phi0, lower, upper)
     k = len(types.names) // 2
     c_u = np.concatenate([np.zeros(k), types.count])
-    target = total_mass - types.fixed_mass
-    scales = np.where(np.abs(types.nominal) > 0, np.abs(types.nominal), 1.0)
-    base = problem.base(Phi, scales)
     x, y = problem.zmp[:, 0:1], problem.zmp[:, 1:2]
     rows = np.vstack([problem.X - x * problem.F, problem.Y - y * problem.F])
     rows = rows / np.median(np.abs(problem.F @ types.phi(Phi)))     # metres
