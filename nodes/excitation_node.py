@@ -12,8 +12,13 @@ missing, tracking error, the node itself too late to extend the look-ahead) brak
 commanded motion to rest within the acceleration limits (arm_dyn_id/excitation/
 stopping.py) and do not resume by themselves. Every command is checked against the
 configured limits before it is published. All timing uses the node clock
-(``use_sim_time`` works); the joint-state watchdog also runs on the steady clock so
-that it fires when ``/clock`` stops too.
+(``use_sim_time`` works). Under ``use_sim_time`` the joint-state watchdog measures the
+age of the last ``joint_states`` in simulated time (a simulator that pauses, e.g. in
+lockstep with a busy recorder, pauses its arm too) and, on the steady clock, holds when
+the simulated clock itself has stood still for ``clock_stall_timeout`` s (the simulator
+is gone). A stale reading holds the arm only when the next check, 20 ms later, still
+finds it stale: a busy spell of this node, whose queued joint_states have not been
+processed yet, is not silence of the arm.
 """
 
 import json
@@ -63,7 +68,11 @@ PARAMETERS = (
           'this node share it however late the message arrives'),
     Param('approach_speed', 0.2, 'peak speed of the approach to the plan start (rad/s), > 0'),
     Param('approach_acceleration', 0.5, 'peak acceleration of the approach (rad/s²), > 0'),
-    Param('joint_state_timeout', 0.5, 'watchdog: hold when joint_states are older (s), > 0'),
+    Param('joint_state_timeout', 0.5, 'watchdog: hold when joint_states are older (s), > 0; '
+          'under use_sim_time in simulated seconds'),
+    Param('clock_stall_timeout', 10.0, 'watchdog under use_sim_time: hold when neither '
+          'joint_states nor the simulated clock moved for this many wall seconds (the '
+          'simulator is gone; one paused for a busy recorder is waited for), > 0'),
     Param('tracking_error_threshold', 0.1, 'watchdog: hold when |measured - commanded| '
           'exceeds this (rad), > 0'),
     Param('hold_time', 0.02, 'time_from_start of a hold trajectory point (s), >= 0'),
@@ -144,6 +153,9 @@ class ExcitationNode(Node):
         self.q_meas = None
         self.js_node_time = None
         self.js_steady_time = None
+        self.js_receipt_time = None     # node clock at the last joint_states
+        self.stale_once = False         # the watchdog found joint_states stale once
+        self.sim_time = bool(self.get_parameter('use_sim_time').value)
         self.check = JointStateCheck(self.config.joints)
         self.rejected = {}      # joint_states rejection reason -> count
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -190,7 +202,8 @@ class ExcitationNode(Node):
                                   'commands')
             for name in ('command_rate', 'trajectory_point_period', 'approach_speed',
                          'approach_acceleration', 'joint_state_timeout',
-                         'tracking_error_threshold', 'speed', 'lookahead'):
+                         'tracking_error_threshold', 'speed', 'lookahead',
+                         'clock_stall_timeout'):
                 if not p(name) > 0:
                     raise ConfigError(f'parameter {name} = {p(name)} must be > 0')
             if not p('start_delay') >= 0:
@@ -229,6 +242,8 @@ class ExcitationNode(Node):
         self.js_node_time = stamp if stamp > 0 else self._now()
         first = self.js_steady_time is None
         self.js_steady_time = time.monotonic()
+        self.js_receipt_time = self._now()
+        self.stale_once = False
         if first:       # say 'ready' now rather than at the next 1 s diagnostics tick
             self._publish_diagnostics()
 
@@ -236,9 +251,15 @@ class ExcitationNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _has_recent_state(self):
-        """True while joint_states with every configured joint arrive (what ~/start needs)."""
-        return self.q_meas is not None and self.js_steady_time is not None and \
-            time.monotonic() - self.js_steady_time <= self._param('joint_state_timeout')
+        """True while joint_states with every configured joint arrive (what ~/start needs;
+        the ages as the watchdog measures them)."""
+        if self.q_meas is None or self.js_steady_time is None:
+            return False
+        wall_age = time.monotonic() - self.js_steady_time
+        if not self.sim_time:
+            return wall_age <= self._param('joint_state_timeout')
+        return (self._now() - self.js_receipt_time <= self._param('joint_state_timeout')
+                and wall_age <= self._param('clock_stall_timeout'))
 
     # services -------------------------------------------------------------------
     def _on_start(self, request, response):
@@ -417,18 +438,39 @@ class ExcitationNode(Node):
         self._rate_probe = probe
 
     def _watchdog(self):
-        """Steady-clock check: joint states must keep arriving while running."""
+        """Steady-clock check (every 20 ms): joint states must keep arriving while running.
+
+        Wall time: their age on the steady clock. Under ``use_sim_time``: their age in
+        simulated time (a paused simulator pauses its arm too), or the steady age once
+        the simulated clock stood still too for ``clock_stall_timeout`` s. Stale twice in a
+        row holds the arm (a joint_states callback that was only queued runs in between).
+        """
         if self.state != 'running':
+            self.stale_once = False
             return
-        # Wall-clock age only: with use_sim_time a stalled simulator stops its clock
-        # too, so only the steady clock sees it; and a simulator running faster
-        # than real time must not make a short busy spell of this node look like
-        # silence of the arm.
         timeout = self._param('joint_state_timeout')
         wall_age = time.monotonic() - (self.js_steady_time or 0.0)
-        if wall_age > timeout:
-            self.stop(f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
-                      f'joint_state_timeout {timeout} s)')
+        problem = None
+        if not self.sim_time:
+            if wall_age > timeout:
+                problem = (f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
+                           f'joint_state_timeout {timeout} s)')
+        else:
+            sim_age = self._now() - (self.js_receipt_time or 0.0)
+            stall = self._param('clock_stall_timeout')
+            if sim_age > timeout:
+                problem = (f'joint_states stopped arriving (last {sim_age:.3f} s of simulated '
+                           f'time ago, joint_state_timeout {timeout} s)')
+            elif wall_age > stall:
+                problem = (f'joint_states and the simulated clock stood still for '
+                           f'{wall_age:.1f} s (clock_stall_timeout {stall} s): the simulator '
+                           'is gone')
+        if problem is None:
+            self.stale_once = False
+        elif not self.stale_once:
+            self.stale_once = True      # confirm at the next check
+        else:
+            self.stop(problem)
 
     def stop(self, reason):
         """Brake the running plan to rest within the limits; report; do not resume.

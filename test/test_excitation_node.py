@@ -52,7 +52,7 @@ class FakeArm:
     replaces the last from its start, cubic between points). ``freeze()``: it keeps
     publishing but stops following (a controller that no longer tracks)."""
 
-    def __init__(self, ros, q0):
+    def __init__(self, ros, q0, clock=None):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray, String
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -69,6 +69,7 @@ class FakeArm:
         self.follower = JointTrajectoryFollower(self.q)
         self._tracking = False      # following trajectories (not commands)
         self.ros = ros
+        self._clock = clock     # () -> stamp (s) of joint_states; default: the harness clock
         self.pub = ros.node.create_publisher(JointState, 'joint_states', 10)
         ros.node.create_subscription(Float64MultiArray, 'arm_controller/commands',
                                      self._on_command, 100)
@@ -135,7 +136,11 @@ class FakeArm:
                 q = self.q.tolist()
             if self.publishing:
                 msg = JointState(name=JOINTS, position=q)
-                msg.header.stamp = self.ros.node.get_clock().now().to_msg()
+                if self._clock is None:
+                    msg.header.stamp = self.ros.node.get_clock().now().to_msg()
+                else:
+                    sec, nsec = divmod(int(round(self._clock() * 1e9)), 1_000_000_000)
+                    msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
                 self.pub.publish(msg)
             time.sleep(0.005)   # paces joint_states at 200 Hz
 
@@ -145,6 +150,73 @@ class FakeArm:
 
     def phases(self):
         return [m['phase'] for m in self.markers]
+
+
+class SimClock:
+    """Publishes /clock every 5 ms at real-time speed from 1000 s; ``paused`` holds it."""
+
+    def __init__(self, ros):
+        from rosgraph_msgs.msg import Clock
+        self._msg = Clock()
+        self.pub = ros.node.create_publisher(Clock, '/clock', 10)
+        self.paused = False
+        self._t = 1000.0
+        self._last = time.monotonic()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def now(self):
+        return self._t
+
+    def _run(self):
+        while not self._stop:
+            wall = time.monotonic()
+            if not self.paused:
+                self._t += wall - self._last
+            self._last = wall
+            sec, nsec = divmod(int(round(self._t * 1e9)), 1_000_000_000)
+            self._msg.clock.sec, self._msg.clock.nanosec = sec, nsec
+            self.pub.publish(self._msg)
+            time.sleep(0.005)   # paces /clock at 200 Hz
+
+    def close(self):
+        self._stop = True
+        self._thread.join(2.0)
+
+
+def test_sim_time_watchdog_waits_for_a_paused_simulator_and_holds_on_silent_states(
+        ros_env, tmp_path):
+    """use_sim_time (issue 16 item 8): a simulator paused in lockstep with a busy recorder
+    stops its clock and its arm together, so the watchdog waits (here 4x
+    joint_state_timeout of wall time, no stop); joint_states that stop while the
+    simulated clock runs on hold the arm, their age measured in simulated time."""
+    proc, plan = _start(ros_env, tmp_path, {'use_sim_time': True, 'joint_state_timeout': 0.5,
+                                            'clock_stall_timeout': 120.0})
+    with RosHarness(ros_env.domain_id) as ros:
+        clock = SimClock(ros)
+        arm = FakeArm(ros, plan.start_position + 0.05, clock=clock.now)
+        try:
+            _start_run(ros, arm, proc)
+            ros.wait_for(lambda: len(arm.commands) > 20, 30, what='commands')
+            # the simulator pauses: clock and joint_states stand still
+            clock.paused, arm.publishing = True, False
+            paused = time.monotonic()
+            ros.wait_for(lambda: time.monotonic() - paused > 2.0, 10, what='2 s of pause')
+            assert 'stopped' not in arm.phases(), str(arm.markers) + node_output(proc)
+            n = len(arm.commands)
+            clock.paused, arm.publishing = False, True
+            ros.wait_for(lambda: len(arm.commands) > n + 20, 30, what='the run going on')
+            assert 'stopped' not in arm.phases(), str(arm.markers) + node_output(proc)
+            # joint_states stop, the simulated clock runs on: the watchdog holds
+            arm.publishing = False
+            ros.wait_for(lambda: 'stopped' in arm.phases(), 30, what='watchdog stop')
+            stopped = [m for m in arm.markers if m['phase'] == 'stopped'][0]
+            assert 'of simulated time ago' in stopped['reason'], stopped
+        finally:
+            arm.close()
+            clock.close()
+    assert stop(proc) == 0, node_output(proc)
 
 
 def _braking_rest(plan, q_start, t0, braking_from, cfg_path, params):
@@ -182,6 +254,15 @@ def _wait_until_ready(ros, timeout=30.0):
         ros.node.destroy_subscription(sub)
 
 
+def _start_run(ros, arm, proc):
+    """Once the node hears the fake arm and says it is ready, call ~/start (must succeed)."""
+    ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
+    _wait_until_ready(ros)
+    res = ros.trigger('/excitation_node/start', timeout=20)
+    assert res.success, res.message + node_output(proc)
+    return res
+
+
 def _start(ros_env, tmp_path, extra=None):
     cfg = _config(tmp_path)
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
@@ -207,10 +288,7 @@ def test_fake_arm_runs_one_joint_pass_then_stop_and_watchdog(ros_env, tmp_path):
         arm = FakeArm(ros, plan.start_position + 0.05)
         try:
             # complete pass
-            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
-            _wait_until_ready(ros)
-            res = ros.trigger('/excitation_node/start', timeout=20)
-            assert res.success, res.message + node_output(proc)
+            _start_run(ros, arm, proc)
             try:
                 ros.wait_for(lambda: 'done' in arm.phases(), plan.duration + 20,
                              what='done marker')
@@ -292,10 +370,7 @@ def test_arm_stops_following_brake_report_and_no_resume(ros_env, tmp_path, outpu
         arm = FakeArm(ros, q_start)
         sent = arm.commands if output == 'commands' else arm.trajectories
         try:
-            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
-            _wait_until_ready(ros)
-            res = ros.trigger('/excitation_node/start', timeout=20)
-            assert res.success, res.message + node_output(proc)
+            _start_run(ros, arm, proc)
             try:
                 ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
             except TimeoutError:
@@ -372,10 +447,7 @@ def test_trajectory_windows_then_killed_node_arm_brakes_to_rest(ros_env, tmp_pat
     with RosHarness(ros_env.domain_id) as ros:
         arm = FakeArm(ros, plan.start_position + 0.05)
         try:
-            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
-            _wait_until_ready(ros)
-            res = ros.trigger('/excitation_node/start', timeout=20)
-            assert res.success, res.message + node_output(proc)
+            _start_run(ros, arm, proc)
             ros.wait_for(lambda: 'sweep' in arm.phases(), 30, what='first sweep')
             kill(proc)
             wait_quiet(arm.trajectories, what='windows in flight')
@@ -450,7 +522,8 @@ def _sim_ready():
 @pytest.mark.skipif(not _sim_ready(), reason='sim_arm_node is still a placeholder')
 def test_sim_arm_one_joint_pass_then_watchdog(ros_env, tmp_path):
     """Against the MuJoCo sim in fast sim time: a full pass of joint 6 (trajectory
-    output), then killing the sim stops joint_states and /clock -> the watchdog holds."""
+    output), then killing the sim stops joint_states and /clock -> after
+    clock_stall_timeout the watchdog holds."""
     pytest.importorskip('mujoco')
     cfg = _config(tmp_path)
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
@@ -462,7 +535,7 @@ def test_sim_arm_one_joint_pass_then_watchdog(ros_env, tmp_path):
                      {'config_file': str(cfg), 'plan_file': str(plan_path),
                       'output': 'trajectory', 'use_sim_time': True, 'approach_speed': 1.0,
                       'approach_acceleration': 4.0, 'joint_state_timeout': 0.5,
-                      'tracking_error_threshold': 0.2,
+                      'tracking_error_threshold': 0.2, 'clock_stall_timeout': 1.0,
                       # 0.2 s of sim time is 67 ms of wall time at x3: a loaded machine
                       # delivered the trajectory after its start (tracking error 0.21 rad)
                       'start_delay': 1.0}, ros_env, name='excitation')
@@ -495,8 +568,10 @@ def test_sim_arm_one_joint_pass_then_watchdog(ros_env, tmp_path):
         assert ros.trigger('/excitation_node/start', timeout=10).success
         ros.wait_for(lambda: len(markers) > n + 1, 10)
         kill(sim)
-        ros.wait_for(lambda: any(m['phase'] == 'stopped' for m in markers[n:]), 5,
+        ros.wait_for(lambda: any(m['phase'] == 'stopped' for m in markers[n:]), 30,
                      what='watchdog stop')
+        stopped = [m for m in markers[n:] if m['phase'] == 'stopped'][0]
+        assert 'the simulator is gone' in stopped['reason'], stopped
     assert stop(exc) == 0, node_output(exc)
 
 
