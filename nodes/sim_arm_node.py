@@ -107,7 +107,8 @@ class SimArmNode(Node):
                   'simulated time); below the joint_states queue (1000 samples = 1 s at '
                   '1 kHz)', read_only=True, low=0.001, high=0.9),
             Param('lockstep_timeout', 2.0, 'wall seconds without lockstep_topic messages '
-                  'after which the arm stops waiting (the consumer is gone) and warns',
+                  'after which the arm stops waiting if the topic has no publisher left (the '
+                  'consumer is gone) and warns; a slow consumer is waited for',
                   read_only=True, low=0.1, high=600.0)]
         for key in SimParams.keys():
             # the sim_arm_node section of the config gives the defaults; None: SimParams'
@@ -227,22 +228,32 @@ class SimArmNode(Node):
     def _wait_for_consumer(self, t_next):
         """Lockstep: block while the consumer is ``lockstep_window`` behind ``t_next``.
 
-        Returns the wall seconds waited. Not before the consumer was first heard, and
-        not after ``lockstep_timeout`` s of silence (it is gone: counted and logged).
+        Returns the wall seconds waited. Not before the consumer was first heard. A
+        consumer silent for ``lockstep_timeout`` s is released only when it is gone (no
+        publisher left on the topic: counted and logged); one that is still there but
+        slow (a busy machine) is waited for, with a warning every 10 s, so that nothing
+        is lost.
         """
         waited = 0.0
         while not self._stop.is_set():
             acked, heard = self._acked, self._acked_wall
             if acked is None or t_next - acked <= self._lock_window:
                 return waited
-            if time.monotonic() - heard > self._lock_timeout:
-                self._stats['lockstep_released'] += 1
+            silent = time.monotonic() - heard
+            if silent > self._lock_timeout:
+                if self.count_publishers(self._lock_topic) == 0:
+                    self._stats['lockstep_released'] += 1
+                    self.get_logger().warning(
+                        f'{self._lock_topic} has no publisher any more and was silent for '
+                        f'{silent:.1f} s: running on without waiting for it (its last stamp '
+                        f'{acked:.3f} s, simulated time {t_next:.3f} s)',
+                        throttle_duration_sec=10.0)
+                    self._acked = None      # wait again once it is back
+                    return waited
                 self.get_logger().warning(
-                    f'no {self._lock_topic} for {self._lock_timeout:g} s: running on without '
-                    f'waiting for it (its last stamp {acked:.3f} s, simulated time '
-                    f'{t_next:.3f} s)', throttle_duration_sec=10.0)
-                self._acked = None      # wait again once it is back
-                return waited
+                    f'waiting for {self._lock_topic}: silent for {silent:.1f} s, '
+                    f'{t_next - acked:.3f} s of simulated time behind (a busy machine: the '
+                    'simulation waits rather than lose samples)', throttle_duration_sec=10.0)
             self._ack_event.clear()
             start = time.monotonic()
             self._ack_event.wait(0.05)
