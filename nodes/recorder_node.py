@@ -10,7 +10,10 @@ Services: ``~/start_recording``, ``~/stop_recording`` (std_srvs/Trigger).
 A run ends the recording: when the excitation reports ``done`` on
 ``excitation_segments``, the bag is closed ``done_tail`` s of samples later
 (``on_done: stop``; ``rotate`` opens a new bag at once, ``continue`` keeps it),
-and a later ``start`` marker opens a new one. Every closed bag is summarised in
+and a later ``start`` marker opens a new one. A floating-base robot (config
+``floating_base``) also has its odometry, imu and sole-sensor topics recorded as received
+(``data.floating.read_floating_bag`` reads them); its joint_states need no effort. Every
+closed bag is summarised in
 one log line: samples per second against ``expected_rate``, drops and gaps; below
 ``min_delivered_fraction`` that line is a warning. An ``output_dir`` that cannot
 be written ends the node with exit code 2. See docs/recorder.md.
@@ -20,15 +23,18 @@ import json
 import os
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 import yaml
@@ -45,6 +51,7 @@ from arm_dyn_id.data.motor import CurrentToTorque, StampJoiner
 from arm_dyn_id.data.quality import StreamQuality
 from arm_dyn_id.data.bag_format import FLOAT64_ARRAY, JOINT_STATE, STRING
 from arm_dyn_id.data.bag_writer import BagRecorder, config_document
+from arm_dyn_id.data.floating import IMU, ODOMETRY, WRENCH
 from arm_dyn_id.data.recovery import is_unfinished, recover_unfinished
 
 NODE_NAME = 'recorder_node'
@@ -102,6 +109,9 @@ class RecorderNode(Node):
                                                   sensor_qos, raw=True)
         self.marker_sub = self.create_subscription(String, 'excitation_segments',
                                                    self._on_marker, MARKER_QOS, raw=True)
+        # a floating base: odometry / imu / sole sensors recorded as received, same bag
+        self.floating_subs = self._floating_subscriptions(sensor_qos)
+        self._h_floating = {}
         # currents on a topic of their own, paired with joint_states by time
         self.current_sub = None
         self.joiner = None
@@ -206,7 +216,34 @@ class RecorderNode(Node):
                               f'parameters joints, urdf, torque_constants, ... in a '
                               f'--params-file)') from exc
 
+    def _floating_subscriptions(self, qos):
+        """Raw subscriptions to the topics of ``floating_base``: [(key, subscription, type)]."""
+        fb = self.config.floating_base
+        if fb is None:
+            return []
+        topics = []
+        if fb.odometry_topic:
+            topics.append(('odometry', fb.odometry_topic, Odometry, ODOMETRY))
+        if fb.imu_topic:
+            topics.append(('imu', fb.imu_topic, Imu, IMU))
+        topics += [(f'sole_sensor_{i}', s.topic, WrenchStamped, WRENCH)
+                   for i, s in enumerate(fb.sole_sensors)]
+        subs = []
+        for key, topic, cls, type_name in topics:
+            sub = self.create_subscription(cls, topic, partial(self._on_floating, key), qos,
+                                           raw=True)
+            subs.append((key, sub, type_name))
+        self.get_logger().info(f'floating base ({fb.method}): recording '
+                               f'{", ".join(sub.topic_name for _, sub, _ in subs)}')
+        return subs
+
     # -- hot path ---------------------------------------------------------
+    def _on_floating(self, key, data):
+        """Record one base or sole-sensor message as received (checked by the reader)."""
+        recorder = self.recorder
+        if recorder is not None:
+            recorder.write(self._h_floating[key], self.get_clock().now().nanoseconds, data)
+
     def _reject(self, rejection, what='joint_states'):
         reason = rejection.reason
         self.quality.reject(reason)
@@ -224,11 +261,13 @@ class RecorderNode(Node):
             recorder.write(self._h_states, now, data)
         msg = deserialize_message(data, JointState)
         separate = self.joiner is not None
-        # currents in effort unless they come on a topic of their own; NaN/inf are
-        # counted by the stream quality after joining, not rejected here
+        floating = self.config.floating_base is not None
+        # currents in effort unless they come on a topic of their own (or the robot floats:
+        # its joint_states may carry no effort); NaN/inf are counted by the stream quality
+        # after joining, not rejected here
         sample = self.check.check(msg.name, msg.position, msg.velocity, msg.effort,
-                                  require=('position',) if separate else ('effort', 'position'),
-                                  finite=())
+                                  require=('position',) if separate or floating
+                                  else ('effort', 'position'), finite=())
         if isinstance(sample, Rejection):
             self._reject(sample)
             return
@@ -237,6 +276,13 @@ class RecorderNode(Node):
         done_at = self._done_at
         if done_at is not None and t >= done_at + self.done_tail:
             self._end_of_run('the excitation reported done')
+        if not separate and sample.effort is None:
+            # a floating robot without joint torques: recorded and counted, nothing to convert
+            self.quality.update(t, sample.position)
+            file_quality = self.file_quality
+            if file_quality is not None:
+                file_quality.update(t, sample.position)
+            return
         if not separate:
             self._emit(msg.header, t, sample.position, sample.velocity, sample.effort, now)
             return
@@ -356,6 +402,9 @@ class RecorderNode(Node):
                                         serializer=serialize_message)
         self._h_markers = rec.add_topic(topics['markers'], STRING)
         current_source = 'joint_states.effort'
+        for key, sub, type_name in self.floating_subs:
+            topics[key] = sub.topic_name
+            self._h_floating[key] = rec.add_topic(sub.topic_name, type_name)
         if self.joiner is not None:
             topics['currents'] = self.current_sub.topic_name
             self._h_currents = rec.add_topic(
@@ -373,6 +422,8 @@ class RecorderNode(Node):
                  'node': self.get_fully_qualified_name()}
         if self.config.source is not None:
             extra['config_file_sha256'] = file_sha256(self.config.source)
+        if self.config.floating_base is not None:
+            extra['floating_base'] = self.config.floating_base.to_dict()
         text = yaml.safe_dump(config_document(self.config, **extra), sort_keys=False)
         try:
             path = rec.open(config_text=text,
