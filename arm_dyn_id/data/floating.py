@@ -8,6 +8,7 @@ rosbag2 bag (MCAP or sqlite3) holding the topics named in the configuration's
 that holds only what a user's bag holds.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -442,8 +443,9 @@ def write_floating_bag(path, config, data, storage='mcap', start=1.7e9, delays=N
                        world_frame='world'):
     """Write ``data`` (e.g. a simulated run) as the bag a user's robot would record.
 
-    Topics (absolute, ``/`` + the configured names): ``/joint_states``
-    (position, velocity, and effort when ``data.tau`` is set), the odometry topic
+    Topics (absolute, ``/`` + the configured names): ``/joint_states`` (``name`` =
+    ``config.joints``; position, velocity when ``data.dq`` is set, effort when
+    ``data.tau`` is), the odometry topic
     (``nav_msgs/Odometry``: pose of the base frame in ``world_frame``, twist in the
     base's axes, REP 105) and/or the imu topic (``sensor_msgs/Imu``: orientation and
     angular velocity; no linear acceleration, its covariance[0] = -1), and one
@@ -495,6 +497,11 @@ def write_floating_bag(path, config, data, storage='mcap', start=1.7e9, delays=N
     def vector(v):
         return vec3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
 
+    # rows of C-ordered arrays: rosbags serialises float arrays as contiguous buffers
+    data = dataclasses.replace(data, **{
+        k: np.ascontiguousarray(getattr(data, k), dtype=float)
+        for k in ('q', 'dq', 'tau', 'base_position', 'base_quaternion', 'base_linear',
+                  'base_angular', 'forces') if getattr(data, k) is not None})
     with Writer(path, version=8, storage_plugin=plugin) as writer:
         def add(topic, msgtype):
             return writer.add_connection('/' + topic.strip('/'), msgtype, typestore=store)
@@ -511,7 +518,9 @@ def write_floating_bag(path, config, data, storage='mcap', start=1.7e9, delays=N
         for k, tk in enumerate(t):
             msg = T[JOINT_STATE](
                 header=_header(store, tk, ''), name=names,
-                position=np.asarray(data.q[k], float), velocity=np.asarray(data.dq[k], float),
+                position=np.asarray(data.q[k], float),
+                velocity=np.asarray(data.dq[k], float) if data.dq is not None
+                else np.zeros(0),
                 effort=np.asarray(data.tau[k], float) if data.tau is not None
                 else np.zeros(0))
             out.append((tk, 'states', msg))
