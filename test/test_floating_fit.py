@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from arm_dyn_id.config import file_sha256
-from arm_dyn_id.errors import DataError, URDFError
+from arm_dyn_id.errors import ConfigError, DataError, URDFError
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.floating import FloatingIdentification, FloatingModel
 
@@ -109,3 +109,124 @@ def test_missing_or_broken_file_is_a_data_error(tmp_path):
     (tmp_path / 'bad.yaml').write_text('schema: [unclosed\n')
     with pytest.raises(DataError, match='not valid YAML'):
         FloatingIdentification.load(tmp_path / 'bad.yaml')
+
+
+# ------------------------------------------------------------ fit_floating -----
+@pytest.fixture(scope='module')
+def space(tmp_path_factory):
+    from floating_bags import space_bag
+    from arm_dyn_id.data.floating import read_floating_bag
+    _, config, bag = space_bag(tmp_path_factory.mktemp('space'))
+    return config, read_floating_bag(bag, config)
+
+
+@pytest.fixture(scope='module')
+def biped(tmp_path_factory):
+    from floating_bags import biped_bag
+    from arm_dyn_id.data.floating import read_floating_bag
+    _, config, bag = biped_bag(tmp_path_factory.mktemp('biped'))
+    return config, read_floating_bag(bag, config)
+
+
+def test_momentum_fit_of_a_bag_recovers_the_excited_combinations(space):
+    from floating_bags import SPACE_THETA_NOMINAL, SPACE_THETA_TRUE
+    from arm_dyn_id.identification.floating_fit import fit_floating
+    config, data = space
+    lines = []
+    res = fit_floating(config, data, progress=lines.append)
+    fit, ident = res.fit, res.identification
+    assert lines and 'momentum fit (linear)' in lines[0]
+    assert (ident.method, ident.estimator) == ('momentum', 'linear')
+    assert ident.phi[::10].sum() == pytest.approx(config.floating_base.total_mass, abs=1e-9)
+    assert ident.urdf == str(config.urdf) and ident.urdf_sha256 == file_sha256(config.urdf)
+    # the combinations the motion determines, within the noise (4 standard errors)
+    scales = np.abs(SPACE_THETA_NOMINAL)
+    base = res.problem.excitation(scales)
+    err = base.beta(fit.theta / scales) - base.beta(SPACE_THETA_TRUE / scales)
+    sigma = fit.std[base.independent] / scales[base.independent]
+    assert np.all(np.abs(err) <= 4 * sigma + 1e-9)
+    # unexcited unknowns: named, flagged, kept at the configured URDF's value
+    held = ~fit.identified
+    assert held.any() and list(res.unexcited) == [n for n, h in zip(fit.names, held) if h]
+    np.testing.assert_allclose(fit.theta[held], SPACE_THETA_NOMINAL[held], rtol=1e-9)
+    assert ident.unexcited == list(res.unexcited)
+    # held-out (last 25 %): far better than the nominal model, on every axis
+    m = res.metrics
+    assert m['held_out'] == 'last 25% of the recording'
+    assert m['linear_vs_nominal'] < 0.05 and m['angular_vs_nominal'] < 0.05
+    assert all(m['momentum_rms'][a] < 0.1 * m['nominal_momentum_rms'][a]
+               for a in m['momentum_rms'])
+    assert res.held_out['identified'].shape == (m['samples'], 6)
+    assert res.held_out['t'][0] >= 0.74 * (data.t[-1] - data.t[0])
+
+
+def test_momentum_ga_and_a_second_recording(space, tmp_path):
+    from floating_bags import space_run
+    from arm_dyn_id.data.floating import FloatingData
+    from arm_dyn_id.identification.floating_fit import fit_floating
+    config, data = space
+    other = space_run(seed=7, duration=8.0)
+    other = FloatingData(**{k: getattr(other, k) for k in (
+        't', 'base_position', 'base_quaternion', 'base_linear', 'base_angular', 'q', 'dq')})
+    res = fit_floating(config, data, method='ga-plain', validate=other,
+                       rng=np.random.default_rng(1))
+    assert res.identification.estimator == 'ga-plain' and res.fit.nfev > 1000
+    assert res.identification.phi[::10].sum() == pytest.approx(
+        config.floating_base.total_mass, abs=1e-9)
+    assert res.metrics['held_out'] == 'validation recording'
+    assert res.metrics['samples'] == len(other.t)
+    assert res.metrics['angular_vs_nominal'] < 0.5
+
+
+@pytest.mark.slow
+def test_zmp_fit_of_a_bag_recovers_masses_and_coms(biped):
+    from floating_bags import BIPED_CAD, biped_truth
+    from arm_dyn_id.identification.floating_fit import fit_floating
+    config, data = biped
+    truth = biped_truth()
+    res = fit_floating(config, data)
+    fit = res.fit
+    assert res.identification.method == 'zmp' and res.identification.estimator == 'newton'
+    # eq. 10: the masses sum to the weighed total, exactly
+    assert fit.phi[::10].sum() == pytest.approx(config.floating_base.total_mass, abs=1e-9)
+    err = np.abs(fit.Phi - truth) / truth
+    # stated tolerances (docs/floating_base.md): identified CoM offsets and masses 10 %
+    assert np.all(err[fit.identified] < 0.10), dict(zip(fit.names, err))
+    # the stance foot never moves: its CoM height is not excited
+    assert 'lc_foot' in res.unexcited
+    assert set(res.unexcited) == {n for n, i in zip(fit.names, fit.identified) if not i}
+    cad = truth * BIPED_CAD
+    # an unexcited unknown is not returned as garbage: it stays near its CAD value
+    for j in np.flatnonzero(~fit.identified):
+        assert abs(fit.Phi[j] - cad[j]) <= 0.1 * abs(cad[j])
+    m = res.metrics
+    assert m['zmp_rms_mm'] < 0.8 * m['nominal_zmp_rms_mm']
+    assert m['zmp_rms_mm'] < 2.0                     # 0.5 N per sensor: ~0.5 mm per axis
+
+
+@pytest.mark.slow
+def test_zmp_linear_estimator_and_bad_requests(biped):
+    from arm_dyn_id.identification.floating_fit import fit_floating
+    config, data = biped
+    res = fit_floating(config, data, method='linear')
+    assert res.identification.estimator == 'linear'
+    assert res.fit.phi[::10].sum() == pytest.approx(config.floating_base.total_mass,
+                                                    abs=1e-9)
+    with pytest.raises(ConfigError, match="'ga' does not apply to the zmp method"):
+        fit_floating(config, data, method='ga')
+    import dataclasses
+    no_forces = dataclasses.replace(data, forces=None)
+    with pytest.raises(DataError, match='no forces: the zmp method needs '
+                       'floating_base.sole_sensors'):
+        fit_floating(config, no_forces)
+
+
+def test_momentum_without_odometry_is_one_line(space):
+    import dataclasses
+    from arm_dyn_id.identification.floating_fit import fit_floating
+    config, data = space
+    with pytest.raises(DataError, match='no base position: the momentum method needs '
+                       'floating_base.odometry_topic'):
+        fit_floating(config, dataclasses.replace(data, base_position=None))
+    with pytest.raises(ConfigError, match='no floating_base'):
+        fit_floating(dataclasses.replace(config, floating_base=None), data)
