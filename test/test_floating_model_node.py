@@ -5,6 +5,7 @@ nominal fallback switching to a fit that appears, SIGINT exit 0, bad configs exi
 
 import itertools
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -347,7 +348,13 @@ def test_biped_nominal_until_a_fit_appears_and_com_from_the_stance_foot(ros_env,
         np.testing.assert_allclose(value(h.ask('com', names, position)), expected, atol=1e-12)
         res = h.call(h.reload, Trigger.Request(), timeout=30.0)
         assert not res.success and 'not an arm_dyn_id floating model' in res.message
-    assert stop(proc) == 0, node_output(proc)
+    # SIGTERM (what a process manager sends) ends it cleanly too
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(TIMEOUT)
+    finally:
+        stop(proc)
+    assert code == 0, node_output(proc)
 
 
 @pytest.mark.parametrize('params, named', [
