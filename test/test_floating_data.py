@@ -305,3 +305,27 @@ def test_without_velocities_dq_is_differentiated_and_tau_is_none(tmp_path, space
     inner = slice(5, -5)
     assert np.abs(data.dq[inner] - rec.truth['dq'][inner]).max() < \
         0.05 * np.abs(rec.truth['dq']).max()
+
+
+def test_numpy_decoding_equals_rosbags_deserialisation(tmp_path, space, biped_run):
+    """Odometry, Imu and WrenchStamped read as float columns = field by field (rosbags)."""
+    from rosbags.rosbag2 import Reader
+    from arm_dyn_id.data import floating
+    store = typestore()
+    for config, rec in (space, biped_run):
+        path = _bag(tmp_path, config, rec, name=config.robot_name)
+        with Reader(path) as reader:
+            for conn in reader.connections:
+                if conn.msgtype not in floating._COLUMNS:
+                    continue
+                log, stamp, frames, values = floating._fixed_messages(reader, conn,
+                                                                      conn.msgtype)
+                msgs = [store.deserialize_cdr(raw, conn.msgtype)
+                        for _, _, raw in reader.messages([conn])]
+                assert len(msgs) == len(rec.t)
+                np.testing.assert_array_equal(
+                    values, [floating._slow_columns(m, conn.msgtype) for m in msgs])
+                np.testing.assert_array_equal(
+                    stamp, [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
+                            for m in msgs])
+                assert frames == [m.header.frame_id for m in msgs]

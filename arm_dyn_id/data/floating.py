@@ -9,6 +9,7 @@ that holds only what a user's bag holds.
 """
 
 import dataclasses
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from arm_dyn_id.errors import ConfigError, DataError
 from arm_dyn_id.data.bag_format import JOINT_STATE, decode_joint_state_block, typestore
 from arm_dyn_id.data.bag_reader import match_joint_names, read_stored_config
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
-from arm_dyn_id.data.mcap_records import joint_state_batches, raw_messages
+from arm_dyn_id.data.mcap_records import raw_messages
 
 ODOMETRY = 'nav_msgs/msg/Odometry'
 IMU = 'sensor_msgs/msg/Imu'
@@ -197,11 +198,12 @@ def _read_states(path, reader, conn, joints):
     t, log = np.full(total, np.nan), np.zeros(total)
     q, dq, tau = (np.full((total, len(joints)), np.nan) for _ in range(3))
     cache = {}
-    batches = joint_state_batches(reader, conn)
-    if batches is None:
-        pairs = [(lt, raw) for _, lt, raw in raw_messages(reader, [conn])]
-        batches = [(_decode_states([r for _, r in pairs], store), len(pairs),
-                    np.array([lt for lt, _ in pairs], dtype=np.int64))]
+    # one batch, decoded per byte length: in a floating robot's bag joint_states
+    # alternate with the base and sensor messages, so the chunk runs that
+    # mcap_records.joint_state_batches decodes at once are single messages
+    pairs = [(lt, raw) for _, lt, raw in raw_messages(reader, [conn])]
+    batches = [(_decode_states([r for _, r in pairs], store), len(pairs),
+                np.array([lt for lt, _ in pairs], dtype=np.int64))]
     done = 0
     for decoded, count, log_time in batches:
         log[done:done + count] = log_time
@@ -242,59 +244,128 @@ def _read_states(path, reader, conn, joints):
     return t, q, dq, tau
 
 
-def _messages(reader, conn, msgtype):
+def _slow_columns(msg, msgtype):
+    """The columns :data:`_COLUMNS` names, from a deserialised message."""
+    if msgtype == ODOMETRY:
+        p, o = msg.pose.pose.position, msg.pose.pose.orientation
+        v, w = msg.twist.twist.linear, msg.twist.twist.angular
+        return [p.x, p.y, p.z, o.x, o.y, o.z, o.w, v.x, v.y, v.z, w.x, w.y, w.z]
+    if msgtype == IMU:
+        o, w = msg.orientation, msg.angular_velocity
+        return [o.x, o.y, o.z, o.w, msg.orientation_covariance[0], w.x, w.y, w.z]
+    return [msg.wrench.force.z]
+
+
+#: type -> (strings after the stamp, float64 fields after them, the columns read):
+#: Odometry position, orientation, twist; Imu orientation, orientation_covariance[0],
+#: angular velocity; WrenchStamped force.z (the order of _slow_columns)
+_COLUMNS = {ODOMETRY: (2, 85, [0, 1, 2, 3, 4, 5, 6, 43, 44, 45, 46, 47, 48]),
+            IMU: (1, 37, [0, 1, 2, 3, 4, 13, 14, 15]),
+            WRENCH: (1, 6, [2])}
+
+
+def _string_layout(raw, strings):
+    """Offset of the first float64 after the header stamp and ``strings`` strings, and the
+    strings; None unless little-endian CDR."""
+    if len(raw) < 16 or raw[0] != 0 or raw[1] != 1:
+        return None
+    pos, names = 12, []
+    try:
+        for _ in range(strings):
+            pos += (-(pos - 4)) % 4         # CDR alignment counts after the 4-byte header
+            (n,) = struct.unpack_from('<I', raw, pos)
+            names.append(bytes(raw[pos + 4:pos + 3 + n]).decode())
+            pos += 4 + n
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return pos + (-(pos - 4)) % 8, tuple(names)
+
+
+def _fixed_messages(reader, conn, msgtype):
+    """Stamps, frame ids and the read columns of every message of ``conn``.
+
+    Messages of one byte length whose strings equal the first one's share its layout:
+    their floats are strided columns (NumPy, as the JointState reader does); the
+    first of each such group is checked against rosbags' deserialiser, and every
+    message that differs goes through it.
+
+    Returns
+    -------
+    log_time (N,) int64, stamp (N,), frame_id list (N,), columns (N, c)
+    """
     store = typestore()
-    for _, log_time, raw in raw_messages(reader, [conn]):
-        yield log_time, store.deserialize_cdr(raw, msgtype)
+    strings, floats, cols = _COLUMNS[msgtype]
+    pairs = [(lt, raw) for _, lt, raw in raw_messages(reader, [conn])]
+    n = len(pairs)
+    log = np.array([lt for lt, _ in pairs], dtype=np.int64)
+    stamp, values, frames = np.empty(n), np.empty((n, len(cols))), [''] * n
+    lengths = np.fromiter((len(r) for _, r in pairs), dtype=np.int64, count=n)
+    slow = []
+    for length in np.unique(lengths):
+        rows = np.flatnonzero(lengths == length)
+        first = pairs[rows[0]][1]
+        layout = _string_layout(first, strings)
+        if layout is None or layout[0] + 8 * floats != length:
+            slow.extend(rows.tolist())
+            continue
+        offset, names = layout
+        msg = store.deserialize_cdr(first, msgtype)
+        block = np.frombuffer(b''.join(pairs[i][1] for i in rows), dtype=np.uint8)
+        block = block.reshape(len(rows), int(length))
+        same = (block[:, 12:offset] == block[0, 12:offset]).all(axis=1)
+        slow.extend(rows[~same].tolist())
+        rows, block = rows[same], block[same]
+        data = np.ascontiguousarray(block[:, offset:]).view('<f8')[:, cols]
+        if not np.array_equal(data[0], np.array(_slow_columns(msg, msgtype), float),
+                              equal_nan=True):
+            slow.extend(rows.tolist())        # not the layout assumed: the reference path
+            continue
+        sec = np.ascontiguousarray(block[:, 4:8]).view('<i4')[:, 0]
+        nsec = np.ascontiguousarray(block[:, 8:12]).view('<u4')[:, 0]
+        stamp[rows] = sec + nsec * 1e-9
+        values[rows] = data
+        for i in rows.tolist():
+            frames[i] = names[0]
+    for i in slow:
+        msg = store.deserialize_cdr(pairs[i][1], msgtype)
+        stamp[i], values[i], frames[i] = _stamp(msg.header), _slow_columns(msg, msgtype), \
+            msg.header.frame_id
+    return log, stamp, frames, values
 
 
 def _read_odometry(path, reader, conn):
-    rows, logs = [], []
-    for log_time, m in _messages(reader, conn, ODOMETRY):
-        p, o = m.pose.pose.position, m.pose.pose.orientation
-        v, w = m.twist.twist.linear, m.twist.twist.angular
-        rows.append([_stamp(m.header), p.x, p.y, p.z, o.x, o.y, o.z, o.w,
-                     v.x, v.y, v.z, w.x, w.y, w.z])
-        logs.append(log_time)
-    a = np.array(rows, float)
-    t = _times(path, conn.topic, a[:, 0], logs)
-    _finite(path, conn.topic, 'pose or twist', t, a[:, 1:])
-    quat = _unit(path, conn.topic, t, a[:, 4:8])
+    log, stamp, _, a = _fixed_messages(reader, conn, ODOMETRY)
+    t = _times(path, conn.topic, stamp, log)
+    _finite(path, conn.topic, 'pose or twist', t, a)
+    quat = _unit(path, conn.topic, t, a[:, 3:7])
     # REP 105: the twist is in child_frame_id (the base) axes -> linear part to the world
-    linear = np.einsum('nij,nj->ni', _rotations(quat), a[:, 8:11])
-    return _order(path, conn.topic, t, a[:, 1:4], quat, linear, a[:, 11:14])
+    linear = np.einsum('nij,nj->ni', _rotations(quat), a[:, 7:10])
+    return _order(path, conn.topic, t, a[:, 0:3], quat, linear, a[:, 10:13])
 
 
 def _read_imu(path, reader, conn):
-    rows, logs = [], []
-    for log_time, m in _messages(reader, conn, IMU):
-        if m.orientation_covariance[0] == -1:
-            raise DataError(f'bag {path}: {conn.topic} gives no orientation '
-                            '(orientation_covariance[0] = -1): the base attitude needs an '
-                            'IMU with an orientation estimate, or an odometry topic')
-        o, w = m.orientation, m.angular_velocity
-        rows.append([_stamp(m.header), o.x, o.y, o.z, o.w, w.x, w.y, w.z])
-        logs.append(log_time)
-    a = np.array(rows, float)
-    t = _times(path, conn.topic, a[:, 0], logs)
-    _finite(path, conn.topic, 'orientation or angular velocity', t, a[:, 1:])
-    quat = _unit(path, conn.topic, t, a[:, 1:5])
-    return _order(path, conn.topic, t, quat, a[:, 5:8])
+    log, stamp, _, a = _fixed_messages(reader, conn, IMU)
+    if np.any(a[:, 4] == -1):
+        raise DataError(f'bag {path}: {conn.topic} gives no orientation '
+                        '(orientation_covariance[0] = -1): the base attitude needs an '
+                        'IMU with an orientation estimate, or an odometry topic')
+    a = np.delete(a, 4, axis=1)
+    t = _times(path, conn.topic, stamp, log)
+    _finite(path, conn.topic, 'orientation or angular velocity', t, a)
+    quat = _unit(path, conn.topic, t, a[:, 0:4])
+    return _order(path, conn.topic, t, quat, a[:, 4:7])
 
 
 def _read_wrench(path, reader, conn, frame):
-    rows, logs = [], []
-    for log_time, m in _messages(reader, conn, WRENCH):
-        if m.header.frame_id and m.header.frame_id.strip('/') != frame:
-            raise DataError(f'bag {path}: {conn.topic} has frame_id '
-                            f'{m.header.frame_id!r}, but floating_base.sole_sensors gives '
-                            f'frame {frame!r} for it: fix the configuration or the sensor')
-        rows.append([_stamp(m.header), m.wrench.force.z])
-        logs.append(log_time)
-    a = np.array(rows, float)
-    t = _times(path, conn.topic, a[:, 0], logs)
-    _finite(path, conn.topic, 'force', t, a[:, 1:])
-    return _order(path, conn.topic, t, a[:, 1])
+    log, stamp, frames, a = _fixed_messages(reader, conn, WRENCH)
+    for f in set(frames):
+        if f and f.strip('/') != frame:
+            raise DataError(f'bag {path}: {conn.topic} has frame_id {f!r}, but '
+                            f'floating_base.sole_sensors gives frame {frame!r} for it: fix '
+                            'the configuration or the sensor')
+    t = _times(path, conn.topic, stamp, log)
+    _finite(path, conn.topic, 'force', t, a)
+    return _order(path, conn.topic, t, a[:, 0])
 
 
 def _rotations(quat):
