@@ -272,9 +272,12 @@ class ServedFloating:
         return np.array(pin.centerOfMass(self._pm, self._pd, q, False))
 
     def _momentum_fast(self, q, v):
-        hg = pin.computeCentroidalMomentum(self._pm, self._pd, q, v)
-        p = np.array(hg.linear)
-        return np.r_[p, np.array(hg.angular) + np.cross(self._pd.com[0], p)]
+        h = pin.computeCentroidalMomentum(self._pm, self._pd, q, v).vector   # about the CoM
+        (px, py, pz), (cx, cy, cz) = h[:3], self._pd.com[0]
+        h[3] += cy * pz - cz * py        # moved to the world origin: L += c × p
+        h[4] += cz * px - cx * pz
+        h[5] += cx * py - cy * px
+        return h
 
     def com(self, q):
         """Whole-body CoM (3,) in the world (m) at a pinocchio configuration (nq,)."""
