@@ -329,3 +329,32 @@ def test_numpy_decoding_equals_rosbags_deserialisation(tmp_path, space, biped_ru
                     stamp, [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
                             for m in msgs])
                 assert frames == [m.header.frame_id for m in msgs]
+
+
+def test_a_namespaced_topic_is_found_by_its_relative_name(tmp_path, space):
+    config, rec = space
+    path = _bag(tmp_path, _with('space_manipulator.yaml', odometry_topic='sat1/base_odometry'),
+                rec)
+    data = read_floating_bag(path, config)           # odometry_topic: base_odometry
+    np.testing.assert_allclose(data.base_position, rec.base_position, atol=1e-12)
+
+
+def test_an_imu_without_orientation_is_refused(tmp_path, biped_run):
+    """orientation_covariance[0] = -1 (REP 145: no orientation estimate)."""
+    from rosbags.rosbag2 import Reader, Writer
+    config, rec = biped_run
+    src = _bag(tmp_path, config, rec)
+    store = typestore()
+    dst = tmp_path / 'no_orientation'
+    with Reader(src) as reader, Writer(dst, version=8) as writer:
+        conns = {c.topic: writer.add_connection(c.topic, c.msgtype, typestore=store)
+                 for c in reader.connections}
+        for conn, log_time, raw in reader.messages():
+            if conn.topic == '/imu':
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+                msg.orientation_covariance = np.r_[-1.0, np.zeros(8)]
+                raw = bytes(store.serialize_cdr(msg, conn.msgtype))
+            writer.write(conns[conn.topic], log_time, raw)
+    with pytest.raises(DataError, match=r'/imu gives no orientation '
+                       r'\(orientation_covariance\[0\] = -1\)'):
+        read_floating_bag(dst, config)

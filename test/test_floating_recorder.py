@@ -34,7 +34,7 @@ SENSORS = [{'topic': 'foot_r/sole_0', 'frame': 'foot_r', 'position': [0.09, 0.05
            {'topic': 'foot_r/sole_1', 'frame': 'foot_r', 'position': [0.09, -0.05, -0.06]}]
 
 
-def write_config(tmp_path):
+def write_config(tmp_path, **changes):
     """config/biped.yaml with odometry and two sole sensors (what this test publishes)."""
     src = resolve_data_file('biped.yaml', 'config')
     doc = yaml.safe_load(src.read_text())
@@ -42,6 +42,7 @@ def write_config(tmp_path):
     params['urdf'] = str(resolve_data_file(params['urdf'], 'urdf', src.parent))
     params['floating_base'].update(odometry_topic='base_odometry', imu_topic='',
                                    sole_sensors=SENSORS)
+    params['floating_base'].update(changes)
     path = tmp_path / 'biped_odom.yaml'
     path.write_text(yaml.safe_dump({'/**': doc['/**']}))
     return path
@@ -168,3 +169,16 @@ def test_recorder_records_the_floating_topics_and_survives_a_malformed_one(
     with pytest.raises(DataError, match=r'/base_odometry pose or twist is NaN or inf in 1 '
                        r'message\(s\)'):
         read_floating_bag(second, config)
+
+
+def test_a_bad_floating_base_section_ends_the_recorder_with_one_line(ros_env, tmp_path):
+    sensors = [dict(SENSORS[0], frame='sole_plate')]
+    path = write_config(tmp_path, sole_sensors=sensors)
+    proc = start_node(NODE, {'config_file': str(path), 'output_dir': str(tmp_path / 'bags')},
+                      ros_env, name='recorder')
+    code = proc.wait(90)
+    output = node_output(proc)
+    assert code == 2, output
+    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1 and 'Traceback' not in output, output
+    assert "floating_base.sole_sensors[0].frame = 'sole_plate' is not a frame" in fatal[0]
