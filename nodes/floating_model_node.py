@@ -145,8 +145,10 @@ class FloatingModelNode(Node):
             # a model file the user named that cannot be served is a configuration error
             raise ConfigError(f'{NODE_NAME}: model_file: {message}')
         if self.served is None:     # the default file exists but is broken
-            self.get_logger().error(message)
             self._install(self._nominal(), NOMINAL)
+            message = f'{self.model_file} not served ({message}): serving the nominal URDF'
+            self.warnings = [message]
+            self.get_logger().error(message)
         self.get_logger().info(f'{message}; base state from {self.base_source}')
         if self.base_source == 'none':
             self.get_logger().warning(

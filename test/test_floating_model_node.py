@@ -374,3 +374,22 @@ def test_bad_configuration_is_one_fatal_line_and_exit_2(ros_env, params, named):
     fatal = [line for line in log.splitlines() if 'FATAL' in line]
     assert len(fatal) == 1 and named in fatal[0], log
     assert 'Traceback' not in log
+
+
+def test_a_broken_latest_fit_at_start_serves_the_nominal_urdf_and_says_why(ros_env, tmp_path):
+    root = tmp_path / 'fits'
+    (root / 'run1').mkdir(parents=True)
+    (root / 'run1' / 'model.yaml').write_text('schema: something else\n')
+    (root / 'latest').symlink_to('run1')
+    proc = start(ros_env, {'config_file': 'space_manipulator.yaml', 'model_dir': str(root)})
+    with Probe(ros_env.domain_id) as h:
+        h.wait_for(lambda: h.diags, TIMEOUT, what='diagnostics')
+        assert h.diag('model_source') == 'nominal URDF'
+        warnings = json.loads(h.diag('warnings'))
+        assert 'not an arm_dyn_id floating model' in warnings[0], warnings
+        model = FloatingModel(REPO / 'urdf' / 'space_manipulator.urdf')
+        names = list(BASE_NAMES) + list(model.joint_names)
+        position = np.r_[0.1, 0.2, 0.3, 0, 0, 0, 1, np.full(model.n, 0.2)]
+        np.testing.assert_allclose(value(h.ask('com', names, position)),
+                                   model.com(position[None])[0], atol=1e-12)
+    assert stop(proc) == 0, node_output(proc)
