@@ -138,7 +138,7 @@ def _stamp(header):
     return header.stamp.sec + header.stamp.nanosec * 1e-9
 
 
-def _times(path, topic, stamp, log_time):
+def _times(stamp, log_time):
     """Header stamps, or the log times when the stamps are all equal (unset)."""
     stamp = np.asarray(stamp, float)
     if len(stamp) > 1 and np.all(stamp == stamp[0]):
@@ -146,7 +146,7 @@ def _times(path, topic, stamp, log_time):
     return stamp
 
 
-def _order(path, topic, t, *columns):
+def _order(t, *columns):
     """Samples sorted by time with repeated stamps dropped."""
     order = np.argsort(t, kind='stable')
     t = t[order]
@@ -193,46 +193,39 @@ def _decode_states(raws, store):
 def _read_states(path, reader, conn, joints):
     """Stamps, q, dq (NaN when absent), tau (None unless every message has it)."""
     store = typestore()
-    total = int(conn.msgcount)
-    check = JointStateCheck(joints)
-    t, log = np.full(total, np.nan), np.zeros(total)
-    q, dq, tau = (np.full((total, len(joints)), np.nan) for _ in range(3))
-    cache = {}
     # one batch, decoded per byte length: in a floating robot's bag joint_states
     # alternate with the base and sensor messages, so the chunk runs that
     # mcap_records.joint_state_batches decodes at once are single messages
     pairs = [(lt, raw) for _, lt, raw in raw_messages(reader, [conn])]
-    batches = [(_decode_states([r for _, r in pairs], store), len(pairs),
-                np.array([lt for lt, _ in pairs], dtype=np.int64))]
-    done = 0
-    for decoded, count, log_time in batches:
-        log[done:done + count] = log_time
-        for rows, names, stamp, pos, vel, eff in decoded:
-            idx = cache.get(names)
-            if idx is None:
-                mapping, missing, ambiguous = match_joint_names(joints, names)
-                idx = check.index(tuple(mapping.get(m, m) for m in names))
-                if isinstance(idx, Rejection) or missing or ambiguous:
-                    raise DataError(f'bag {path}: {conn.topic} does not name every configured '
-                                    f'joint once (message names {list(names)}; configured '
-                                    f'{list(joints)}): record the robot\'s joint_states')
-                cache[names] = idx
-            k = len(names)
-            if pos.shape[1] != k:
-                raise DataError(f'bag {path}: {conn.topic} has {pos.shape[1]} positions for '
-                                f'{k} names')
-            r = rows + done
-            t[r] = stamp
-            q[r] = pos[:, idx]
-            if vel.shape[1] == k:
-                dq[r] = vel[:, idx]
-            if eff.shape[1] == k:
-                tau[r] = eff[:, idx]
-        done += count
-    t = _times(path, conn.topic, t[:done], log[:done])
-    q, dq, tau = q[:done], dq[:done], tau[:done]
+    total = len(pairs)
+    log = np.array([lt for lt, _ in pairs], dtype=np.int64)
+    t = np.full(total, np.nan)
+    q, dq, tau = (np.full((total, len(joints)), np.nan) for _ in range(3))
+    check = JointStateCheck(joints)
+    cache = {}
+    for rows, names, stamp, pos, vel, eff in _decode_states([r for _, r in pairs], store):
+        idx = cache.get(names)
+        if idx is None:
+            mapping, missing, ambiguous = match_joint_names(joints, names)
+            idx = check.index(tuple(mapping.get(m, m) for m in names))
+            if isinstance(idx, Rejection) or missing or ambiguous:
+                raise DataError(f'bag {path}: {conn.topic} does not name every configured '
+                                f'joint once (message names {list(names)}; configured '
+                                f'{list(joints)}): record the robot\'s joint_states')
+            cache[names] = idx
+        k = len(names)
+        if pos.shape[1] != k:
+            raise DataError(f'bag {path}: {conn.topic} has {pos.shape[1]} positions for '
+                            f'{k} names')
+        t[rows] = stamp
+        q[rows] = pos[:, idx]
+        if vel.shape[1] == k:
+            dq[rows] = vel[:, idx]
+        if eff.shape[1] == k:
+            tau[rows] = eff[:, idx]
+    t = _times(t, log)
     _finite(path, conn.topic, 'position', t, q)
-    t, q, dq, tau = _order(path, conn.topic, t, q, dq, tau)
+    t, q, dq, tau = _order(t, q, dq, tau)
     if np.isnan(dq).any():
         if not np.isnan(dq).all(axis=1).all():
             _finite(path, conn.topic, 'velocity', t, dq)
@@ -335,12 +328,12 @@ def _fixed_messages(reader, conn, msgtype):
 
 def _read_odometry(path, reader, conn):
     log, stamp, _, a = _fixed_messages(reader, conn, ODOMETRY)
-    t = _times(path, conn.topic, stamp, log)
+    t = _times(stamp, log)
     _finite(path, conn.topic, 'pose or twist', t, a)
     quat = _unit(path, conn.topic, t, a[:, 3:7])
     # REP 105: the twist is in child_frame_id (the base) axes -> linear part to the world
     linear = np.einsum('nij,nj->ni', _rotations(quat), a[:, 7:10])
-    return _order(path, conn.topic, t, a[:, 0:3], quat, linear, a[:, 10:13])
+    return _order(t, a[:, 0:3], quat, linear, a[:, 10:13])
 
 
 def _read_imu(path, reader, conn):
@@ -350,10 +343,10 @@ def _read_imu(path, reader, conn):
                         '(orientation_covariance[0] = -1): the base attitude needs an '
                         'IMU with an orientation estimate, or an odometry topic')
     a = np.delete(a, 4, axis=1)
-    t = _times(path, conn.topic, stamp, log)
+    t = _times(stamp, log)
     _finite(path, conn.topic, 'orientation or angular velocity', t, a)
     quat = _unit(path, conn.topic, t, a[:, 0:4])
-    return _order(path, conn.topic, t, quat, a[:, 4:7])
+    return _order(t, quat, a[:, 4:7])
 
 
 def _read_wrench(path, reader, conn, frame):
@@ -363,9 +356,9 @@ def _read_wrench(path, reader, conn, frame):
             raise DataError(f'bag {path}: {conn.topic} has frame_id {f!r}, but '
                             f'floating_base.sole_sensors gives frame {frame!r} for it: fix '
                             'the configuration or the sensor')
-    t = _times(path, conn.topic, stamp, log)
+    t = _times(stamp, log)
     _finite(path, conn.topic, 'force', t, a)
-    return _order(path, conn.topic, t, a[:, 0])
+    return _order(t, a[:, 0])
 
 
 def _rotations(quat):
