@@ -307,9 +307,34 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
                 node.destroy_node()
         rclpy.try_shutdown()
         stop.ignore()
-    if exit:
-        rclpy.utilities.get_default_context().destroy()     # the DDS participant goes
-        faulthandler.cancel_dump_traceback_later()
-        return exit_process(code)
     faulthandler.cancel_dump_traceback_later()
+    if exit:
+        destroy_context(name)
+        return exit_process(code)
     return code
+
+
+def destroy_context(name, timeout=5.0):
+    """Destroy the default context (the DDS participant leaves the graph at once), but
+    never hang the exit on it.
+
+    Waits ``timeout`` s for the destroy in a helper thread, then goes on without it (the
+    participant ends with the process; others drop it after its lease). Should the
+    destroy hold the interpreter itself, faulthandler prints every stack and ends the
+    process (exit code 1) after ``2 * timeout`` s.
+    """
+    faulthandler.dump_traceback_later(2 * timeout, exit=True)
+    done = threading.Event()
+
+    def destroy():
+        try:
+            rclpy.utilities.get_default_context().destroy()
+        except Exception:       # noqa: BLE001 - exiting anyway; the participant goes with us
+            pass
+        done.set()
+    threading.Thread(target=destroy, daemon=True, name='destroy-context').start()
+    if not done.wait(timeout):
+        # rclpy's logging is finished with the context: plain stderr
+        print(f'[WARN] [{name}]: the DDS participant was not destroyed within {timeout:g} s; '
+              'exiting without it', file=sys.stderr)
+    faulthandler.cancel_dump_traceback_later()

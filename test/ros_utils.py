@@ -42,6 +42,7 @@ What each piece does:
 import fcntl
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -279,9 +280,45 @@ def node_output(proc):
     return text
 
 
-def dump_and_kill(proc, wait=3.0):
+def process_report(pid, gdb_timeout=60.0):
+    """What a process that does not end is doing: its state and each thread's state and
+    kernel wait channel (/proc), and the native stacks of all threads (gdb, when
+    installed). Text for a test's failure message."""
+    lines = []
+    task_dir = Path(f'/proc/{pid}/task')
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+        lines += [line for line in status.splitlines()
+                  if line.split(':')[0] in ('State', 'Threads', 'SigPnd', 'ShdPnd', 'SigBlk',
+                                            'SigCgt')]
+        for task in sorted(task_dir.iterdir(), key=lambda p: int(p.name)):
+            try:
+                comm = (task / 'comm').read_text().strip()
+                state = (task / 'stat').read_text().rsplit(')', 1)[1].split()[0]
+                wchan = (task / 'wchan').read_text().strip()
+            except OSError:
+                continue
+            lines.append(f'thread {task.name} {comm!r}: state {state}, wchan {wchan}')
+    except OSError as exc:
+        lines.append(f'/proc/{pid}: {exc}')
+    gdb = shutil.which('gdb')
+    if gdb:
+        try:
+            command = [gdb, '-p', str(pid), '-batch', '-iex', 'set auto-load safe-path /',
+                       '-ex', 'thread apply all bt', '-ex', 'thread apply all py-bt']
+            out = subprocess.run(command, capture_output=True, text=True, timeout=gdb_timeout)
+            lines.append(out.stdout[-20000:])
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            lines.append(f'gdb: {exc}')
+    return '\n'.join(lines)
+
+
+def dump_and_kill(proc, wait=3.0, report=None):
     """SIGUSR1 (every node prints its threads' stacks to its log: run_node registers
-    faulthandler on it), ``wait`` s for the text, then SIGKILL; returns the exit code."""
+    faulthandler on it), ``wait`` s for the text, then SIGKILL; returns the exit code.
+    With ``report`` (a path), :func:`process_report` is written there first."""
+    if report is not None and proc.poll() is None:
+        Path(report).write_text(process_report(proc.pid))
     if proc.poll() is None:
         proc.send_signal(signal.SIGUSR1)
         try:

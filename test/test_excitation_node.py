@@ -268,7 +268,11 @@ def _start(ros_env, tmp_path, extra=None):
     plan_path, plan = _one_joint_plan(tmp_path, cfg)
     params = {'config_file': str(cfg), 'plan_file': str(plan_path), 'output': 'commands',
               'command_rate': 100.0, 'approach_speed': 1.0, 'approach_acceleration': 4.0,
-              'joint_state_timeout': 1.0}
+              'joint_state_timeout': 1.0,
+              # a window carries 1 s of plan: a test machine busy for longer than the
+              # default 0.25 s would brake the arm ("commands late"), which is right on
+              # an arm but not what these tests are about
+              'lookahead': 1.0}
     params.update(extra or {})
     proc = start_node('arm_dyn_id.nodes.excitation_node', params, ros_env, name='excitation')
     proc.params, proc.config_path = params, cfg
@@ -436,7 +440,7 @@ def test_trajectory_windows_then_killed_node_arm_brakes_to_rest(ros_env, tmp_pat
     ramp, each replacing the last. SIGKILL the node mid-sweep: the arm (following with
     joint_trajectory_controller semantics) runs out its last window and brakes to rest
     by itself, within the limits."""
-    lookahead = 0.1
+    lookahead = 0.3     # short, yet a busy test machine delivers the windows in time
     proc, plan = _start(ros_env, tmp_path, {'output': 'trajectory', 'lookahead': lookahead,
                                             'trajectory_point_period': 0.02})
     from ros_utils import kill
@@ -536,6 +540,7 @@ def test_sim_arm_one_joint_pass_then_watchdog(ros_env, tmp_path):
                       'output': 'trajectory', 'use_sim_time': True, 'approach_speed': 1.0,
                       'approach_acceleration': 4.0, 'joint_state_timeout': 0.5,
                       'tracking_error_threshold': 0.2, 'clock_stall_timeout': 1.0,
+                      'lookahead': 1.0,
                       # 0.2 s of sim time is 67 ms of wall time at x3: a loaded machine
                       # delivered the trajectory after its start (tracking error 0.21 rad)
                       'start_delay': 1.0}, ros_env, name='excitation')

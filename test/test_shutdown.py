@@ -76,8 +76,10 @@ def _logs(run_dir):
 
 
 def _report(run_dir, codes):
+    hangs = ''.join(f'---- {path.name}\n{path.read_text()[-6000:]}\n'
+                    for path in sorted(run_dir.glob('*.hang')))
     return f'exit codes {codes}\n' + '\n'.join(
-        f'---- {name}\n{text[-3000:]}' for name, text in _logs(run_dir).items())
+        f'---- {name}\n{text[-3000:]}' for name, text in _logs(run_dir).items()) + '\n' + hangs
 
 
 def _assert_bag_closed(run_dir, report):
@@ -142,7 +144,8 @@ def test_sigint_to_the_process_group_mid_run_20_times(ros_env, tmp_path, plan_fi
                 try:
                     codes[name] = proc.wait(60)
                 except subprocess.TimeoutExpired:
-                    dump_and_kill(proc)     # its log then says where it waited
+                    # its log and <name>.hang say where it waited
+                    dump_and_kill(proc, report=run_dir / f'{name}.hang')
                     codes[name] = 'no exit in 60 s'
             report = f'run {run} (real_time_factor {rtf}): ' + _report(run_dir, codes)
             assert all(code == 0 for code in codes.values()), report
