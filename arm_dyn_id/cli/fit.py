@@ -32,12 +32,21 @@ examples:
   arm-dyn-id fit my_bag/ --config my_arm.yaml --out fit/
   arm-dyn-id fit recording_20250101T120000_000Z/ --urdf arm.urdf --out fit/ --holdout 0
   arm-dyn-id fit fourier_bag/ --urdf arm.urdf --effort torque --dynamics full --out fit/
+
+A --config with a floating_base section (a space manipulator, a biped;
+docs/floating_base.md) fits the floating-base robot instead: its momentum or ZMP
+method, --method to choose the estimator, the last 25 % of the bag held out (or
+--validate BAG2); writes model.yaml, identified.urdf, validation.json, fit_data.npz
+and report.html.
+  arm-dyn-id fit space_bag/ --config config/space_manipulator.yaml --out fit/
+  arm-dyn-id fit biped_bag/ --config config/biped.yaml --validate biped_bag2/ --out fit/
 """
 
 from pathlib import Path
 
 import numpy as np
 
+from arm_dyn_id.cli import fit_floating
 from arm_dyn_id.cli.common import (Progress, add_data_arguments, arm_setup, check_out,
                                    check_same_robot, metrics_text, parse_methods, read_all,
                                    write_json)
@@ -80,6 +89,7 @@ def add_arguments(parser):
                         help='gravity magnitude (m/s²) the bag was recorded at (default: the '
                         'config\'s, else 9.81)')
     parser.add_argument('--no-report', action='store_true', help='do not write report.html')
+    fit_floating.add_arguments(parser)
 
 
 def fit_bag(args, progress, say=print):
@@ -346,6 +356,14 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
 
 def run(args):
     import sys
+    floating = fit_floating.floating_config(args.config)
+    if floating is not None:
+        return fit_floating.run_floating(args, floating)
+    for option in ('method', 'validate'):
+        if getattr(args, option, None) is not None:
+            raise ConfigError(f'--{option} applies to floating-base robots (a --config with '
+                              'floating_base); an arm fit takes --methods, and arm-dyn-id '
+                              'validate scores a model on another bag')
     progress = Progress(quiet=args.quiet)
     try:
         paths, validation = fit_bag(args, progress, say=print)

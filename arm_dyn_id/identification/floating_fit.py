@@ -228,6 +228,13 @@ def fit_floating(config, data, method=None, validate=None, rng=None, progress=No
         out = _fit_zmp(model, fb, data, validate, cols, estimator, float(total_mass),
                        progress)
     fit, metrics, held, summary, problem = out
+    masses = fit.phi[::10]
+    if np.any(masses <= 0):
+        b = int(np.flatnonzero(masses <= 0)[0])
+        raise DataError(f'the {estimator} fit gives {model.body_names[b]} a mass of '
+                        f'{masses[b]:.4g} kg: the recording does not determine it; record '
+                        'richer motion' + (' or use --method ga (bounded)'
+                                           if kind == 'momentum' else ''))
     from arm_dyn_id.config import file_sha256
     ident = FloatingIdentification(
         getattr(config, 'robot_name', '') or model.body_names[0], str(config.urdf),

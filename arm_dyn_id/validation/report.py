@@ -13,6 +13,10 @@
   errors and their expressions, condition numbers, data quality) and the plots
   embedded as base64, so the one file can be mailed or archived.
 
+A floating-base fit's folder (model.yaml of schema ``arm_dyn_id/floating_model``) gets
+``held_out.png`` (the held-out momentum or ZMP: measured, identified, nominal URDF) and
+a page of its metrics and parameters (:func:`write_floating_report`).
+
 matplotlib runs with the Agg backend; nothing here needs a display or ROS.
 """
 
@@ -26,6 +30,9 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.errors import DataError
+
+#: the floating-base model file (arm_dyn_id.model.floating; not imported: no pinocchio here)
+FLOATING_SCHEMA = 'arm_dyn_id/floating_model'
 
 CSS = """
 body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
@@ -471,6 +478,8 @@ def write_report(folder, title=None):
         raise DataError(f'{folder / "validation.json"} is not valid JSON: {exc}') from exc
     if not isinstance(model, dict) or not isinstance(validation, dict):
         raise DataError(f'{folder}: model.yaml and validation.json must each hold a mapping')
+    if model.get('schema') == FLOATING_SCHEMA:
+        return write_floating_report(folder, model, validation, title)
     images = {}
     data_file = folder / 'fit_data.npz'
     if data_file.is_file():
@@ -489,4 +498,103 @@ def write_report(folder, title=None):
             images[png.stem] = png
     out = folder / 'report.html'
     out.write_text(render_html(model, validation, images, title))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# floating-base robots (issue 17)
+
+def plot_floating_held_out(data, path):
+    """Held-out momentum (6 rows) or ZMP (x, y) over time: measured (the configured
+    momentum, or the sole sensors' ZMP), identified model, nominal URDF."""
+    import matplotlib.pyplot as plt
+    labels = [str(x) for x in data['labels']]
+    zmp = str(data['kind']) == 'zmp'
+    scale, unit = (1000.0, 'mm') if zmp else (1.0, '')
+    fig, axes = _figure_rows(len(labels))
+    t = data['t']
+    for j, ax in enumerate(axes):
+        ax.plot(t, scale * data['measured'][:, j], color='0.45', lw=0.8,
+                label='sole sensors' if zmp else 'conserved (configured)')
+        ax.plot(t, scale * data['identified'][:, j], color='tab:blue', lw=0.9,
+                label='identified')
+        ax.plot(t, scale * data['nominal'][:, j], color='tab:red', lw=0.7, ls='--',
+                label='nominal URDF')
+        unit_j = unit or ('N·s' if j < 3 else 'N·m·s')
+        ax.set_ylabel(f'{labels[j]}\n{unit_j}', fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc='upper right', fontsize=7, ncol=3)
+    axes[0].set_title('held-out ZMP' if zmp else 'held-out momentum (world origin)',
+                      fontsize=10)
+    axes[-1].set_xlabel('time (s)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_floating_report(folder, model, validation, title=None):
+    """``report.html`` (and ``held_out.png`` when ``fit_data.npz`` is there) of a
+    floating-base fit's folder. Returns the HTML path."""
+    folder = Path(folder)
+    e = html.escape
+    images = {}
+    data_file = folder / 'fit_data.npz'
+    if data_file.is_file():
+        with np.load(data_file) as npz:
+            data = dict(npz)
+        if str(data.get('dynamics')) == 'floating':
+            images['held_out'] = folder / 'held_out.png'
+            plot_floating_held_out(data, images['held_out'])
+    metrics = validation.get('floating') or model.get('metrics') or {}
+    summary = validation.get('fit_summary') or {}
+    title = title or f'Floating-base model of {model.get("robot_name") or "the robot"}'
+    parts = [f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+             f'<title>{e(title)}</title><style>{CSS}</style></head><body>',
+             f'<h1>{e(title)}</h1>']
+    prov = model.get('provenance') or {}
+    facts = [('method', model.get('method')), ('estimator', model.get('estimator')),
+             ('bag', prov.get('bag')), ('validation bag', prov.get('validate')),
+             ('URDF (nominal)', (model.get('urdf') or {}).get('file')),
+             ('total mass (kg)', model.get('total_mass')),
+             ('samples fitted', summary.get('samples_fitted')),
+             ('held out', metrics.get('held_out')),
+             ('rejected', metrics.get('rejected')), ('created', prov.get('created'))]
+    parts.append(_table(['', ''], [[e(k), e(str(v))] for k, v in facts if v is not None]))
+    parts.append('<h2>Held-out validation</h2>')
+    rows = [[e(k.replace('_', ' ')), _fmt('{:.5g}', v)] for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    for key in ('momentum_rms', 'nominal_momentum_rms', 'zmp_rms_mm_per_axis'):
+        if isinstance(metrics.get(key), dict):
+            rows += [[e(f'{key.replace("_", " ")} {a}'), _fmt('{:.5g}', v)]
+                     for a, v in metrics[key].items()]
+    parts.append(_table(['', 'value'], rows))
+    if 'held_out' in images:
+        parts.append(_img(images['held_out']))
+    parts.append('<h2>Unknowns</h2>')
+    unexcited = model.get('unexcited') or []
+    parts.append('<p class="note">Unknowns the motion did not excite keep the nominal '
+                 'URDF\'s value (marked <span class="bad">not excited</span>): '
+                 f'{e(", ".join(unexcited)) or "none"}.</p>')
+    names = summary.get('unknowns') or []
+    rows = [[e(n), _fmt('{:.5g}', nom), _fmt('{:.5g}', val),
+             'yes' if ok else '<span class="bad">not excited</span>']
+            for n, nom, val, ok in zip(names, summary.get('nominal_values') or [],
+                                       summary.get('values') or [],
+                                       summary.get('identified') or [])]
+    if rows:
+        parts.append(_table(['unknown', 'nominal', 'identified', 'excited'], rows))
+    parts.append('<h2>Link parameters</h2>')
+    rows = []
+    for body, p in (model.get('parameters') or {}).items():
+        m = p.get('m') or float('nan')
+        com = [(p.get(k) or 0.0) / m for k in ('mx', 'my', 'mz')]
+        rows.append([e(body), _fmt('{:.5g}', p.get('m'))] + [_fmt('{:.4f}', c) for c in com])
+    parts.append(_table(['body', 'mass (kg)', 'CoM x (m)', 'CoM y (m)', 'CoM z (m)'], rows))
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+    parts.append(f'<p class="note">Written {e(stamp)} by arm_dyn_id '
+                 f'({e(str(prov.get("software", "")))}).</p>')
+    parts.append('</body></html>\n')
+    out = folder / 'report.html'
+    out.write_text('\n'.join(parts))
     return out
