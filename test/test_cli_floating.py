@@ -150,3 +150,22 @@ def test_refusal_when_the_fit_predicts_worse_than_the_urdf():
     assert _verdict({'linear_vs_nominal': REFUSE_RATIO * 0.99,
                      'angular_vs_nominal': None}) is None
     assert 'angular momentum' in _verdict({'angular_vs_nominal': 3.0})
+
+
+def test_a_refused_fit_exits_3_and_force_writes_it_marked(space, monkeypatch, capsys):
+    """The refusal path end to end, its threshold lowered so that any fit is refused."""
+    from arm_dyn_id.cli import fit_floating
+    folder, config_path, _, bag = space
+    monkeypatch.setattr(fit_floating, 'REFUSE_RATIO', 0.0)
+    out = folder / 'refused'
+    args = ['fit', str(bag), '--config', str(config_path), '--out', str(out), '--no-report']
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert 'fit refused, on held-out data the identified model predicts the linear ' \
+        'momentum' in err and not out.exists()
+    assert main(args + ['--force']) == 0
+    assert 'marked rejected' in capsys.readouterr().err
+    ident = FloatingIdentification.load(out / 'model.yaml')
+    assert 'worse than the nominal URDF' in ident.metrics['rejected']
+    validation = json.loads((out / 'validation.json').read_text())
+    assert validation['floating']['rejected'] == ident.metrics['rejected']

@@ -105,7 +105,7 @@ def run_floating(args, config):
     if verdict:
         progress.warn(f'the fit is implausible ({verdict}); written because of --force, '
                       'marked rejected')
-        ident.metrics['rejected'] = verdict
+        ident.metrics['rejected'] = res.metrics['rejected'] = verdict
     out.mkdir(parents=True, exist_ok=True)
     paths = {'model': ident.save(out / 'model.yaml')}
     urdf = out / 'identified.urdf'
