@@ -38,7 +38,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
-from arm_dyn_id.excitation.stopping import PlanStream
+from arm_dyn_id.excitation.stopping import PlanStream, held_time_rate
 from arm_dyn_id.nodes.executors import run_node
 from arm_dyn_id.nodes.qos import MARKER_QOS
 from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
@@ -428,13 +428,12 @@ class ExcitationNode(Node):
             self._publish_diagnostics()
 
     def _measure_time_rate(self):
-        """Node-clock seconds per steady second over the last 0.5 s (sim time only; never
-        below 1, at most 1000)."""
+        """Node-clock seconds per steady second (sim time only), held at its peak
+        (excitation/stopping.py ``held_time_rate``), every 0.5 s."""
         probe = (self._now(), time.monotonic())
         if self._rate_probe is not None:
-            d_node, d_wall = probe[0] - self._rate_probe[0], probe[1] - self._rate_probe[1]
-            if d_wall > 0 and d_node > 0:
-                self.time_rate = float(np.clip(d_node / d_wall, 1.0, 1000.0))
+            self.time_rate = held_time_rate(self.time_rate, probe[0] - self._rate_probe[0],
+                                            probe[1] - self._rate_probe[1])
         self._rate_probe = probe
 
     def _watchdog(self):

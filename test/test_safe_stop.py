@@ -20,7 +20,8 @@ from arm_dyn_id.config import ArmConfig
 from arm_dyn_id.excitation.follow import JointTrajectoryFollower
 from arm_dyn_id.excitation.plans import (fourier_plan, fourier_series, reciprocating_plan,
                                          rest_fourier_coefficients)
-from arm_dyn_id.excitation.stopping import PlanStream, braking_accelerations, stop_ramp
+from arm_dyn_id.excitation.stopping import (PlanStream, braking_accelerations,
+                                            held_time_rate, stop_ramp)
 from arm_dyn_id.paths import share_dir
 
 JOINTS = [f'joint_{i}' for i in range(1, 7)]
@@ -273,3 +274,21 @@ def test_window_structure_and_replacement_without_jumps():
     q, dq, _ = run.sample(0.25)
     assert np.allclose(w3.q[0], q) and np.allclose(w3.dq[0], dq)
     assert np.allclose(w3.dq[-1], 0.0)
+
+
+def test_time_rate_holds_its_peak_through_a_pause():
+    """A sim at x4 that pauses for 3 s (lockstep) keeps the look-ahead rate near x4, and
+    decays to the new rate only slowly; never below 1 or above 1000."""
+    rate = 1.0
+    for _ in range(10):
+        rate = held_time_rate(rate, 2.0, 0.5)          # x4
+    assert rate == pytest.approx(4.0)
+    for _ in range(6):
+        rate = held_time_rate(rate, 0.0, 0.5)          # paused 3 s
+    assert rate == pytest.approx(4.0 * 0.98 ** 6)
+    assert rate > 3.5
+    for _ in range(200):
+        rate = held_time_rate(rate, 0.5, 0.5)          # x1 for 100 s
+    assert rate == pytest.approx(1.0)
+    assert held_time_rate(2.0, 1e6, 0.5) == 1000.0
+    assert held_time_rate(2.0, 1.0, 0.0) == 2.0        # no wall time: unchanged

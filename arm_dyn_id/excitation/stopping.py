@@ -341,3 +341,18 @@ class PlanStream:
         q, dq, ddq = ramp.sample(knots)
         return Window(float(knots[0]), knots - knots[0], q, dq, ddq, float(ramp.t0),
                       float(ramp.end_time))
+
+
+def held_time_rate(previous, d_node, d_wall, decay=0.98, low=1.0, high=1000.0):
+    """Node-clock seconds per wall second for the look-ahead of a sim-time run, held at
+    its peak.
+
+    The rate over the last interval (``d_node`` node-clock s in ``d_wall`` wall s), or
+    ``previous`` decayed by ``decay`` per interval, whichever is higher, within
+    ``[low, high]``. A simulator that pauses (in lockstep with a busy recorder) and then
+    runs on at x4 must not shrink the look-ahead to 1x in between: the windows would run
+    out before the next one arrives. An interval without wall time keeps ``previous``.
+    """
+    if not d_wall > 0 or d_node < 0:
+        return previous
+    return float(np.clip(max(d_node / d_wall, decay * previous), low, high))
