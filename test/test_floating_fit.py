@@ -230,3 +230,38 @@ def test_momentum_without_odometry_is_one_line(space):
         fit_floating(config, dataclasses.replace(data, base_position=None))
     with pytest.raises(ConfigError, match='no floating_base'):
         fit_floating(dataclasses.replace(config, floating_base=None), data)
+
+
+def test_zmp_input_is_put_on_even_steps_of_at_most_200_hz():
+    """A real driver's stamps are uneven and may come at 1 kHz: stance_motion needs even
+    steps, the fit needs no more than 200 Hz."""
+    from arm_dyn_id.data.floating import FloatingData
+    from arm_dyn_id.identification.floating_fit import _uniform
+    rng = np.random.default_rng(0)
+    n = 1000
+    t = 1.7e9 + np.arange(n) * 1e-3 + rng.uniform(-2e-4, 2e-4, n)     # absolute, jittered
+    q = np.stack([np.sin(t - t[0])] * 12, 1)
+    f = np.ones((n, 8))
+    local = np.zeros((8, 3))
+    data = FloatingData(t=t, base_position=None, base_quaternion=None, base_linear=None,
+                        base_angular=None, q=q, dq=q, forces=f, sensor_positions=local,
+                        sensor_frames=('foot_r',) * 8)
+    tu, qu, fu, pu = _uniform(data)
+    dt = np.diff(tu)
+    assert tu[0] == pytest.approx(0.0025, abs=1e-3) and np.ptp(dt) < 1e-9
+    assert dt[0] == pytest.approx(0.005, rel=1e-3)                   # 5 x 1 ms averaged
+    np.testing.assert_allclose(qu[:, 0], np.sin(tu), atol=1e-5)
+    assert fu.shape == (len(tu), 8) and pu is local
+
+
+@pytest.mark.slow
+def test_zmp_fit_of_jittered_stamps_matches(biped):
+    import dataclasses
+    from arm_dyn_id.identification.floating_fit import fit_floating
+    config, data = biped
+    rng = np.random.default_rng(5)
+    jitter = data.t + rng.uniform(-2e-3, 2e-3, len(data.t))           # 10 % of a step
+    res = fit_floating(config, dataclasses.replace(data, t=jitter))
+    ref = fit_floating(config, data)
+    np.testing.assert_allclose(res.fit.Phi, ref.fit.Phi, rtol=0.02)
+    assert res.unexcited == ref.unexcited

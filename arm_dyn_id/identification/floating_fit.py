@@ -44,6 +44,8 @@ BOX = (0.5, 1.5)
 #: ZMP: the smoothing window of the joint angles (s, stance_motion's); samples closer than
 #: one window to a contact change, or half a window to either end, are not used
 ZMP_WINDOW = 0.5
+#: ZMP: faster recordings are averaged in blocks down to at most this rate (Hz) first
+ZMP_RATE = 200.0
 #: a sole sensor touches when it carries this fraction of the total normal force
 CONTACT_FRACTION = 0.02
 #: ZMP: relative pivot of the scaled Jacobian under which an unknown counts as not
@@ -248,11 +250,14 @@ def fit_floating(config, data, method=None, validate=None, rng=None, progress=No
 
 
 # ------------------------------------------------------------------ momentum -----
-def _momentum_state(model, data, cols):
-    q = np.asarray(data.q, float)[:, cols]
-    dq = np.asarray(data.dq, float)[:, cols]
-    Q = model.configuration(data.base_position, data.base_quaternion, q)
-    V = model.velocity(Q, data.base_linear, data.base_angular, dq)
+def _momentum_state(model, data, cols, rows):
+    """Configurations and velocities of the samples ``rows`` of a recording."""
+    q = np.asarray(data.q, float)[rows][:, cols]
+    dq = np.asarray(data.dq, float)[rows][:, cols]
+    Q = model.configuration(np.asarray(data.base_position)[rows],
+                            np.asarray(data.base_quaternion)[rows], q)
+    V = model.velocity(Q, np.asarray(data.base_linear)[rows],
+                       np.asarray(data.base_angular)[rows], dq)
     return Q, V
 
 
@@ -264,21 +269,20 @@ def _fit_momentum(model, fb, data, validate, cols, estimator, total_mass, rng, p
     if h0.shape != (6,) or not np.all(np.isfinite(h0)):
         raise ConfigError(f'floating_base.momentum must be 6 numbers (linear N·s, angular '
                           f'N·m·s), got {h0.tolist()}')
-    Q, V = _momentum_state(model, data, cols)
-    train, held = _split(len(Q), validate)
-    t = np.asarray(data.t, float) - data.t[0]
-    if validate is not None:
-        Qh, Vh = _momentum_state(model, validate, cols)
-        th = np.asarray(validate.t, float) - validate.t[0]
-    else:
-        Qh, Vh, th = Q[held], V[held], t[held]
+    # the momentum is algebraic in the state (no derivatives): evenly thinned samples
+    train, held = _split(len(data.t), validate)
     train = _thin(train)
+    Q, V = _momentum_state(model, data, cols, train)
+    source = data if validate is None else validate
+    keep = _thin(held if validate is None else np.arange(len(validate.t)))
+    Qh, Vh = _momentum_state(model, source, cols, keep)
+    th = np.asarray(source.t, float)[keep] - source.t[0]
     param = principal_parametrisation(model)
     nominal = theta_of(param, model.parameters())
     _say(progress, f'momentum fit ({estimator}) of {len(param.names)} unknowns (mass and '
                    f'principal moments of {len(model.body_names)} bodies) on {len(train)} '
                    'samples')
-    problem = MomentumProblem(model, Q[train], V[train], param, momentum=h0)
+    problem = MomentumProblem(model, Q, V, param, momentum=h0)
     if estimator == 'linear':
         fit = fit_linear(problem, nominal, total_mass)
     else:
@@ -286,8 +290,7 @@ def _fit_momentum(model, fb, data, validate, cols, estimator, total_mass, rng, p
         fit = fit_ga(problem, nominal, total_mass, np.minimum(lo, hi), np.maximum(lo, hi),
                      np.random.default_rng(0) if rng is None else rng,
                      improved=estimator == 'ga', budget=GA_BUDGET, population=GA_POPULATION)
-    keep = _thin(np.arange(len(Qh)))
-    A = model.momentum_regressor(Qh[keep], Vh[keep])
+    A = model.momentum_regressor(Qh, Vh)
     ident, nom = A @ fit.phi, A @ model.parameters()
     e_id, e_nom = _rms(ident - h0), _rms(nom - h0)
     lin = (float(np.linalg.norm(e_id[:3])), float(np.linalg.norm(e_nom[:3])))
@@ -302,7 +305,7 @@ def _fit_momentum(model, fb, data, validate, cols, estimator, total_mass, rng, p
         'angular_momentum_rms': ang[0], 'nominal_angular_momentum_rms': ang[1],
         'linear_vs_nominal': _ratio(*lin), 'angular_vs_nominal': _ratio(*ang),
     }
-    held_series = {'kind': 'momentum', 't': th[keep], 'measured': np.tile(h0, (len(keep), 1)),
+    held_series = {'kind': 'momentum', 't': th, 'measured': np.tile(h0, (len(keep), 1)),
                    'identified': ident, 'nominal': nom, 'labels': list(MOMENTUM_AXES)}
     summary = {'samples_fitted': int(len(train)), 'unknowns': list(param.names),
                'values': fit.theta.tolist(), 'nominal_values': nominal.tolist(),
@@ -314,24 +317,28 @@ def _fit_momentum(model, fb, data, validate, cols, estimator, total_mass, rng, p
 
 
 # ----------------------------------------------------------------------- ZMP -----
-def _uniform(data, what):
-    """The data on even time steps (stance_motion's filter needs them), resampled when
-    its stamps are uneven. Returns (t from 0 (s), q, forces, sensor positions)."""
+def _uniform(data):
+    """The data on even time steps of at most 1 / ZMP_RATE s (stance_motion's filter needs
+    even steps): resampled onto an even grid when the stamps are uneven, then averaged in
+    blocks when faster. Returns (t from 0 (s), q, forces, sensor positions)."""
     t = np.asarray(data.t, float)
     t = t - t[0]                  # bag stamps are absolute: keep the steps' precision
     q = np.asarray(data.q, float)
-    f = np.asarray(data.forces, float)
+    f = np.asarray(data.forces, float).reshape(len(t), -1)
     p = np.asarray(data.sensor_positions, float)
+    series = [q, f] + ([p] if p.ndim == 3 else [])
     dt = np.diff(t)
-    if np.ptp(dt) <= 1e-6 * dt.mean() + 1e-9:
-        return t, q, f, p
-    grid = np.linspace(t[0], t[-1], len(t))
-
-    def interp(x):
-        flat = x.reshape(len(t), -1)
-        return np.stack([np.interp(grid, t, c) for c in flat.T], 1).reshape(
-            (len(grid),) + x.shape[1:])
-    return grid, interp(q), interp(f), interp(p) if p.ndim == 3 else p
+    if np.ptp(dt) > 1e-6 * dt.mean() + 1e-9:
+        grid = np.linspace(t[0], t[-1], len(t))
+        series = [np.stack([np.interp(grid, t, c) for c in x.reshape(len(t), -1).T],
+                           1).reshape(x.shape) for x in series]
+        t = grid
+    block = int(np.floor(1.0 / ZMP_RATE / (t[1] - t[0]) + 1e-6))
+    if block > 1:
+        n = len(t) // block * block
+        t, *series = [x[:n].reshape((n // block, block) + x.shape[1:]).mean(axis=1)
+                      for x in [t] + series]
+    return t, series[0], series[1], series[2] if p.ndim == 3 else p
 
 
 def contact_steady(t, forces, window=ZMP_WINDOW, fraction=CONTACT_FRACTION):
@@ -398,8 +405,7 @@ def _zmp_data(model, fb, data, cols, what):
     if pose.shape != (7,) or abs(np.linalg.norm(pose[3:]) - 1) > 1e-3:
         raise ConfigError(f'floating_base.stance_foot_pose {pose.tolist()} must be x y z qx '
                           'qy qz qw with a unit quaternion')
-    t, q, f, p = _uniform(data, what)
-    f = f.reshape(len(t), -1)
+    t, q, f, p = _uniform(data)
     frames = _sensor_frames(data, f.shape[1])
     foot_pose = pin.XYZQUATToSE3(pose)
     Q, V, A = stance_motion(model, t, q[:, cols], foot, foot_pose, window=ZMP_WINDOW)
@@ -411,7 +417,7 @@ def _zmp_data(model, fb, data, cols, what):
                         'either end): record a longer stance')
     z = np.full((len(t), 2), np.nan)
     z[steady] = zmp_from_sensors(f[steady], world[steady])
-    return t[steady], Q[steady], V[steady], A[steady], z[steady]
+    return t[steady], Q[steady], V[steady], A[steady], z[steady], len(t)
 
 
 def _zmp_problem():
@@ -440,10 +446,13 @@ def _fit_zmp(model, fb, data, validate, cols, estimator, total_mass, progress):
     except JointNameError as exc:
         raise ConfigError(f'the zmp method fits seed 003\'s link types (torso, thighs, '
                           f'shanks, feet) and {exc}') from None
-    t, Q, V, A, z = _zmp_data(model, fb, data, cols, 'the recording')
+    t, Q, V, A, z, total = _zmp_data(model, fb, data, cols, 'the recording')
+    _say(progress, f'{len(t)} of {total} samples ({1 / np.median(np.diff(t)):.0f} Hz) away from '
+                   f'contact changes and the ends; {total - len(t)} left out')
     train, held = _split(len(Q), validate)
     if validate is not None:
-        th, Qh, Vh, Ah, zh = _zmp_data(model, fb, validate, cols, 'the validation recording')
+        th, Qh, Vh, Ah, zh, _ = _zmp_data(model, fb, validate, cols,
+                                          'the validation recording')
     else:
         th, Qh, Vh, Ah, zh = t[held], Q[held], V[held], A[held], z[held]
     train = _thin(train)
