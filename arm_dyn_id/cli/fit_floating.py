@@ -26,7 +26,8 @@ REFUSE_RATIO = 1.25
 _ARM_ONLY = (('urdf', None), ('torque_constants', None), ('effort', 'current'),
              ('joints', None), ('joint_map', None), ('gravity_vector', None),
              ('states_topic', None), ('segments', 'auto'), ('recover', False),
-             ('dynamics', 'auto'), ('methods', None), ('cutoff', None), ('gravity', None))
+             ('dynamics', 'auto'), ('methods', None), ('cutoff', None), ('gravity', None),
+             ('holdout', 0.2))
 
 
 def floating_config(config_path):
@@ -51,7 +52,9 @@ def _check_options(args):
     for name, default in _ARM_ONLY:
         if getattr(args, name, default) != default:
             option = '--' + name.replace('_', '-')
-            hint = ' (use --method)' if name == 'methods' else ''
+            hint = {'methods': ' (use --method)',
+                    'holdout': ' (the last 25 % of the bag is held out, or --validate BAG2)'
+                    }.get(name, '')
             raise ConfigError(f'{option} does not apply to a floating-base robot (the '
                               f'configuration has floating_base){hint}')
     if len(args.bags) != 1:
