@@ -169,3 +169,29 @@ def test_a_refused_fit_exits_3_and_force_writes_it_marked(space, monkeypatch, ca
     assert 'worse than the nominal URDF' in ident.metrics['rejected']
     validation = json.loads((out / 'validation.json').read_text())
     assert validation['floating']['rejected'] == ident.metrics['rejected']
+
+
+def test_a_recorder_bag_of_a_floating_robot_needs_no_config(space, tmp_path, capsys):
+    """A bag with the recorder's stored configuration of a floating-base robot is fitted as
+    one (here: it has no odometry, so the floating reader names that topic); when the
+    configuration file it names is gone, one line asks for --config."""
+    import yaml
+    from arm_dyn_id.data.bag_writer import config_document, write_bag
+    _, config_path, config, _ = space
+    n = 50
+    stamps = 1.7e9 + 0.05 * np.arange(n)
+    q = np.zeros((n, 6))
+
+    def bag(name, **extra):
+        doc = config_document(config, floating_base=config.floating_base.to_dict(), **extra)
+        return write_bag(tmp_path / name, stamps, list(config.joints), q, None, velocity=q,
+                         config_text=yaml.safe_dump(doc))
+
+    code = main(['fit', str(bag('recorded')), '--out', str(tmp_path / 'o')])
+    err = capsys.readouterr().err
+    assert code == 2 and 'base_odometry' in err and 'Odometry' in err
+    gone = bag('moved', config_file=str(tmp_path / 'gone.yaml'))
+    code = main(['fit', str(gone), '--out', str(tmp_path / 'o')])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and 'recorded from a floating-base robot' in err[-1] and \
+        '--config' in err[-1]

@@ -34,7 +34,8 @@ examples:
   arm-dyn-id fit fourier_bag/ --urdf arm.urdf --effort torque --dynamics full --out fit/
 
 A --config with a floating_base section (a space manipulator, a biped;
-docs/floating_base.md) fits the floating-base robot instead: its momentum or ZMP
+docs/floating_base.md), or a recorder bag of such a robot, fits the floating-base
+robot instead: its momentum or ZMP
 method, --method to choose the estimator, the last 25 % of the bag held out (or
 --validate BAG2); writes model.yaml, identified.urdf, validation.json, fit_data.npz
 and report.html.
@@ -356,7 +357,7 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
 
 def run(args):
     import sys
-    floating = fit_floating.floating_config(args.config)
+    floating = fit_floating.floating_config(args.config, args.bags)
     if floating is not None:
         return fit_floating.run_floating(args, floating)
     for option in ('method', 'validate'):

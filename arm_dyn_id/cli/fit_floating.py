@@ -30,18 +30,29 @@ _ARM_ONLY = (('urdf', None), ('torque_constants', None), ('effort', 'current'),
              ('holdout', 0.2))
 
 
-def floating_config(config_path):
-    """The configuration when it describes a floating-base robot, else None.
+def floating_config(config_path, bags=()):
+    """The configuration when it describes a floating-base robot, else None: the
+    --config file, or without one the configuration file a recorder bag names.
 
     Raises
     ------
     ConfigError
-        A floating_base section that does not validate (one line naming the key).
+        A floating_base section that does not validate (one line naming the key), or a
+        recorder bag of a floating-base robot whose configuration file is not found.
     """
-    if config_path is None:
-        return None
     from arm_dyn_id.config import load_arm_config, read_parameter_file
     from arm_dyn_id.paths import resolve_data_file
+    if config_path is None:
+        from arm_dyn_id.data.bag_reader import read_stored_config
+        bag = Path(bags[0]).expanduser() if bags else None
+        stored = read_stored_config(bag) if bag is not None and bag.is_dir() else None
+        if not stored or 'floating_base' not in stored:
+            return None
+        config_path = stored.get('config_file')
+        if not config_path or not Path(config_path).is_file():
+            raise ConfigError(f'{bag} was recorded from a floating-base robot whose '
+                              f'configuration file {config_path or "(none named)"} is not '
+                              'here: pass it with --config')
     resolved = resolve_data_file(config_path, 'config')
     if 'floating_base' not in read_parameter_file(resolved):
         return None
