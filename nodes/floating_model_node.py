@@ -187,6 +187,10 @@ class FloatingModelNode(Node):
                 return False, f'{path} does not exist (still serving {self.model_source})'
             try:
                 ident = FloatingIdentification.load(path, urdf_dir=self.config.urdf)
+                if ident.metrics.get('rejected'):
+                    # arm-dyn-id fit --force wrote it although it predicts worse than the URDF
+                    raise DataError(f'{path} is marked rejected ({ident.metrics["rejected"]}); '
+                                    'it is not served: refit with better data')
                 model = ident.model()
                 if set(model.joint_names) != set(self.config.joints):
                     raise DataError(f'{path}: model joints {list(model.joint_names)} are not '

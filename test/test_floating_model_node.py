@@ -393,3 +393,77 @@ def test_a_broken_latest_fit_at_start_serves_the_nominal_urdf_and_says_why(ros_e
         np.testing.assert_allclose(value(h.ask('com', names, position)),
                                    model.com(position[None])[0], atol=1e-12)
     assert stop(proc) == 0, node_output(proc)
+
+
+def test_a_fit_of_a_recorded_bag_is_served_and_conserves_its_momentum(ros_env, tmp_path):
+    """End to end: a space robot's bag (test/floating_bags.py: MuJoCo truth, noisy like a
+    real recording) -> `arm-dyn-id fit` -> the node serves the folder's model.yaml; the
+    bag's odometry and joint_states replayed through it give the momentum the core gives,
+    close to the conserved zero, where the nominal URDF is far off."""
+    from arm_dyn_id.cli import main
+    from arm_dyn_id.data.floating import read_floating_bag
+    from arm_dyn_id.service.floating import base_from_odometry
+    from floating_bags import space_bag
+    config_path, config, bag = space_bag(tmp_path / 'space')
+    out = tmp_path / 'fit'
+    assert main(['fit', str(bag), '--config', str(config_path), '--out', str(out),
+                 '--no-report']) == 0
+    data = read_floating_bag(bag, config)
+    core = ServedFloating(FloatingIdentification.load(out / 'model.yaml'))
+    nominal = ServedFloating.nominal(FloatingModel(config.urdf))
+    fb = config.floating_base
+    # max_base_age below the sample spacing: a joint_states paired with the wrong
+    # odometry is stale (and sent again) rather than answered with another base pose
+    proc = start(ros_env, {'config_file': str(config_path),
+                           'model_file': str(out / 'model.yaml'), 'max_base_age': 0.001})
+    with Probe(ros_env.domain_id, odometry_topic=fb.odometry_topic) as h:
+        h.wait_for(lambda: h.models, TIMEOUT, what='the fit served')
+        h.wait_for_subscribers(h.states, timeout=TIMEOUT)
+        h.wait_for_subscribers(h.odometry, timeout=TIMEOUT)
+        served, expected, against = [], [], []
+        for k in np.linspace(0, len(data.t) - 1, 30).astype(int):
+            ns = int(round(data.t[k] * 1e9))
+            quat = data.base_quaternion[k] / np.linalg.norm(data.base_quaternion[k])
+            R = pin.Quaternion(quat).toRotationMatrix()
+            args = (data.base_position[k], quat, R.T @ data.base_linear[k],
+                    data.base_angular[k])
+            h.odometry.publish(odometry(ns, *args, child=fb.base_frame))
+            msg = joint_state(config.joints, data.q[k], data.dq[k], ns=ns)
+            deadline = time.monotonic() + 30.0
+            while ns not in h.momentum:
+                assert time.monotonic() < deadline, f'no momentum for sample {k}'
+                h.states.publish(msg)
+                try:
+                    h.wait_for(lambda: ns in h.momentum, 0.5)
+                except TimeoutError:
+                    pass
+            base = base_from_odometry(data.t[k], *args)
+            served.append(h.momentum[ns].effort)
+            expected.append(core.stream_momentum(base, data.q[k], data.dq[k]))
+            against.append(nominal.stream_momentum(base, data.q[k], data.dq[k]))
+        np.testing.assert_allclose(served, expected, rtol=1e-9, atol=1e-9)
+        rms = np.sqrt(np.mean(np.square(served), axis=0))
+        rms_nominal = np.sqrt(np.mean(np.square(against), axis=0))
+        assert np.all(rms < 0.1 * rms_nominal), (rms, rms_nominal)
+        h.wait_for(lambda: h.count('momentum_stream') >= 30, 30.0,
+                   what='diagnostics counting the 30 streamed samples')
+    assert stop(proc) == 0, node_output(proc)
+
+
+def test_a_fit_marked_rejected_is_not_served(ros_env, tmp_path):
+    """`arm-dyn-id fit --force` writes a refused fit marked rejected: a named model_file
+    marked so is a configuration error (exit 2), as the identifier refuses one."""
+    _, _, _, path = fitted('space_manipulator.yaml', tmp_path, seed=5)
+    ident = FloatingIdentification.load(path)
+    ident.metrics['rejected'] = 'predicts the linear momentum 3.0 x worse than the URDF'
+    ident.save(path)
+    proc = start(ros_env, {'config_file': 'space_manipulator.yaml', 'model_file': str(path)},
+                 name='floating_rejected')
+    try:
+        code = proc.wait(TIMEOUT)
+    finally:
+        stop(proc)
+    log = node_output(proc)
+    assert code == 2, log
+    fatal = [line for line in log.splitlines() if 'FATAL' in line]
+    assert len(fatal) == 1 and 'marked rejected' in fatal[0], log
