@@ -223,6 +223,8 @@ def fit_floating(config, data, method=None, validate=None, rng=None, progress=No
     if validate is not None:
         _check_data(validate, kind, 'the validation recording')
     cols = _joint_columns(model, config, data)
+    if validate is not None:
+        _joint_columns(model, config, validate)
     if kind == 'momentum':
         out = _fit_momentum(model, fb, data, validate, cols, estimator, float(total_mass),
                             rng, progress)
