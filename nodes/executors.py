@@ -17,9 +17,11 @@ as FATAL, and a second SIGINT (``ros2 launch`` forwards one after the terminal's
 kills the process with -2. So :func:`run_node` installs its own SIGINT and
 SIGTERM handlers (:class:`StopRequest`): a signal only *asks* to stop; the spin
 loop notices within ``period`` s, the executors stop, the node's ``shutdown()``
-runs (the recorder closes its bag) while the context is still valid, the nodes
-are destroyed and only then the context is shut down. Further signals while
-that runs are ignored; exit code 0.
+runs (the recorder closes its bag) while the context is still valid, then the
+context is shut down (the DDS participant leaves the graph) and the process ends at
+once, without destroying the nodes: ``rcl_node_fini`` hung, holding the interpreter,
+in about 1 of 40 SIGINTs to a group of our nodes. Further signals while that runs
+are ignored; exit code 0.
 """
 
 import faulthandler
@@ -140,18 +142,22 @@ def spin_split(node, commands, threads=2, period=0.2, stop=None):
     """Spin ``node`` on an EventsExecutor and ``commands`` in a background thread.
 
     Returns when ``stop`` (a :class:`StopRequest` or threading.Event) is set or the
-    context shuts down; the caller destroys the nodes.
+    context shuts down; the caller ends the nodes (run_node).
     """
     stop = stop if stop is not None else threading.Event()
     commands_executor = MultiThreadedExecutor(num_threads=threads, context=node.context)
     commands_executor.add_node(commands)
 
+    closing = threading.Event()
+
     def spin_commands():
         try:
             commands_executor.spin()
         except (ExternalShutdownException, RuntimeError, ValueError):
-            # the context shut down under a wait (SIGINT): the main thread reports
-            if not shutting_down(node.context):
+            # the context shut down under a wait (SIGINT): the main thread reports; or the
+            # executor was shut down under a callback that still triggers its guard
+            # condition (rclpy's InvalidHandle 'destruction was requested', a RuntimeError)
+            if not (closing.is_set() or shutting_down(node.context)):
                 raise
     thread = threading.Thread(target=spin_commands, daemon=True,
                               name=f'{node.get_name()}-commands')
@@ -169,6 +175,7 @@ def spin_split(node, commands, threads=2, period=0.2, stop=None):
                     raise
                 break
     finally:
+        closing.set()
         # an EventsExecutor left running when the process exits aborts it
         # ("terminate called without an active exception"); after a burst of 1 kHz
         # traffic on a loaded machine 1 s was not always enough
@@ -213,8 +220,8 @@ def parameter_error(exc):
 def exit_process(code):
     """End the process now with ``code``, without Python's finalisation.
 
-    Called once the nodes are destroyed and the context shut down and destroyed (the
-    DDS participant is gone, logging finished, the bag closed). Tearing down the
+    Called once the context is shut down (the DDS participant is gone, logging
+    finished, the bag closed). Tearing down the
     interpreter's modules (NumPy, MuJoCo, pinocchio, rclpy) took about 85 % of a
     node's exit time (0.45 of 0.5 s on a quiet machine); with four nodes ending
     together on a loaded 2-core machine that passed ``ros2 launch``'s 5 s SIGINT
@@ -288,53 +295,42 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
             code = 1
     finally:
         stop.set()      # from here on, signals are ignored (the handler only sets the flag)
-        # a shutdown that hangs (seen once in 60 SIGINTs of the excitation node) prints
-        # every thread's stack after 20 s, so the next occurrence says where it waits
+        # a shutdown that hangs prints every thread's stack after 20 s, so that any
+        # occurrence says where it waits
         faulthandler.dump_traceback_later(20.0)
         if executor is not None:
             # stop the executor before its node goes: destroying a node that an executor
             # may still be waiting on crashed the process now and then at Ctrl-C
             executor.shutdown(timeout_sec=5.0)
-        if node is not None:
-            try:
-                shutdown = getattr(node, 'shutdown', None)
-                if shutdown is not None:
-                    shutdown()
-            finally:
-                commands = getattr(node, 'commands', None)
-                if commands is not None:
-                    commands.destroy_node()
-                node.destroy_node()
-        rclpy.try_shutdown()
-        stop.ignore()
-    faulthandler.cancel_dump_traceback_later()
+        try:
+            shutdown = getattr(node, 'shutdown', None)
+            if shutdown is not None:
+                shutdown()          # the recorder closes its bag: the context is valid
+        finally:
+            if not exit:
+                _destroy_nodes(node)
+            else:
+                # the process ends right after: should the context's shutdown hang in
+                # the middleware, print every stack and end (exit code 1) after 10 s
+                faulthandler.dump_traceback_later(10.0, exit=True)
+            # the DDS participant leaves the graph here: peers saw the endpoints of a
+            # node ended this way go within 0.05 s (20 s, its lease, without it)
+            rclpy.try_shutdown()
+            stop.ignore()
+            faulthandler.cancel_dump_traceback_later()
     if exit:
-        destroy_context(name)
+        # The nodes are not destroyed: rcl_node_fini (node.destroy_node) hung with the
+        # interpreter held in about 1 of 40 SIGINTs to a process group of our nodes
+        # (test_shutdown, excitation_node), and the process ends now anyway.
         return exit_process(code)
     return code
 
 
-def destroy_context(name, timeout=5.0):
-    """Destroy the default context (the DDS participant leaves the graph at once), but
-    never hang the exit on it.
-
-    Waits ``timeout`` s for the destroy in a helper thread, then goes on without it (the
-    participant ends with the process; others drop it after its lease). Should the
-    destroy hold the interpreter itself, faulthandler prints every stack and ends the
-    process (exit code 1) after ``2 * timeout`` s.
-    """
-    faulthandler.dump_traceback_later(2 * timeout, exit=True)
-    done = threading.Event()
-
-    def destroy():
-        try:
-            rclpy.utilities.get_default_context().destroy()
-        except Exception:       # noqa: BLE001 - exiting anyway; the participant goes with us
-            pass
-        done.set()
-    threading.Thread(target=destroy, daemon=True, name='destroy-context').start()
-    if not done.wait(timeout):
-        # rclpy's logging is finished with the context: plain stderr
-        print(f'[WARN] [{name}]: the DDS participant was not destroyed within {timeout:g} s; '
-              'exiting without it', file=sys.stderr)
-    faulthandler.cancel_dump_traceback_later()
+def _destroy_nodes(node):
+    """Destroy ``node`` and its ``commands`` companion (a run_node that returns)."""
+    if node is None:
+        return
+    commands = getattr(node, 'commands', None)
+    if commands is not None:
+        commands.destroy_node()
+    node.destroy_node()

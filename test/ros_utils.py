@@ -304,10 +304,12 @@ def process_report(pid, gdb_timeout=60.0):
     gdb = shutil.which('gdb')
     if gdb:
         try:
+            # the main thread first (native, then Python), then every thread
             command = [gdb, '-p', str(pid), '-batch', '-iex', 'set auto-load safe-path /',
-                       '-ex', 'thread apply all bt', '-ex', 'thread apply all py-bt']
+                       '-ex', 'thread 1', '-ex', 'bt', '-ex', 'py-bt',
+                       '-ex', 'thread apply all bt']
             out = subprocess.run(command, capture_output=True, text=True, timeout=gdb_timeout)
-            lines.append(out.stdout[-20000:])
+            lines.append(out.stdout[:30000])
         except (subprocess.TimeoutExpired, OSError) as exc:
             lines.append(f'gdb: {exc}')
     return '\n'.join(lines)

@@ -76,7 +76,7 @@ def _logs(run_dir):
 
 
 def _report(run_dir, codes):
-    hangs = ''.join(f'---- {path.name}\n{path.read_text()[-6000:]}\n'
+    hangs = ''.join(f'---- {path.name}\n{path.read_text()[:12000]}\n'
                     for path in sorted(run_dir.glob('*.hang')))
     return f'exit codes {codes}\n' + '\n'.join(
         f'---- {name}\n{text[-3000:]}' for name, text in _logs(run_dir).items()) + '\n' + hangs
