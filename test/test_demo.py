@@ -16,12 +16,6 @@ BUSY = 'while True: pass'
 
 @pytest.mark.ros     # the demo starts the nodes in separate processes
 @pytest.mark.slow
-# Known bug, issue 16 open: with two busy processes beside it, the simulator waits for the
-# recorder (lockstep) while the excitation node's steady-clock watchdog (0.5 s) sees no
-# joint_states and stops the arm; or, past lockstep_timeout, samples are lost (98.1 %).
-# Failed 2 of the last 4 full runs. XPASS when it passes; remove this mark with the fix.
-@pytest.mark.xfail(strict=False, reason='known: lockstep pauses vs the excitation watchdog '
-                   'under load (issue 16, not resolved)')
 def test_quick_demo_identifies_the_arm_within_two_percent(tmp_path):
     out = tmp_path / 'demo'
     busy = [subprocess.Popen([sys.executable, '-c', BUSY]) for _ in range(2)]
