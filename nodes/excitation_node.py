@@ -39,7 +39,7 @@ from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
 from arm_dyn_id.excitation.stopping import PlanStream, held_time_rate
-from arm_dyn_id.nodes.executors import run_node
+from arm_dyn_id.nodes.executors import publish_diagnostics, run_node
 from arm_dyn_id.nodes.qos import MARKER_QOS
 from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
 
@@ -573,9 +573,7 @@ class ExcitationNode(Node):
                          KeyValue(key='rejected', value=json.dumps(self.rejected)),
                          # ready: ~/start would be accepted now (plan loaded, arm heard)
                          KeyValue(key='ready', value=str(self._has_recent_state()).lower())]
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(msg)
+        publish_diagnostics(self, status)
 
 
 def main(args=None):

@@ -96,6 +96,17 @@ def try_publish(node, publisher, msg):
         return False
 
 
+def publish_diagnostics(node, status, values=None):
+    """Publish one DiagnosticStatus on ``node.diag_pub``, stamped with the node clock;
+    ``values`` (a mapping) become its key/value pairs (str of each value)."""
+    from diagnostic_msgs.msg import DiagnosticArray, KeyValue
+    if values is not None:
+        status.values = [KeyValue(key=str(k), value=str(v)) for k, v in values.items()]
+    msg = DiagnosticArray(status=[status])
+    msg.header.stamp = node.get_clock().now().to_msg()
+    node.diag_pub.publish(msg)
+
+
 class StopRequest:
     """SIGINT / SIGTERM as a request to stop: a flag, never an exception in a callback.
 

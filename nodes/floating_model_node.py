@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PointStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -44,7 +44,8 @@ from arm_dyn_id.config import file_sha256
 from arm_dyn_id.data.joint_states import Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.model.floating import FloatingIdentification, FloatingModel
-from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
+from arm_dyn_id.nodes.executors import (
+    create_command_node, publish_diagnostics, run_node, try_publish)
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters)
 from arm_dyn_id.nodes.qos import LATCHED_QOS, stream_qos
@@ -382,11 +383,7 @@ class FloatingModelNode(Node):
             'publish_failures': json.dumps(getattr(self, 'publish_failures', {})),
             **{k: v for k, v in self.counts.items()},
         }
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [status]
-        self.diag_pub.publish(msg)
+        publish_diagnostics(self, status, values)
 
 
 def main(args=None):

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 import yaml
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -42,7 +42,8 @@ from arm_dyn_id.model import load_model
 from arm_dyn_id.model.dynamics import DynamicsModel
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import RobotModel
-from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
+from arm_dyn_id.nodes.executors import (
+    create_command_node, publish_diagnostics, run_node, try_publish)
 from arm_dyn_id.nodes.params import (
     Param, declare_arm_parameters, declare_parameters, descriptor, given_arm_parameters, plain)
 from arm_dyn_id.nodes.qos import LATCHED_QOS
@@ -374,11 +375,7 @@ class GravityCompensationNode(Node):
             'publish_failures': self._extra['publish_failures'],
         }
         values.update(counts)
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [status]
-        self.diag_pub.publish(msg)
+        publish_diagnostics(self, status, values)
 
 
 def main(args=None):

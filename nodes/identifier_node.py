@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -59,7 +59,8 @@ from arm_dyn_id.identification.pipeline import choose_dynamics, fit_gravity
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.robot import RobotModel
-from arm_dyn_id.nodes.executors import create_command_node, run_node, try_publish
+from arm_dyn_id.nodes.executors import (
+    create_command_node, publish_diagnostics, run_node, try_publish)
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
@@ -936,11 +937,7 @@ class IdentifierNode(Node):
             'errors': json.dumps(self.errors),
             'reload_error': self.reload_error,
         }
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [status]
-        self.diag_pub.publish(msg)
+        publish_diagnostics(self, status, values)
 
     def shutdown(self):
         self._stopping = True

@@ -42,7 +42,7 @@ import yaml
 from arm_dyn_id.config import file_sha256
 from arm_dyn_id.data.joint_states import LENGTH_MISMATCH, JointStateCheck, Rejection
 from arm_dyn_id.nodes.executors import (
-    create_command_node, run_node, service_name, try_publish)
+    create_command_node, publish_diagnostics, run_node, service_name, try_publish)
 from arm_dyn_id.nodes.qos import MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     ARM_FIELDS, Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
@@ -574,10 +574,7 @@ class RecorderNode(Node):
         if done_wall is not None and time.monotonic() - done_wall > self.done_tail + 5.0:
             # no sample reached the end of the tail (the arm went quiet): close all the same
             self._end_of_run('the excitation reported done and joint_states stopped')
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [status]
-        self.diag_pub.publish(msg)
+        publish_diagnostics(self, status)
 
     def shutdown(self):
         """Close an open bag and wait for bags being closed."""

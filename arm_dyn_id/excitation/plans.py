@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.model import files
 
 TWO_PI = 2.0 * np.pi
 
@@ -348,7 +349,7 @@ class Plan:
         return {
             'name': self.name, 'kind': self.kind, 'joints': list(self.joints),
             'duration': self.duration,
-            'info': _plain(self.info),
+            'info': files.plain(self.info),
             'poses': None if self.poses is None else np.asarray(self.poses).tolist(),
             'segments': [s.to_dict() for s in self.segments],
             'pieces': [p.to_dict() for p in self.pieces],
@@ -398,19 +399,6 @@ class Plan:
         if not plan.pieces:
             raise ConfigError('plan has no pieces')
         return plan
-
-
-def _plain(value):
-    """Numpy scalars/arrays -> plain Python for YAML."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # ---------------------------------------------------------------------------

@@ -71,6 +71,22 @@ def add_metadata(doc, metadata, sections):
     return doc
 
 
+def plain(value):
+    """NumPy scalars and arrays in nested dicts / lists as plain Python for YAML;
+    non-finite floats become None (YAML null)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
 def to_yaml(doc):
     return yaml.safe_dump(doc, sort_keys=False, width=100)
 

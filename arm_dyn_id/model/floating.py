@@ -491,7 +491,7 @@ class FloatingIdentification:
                                        files.floats(self.phi[10 * k:10 * k + 10])))
                            for k, b in enumerate(self.bodies)},
             'unexcited': list(self.unexcited),
-            'metrics': _plain(self.metrics), 'provenance': _plain(provenance),
+            'metrics': files.plain(self.metrics), 'provenance': files.plain(provenance),
         }
 
     def save(self, path):
@@ -576,18 +576,3 @@ class FloatingIdentification:
         except ConfigError as exc:
             raise DataError(str(exc)) from None
         return cls.from_dict(doc, source=str(path), urdf_dir=urdf_dir)
-
-
-def _plain(value):
-    """NumPy scalars and arrays in nested dicts / lists as plain Python for YAML."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
