@@ -95,12 +95,6 @@ def _assert_bag_closed(run_dir, report):
     assert read_bag(bag).n_samples > 0, report
 
 
-# Known bug, issue 16 open: in 2 of the last 3 full runs, one of the 20 SIGINTs, sent just
-# after ~/start, left the excitation node running (no exit in 60 s; the other nodes exit 0
-# with their bags closed). The test keeps running and reports XPASS when all 20 are clean;
-# remove this mark with the fix.
-@pytest.mark.xfail(strict=False, reason='known: the excitation node can hang at a SIGINT '
-                   'right after ~/start (issue 16, not resolved)')
 def test_sigint_to_the_process_group_mid_run_20_times(ros_env, tmp_path, plan_file):
     torques = []
     with RosHarness(ros_env.domain_id) as ros:
