@@ -189,8 +189,14 @@ def test_lockstep_never_runs_ahead_of_the_consumer(ros_env, client):
     for lead in (0.3, 1.2):
         acked = stamp(client.states[-1]) + lead
         ack(acked)
-        client.spin_until(lambda: stamp(client.states[-1]) >= acked + window - 2e-3, 60,
-                          f'the arm to reach {acked + window:.3f} s')
+        # within 5 ms of the window: in 1 of 4 runs the newest sample the test saw was
+        # 2 ms short of it (2e-3 here was too tight); the upper bound below is the point
+        try:
+            client.spin_until(lambda: stamp(client.states[-1]) >= acked + window - 5e-3, 60,
+                              f'the arm to reach {acked + window:.3f} s')
+        except TimeoutError as exc:
+            pytest.fail(f'{exc}; last stamp {stamp(client.states[-1]):.4f}\n'
+                        f'{node_output(proc)}')
         _quiet(client, timeout=60)
         # it waits right at the window: not a step further while the consumer is silent
         assert stamp(client.states[-1]) <= acked + window + 1.5e-3, (stamp(client.states[-1]),
