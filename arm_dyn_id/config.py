@@ -229,8 +229,11 @@ def gravity_from_params(params):
     return norm, g / norm
 
 
-def check_keys(params, source=None, allowed=ARM_KEYS + EXTRA_KEYS):
+def check_keys(params, source=None, allowed=ARM_KEYS + EXTRA_KEYS, prefix='', listed=ARM_KEYS):
     """Refuse shared keys no command reads (a typo otherwise goes unnoticed).
+
+    ``prefix`` names the section in the message (``floating_base.``); ``listed`` are the
+    keys the message lists when no close match is found.
 
     Raises
     ------
@@ -242,8 +245,8 @@ def check_keys(params, source=None, allowed=ARM_KEYS + EXTRA_KEYS):
         if key not in allowed:
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f' (did you mean {close[0]}?)' if close else \
-                f'; known keys: {", ".join(ARM_KEYS)}'
-            raise ConfigError(f'unknown parameter {key}{where}{hint}')
+                f'; known keys: {", ".join(listed)}'
+            raise ConfigError(f'unknown parameter {prefix}{key}{where}{hint}')
 
 
 def file_sha256(path):
@@ -384,12 +387,7 @@ def floating_base_from_params(value, urdf):
     if not isinstance(value, dict):
         raise ConfigError(f'parameter floating_base = {value!r} must be a mapping (method, '
                           'total_mass, base_frame, ...; see docs/floating_base.md)')
-    for key in value:
-        if key not in FLOATING_KEYS:
-            close = difflib.get_close_matches(str(key), FLOATING_KEYS, n=1)
-            hint = f' (did you mean {close[0]}?)' if close else \
-                f'; known keys: {", ".join(FLOATING_KEYS)}'
-            raise ConfigError(f'unknown parameter floating_base.{key}{hint}')
+    check_keys(value, allowed=FLOATING_KEYS, prefix='floating_base.', listed=FLOATING_KEYS)
     links, joints, roots = _urdf_frames(urdf)
     frames = set(links) | set(joints)
 

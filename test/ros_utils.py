@@ -315,6 +315,19 @@ def process_report(pid, gdb_timeout=60.0):
     return '\n'.join(lines)
 
 
+def refusal_line(proc, timeout=90.0):
+    """A node refused its configuration: it exits with code 2, its output holds exactly
+    one [FATAL] line and no traceback. Returns that line (the caller checks what it
+    names)."""
+    code = proc.wait(timeout)
+    output = node_output(proc)
+    assert code == 2, output
+    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1, output
+    assert 'Traceback' not in output, output
+    return fatal[0]
+
+
 def dump_and_kill(proc, wait=3.0, report=None):
     """SIGUSR1 (every node prints its threads' stacks to its log: run_node registers
     faulthandler on it), ``wait`` s for the text, then SIGKILL; returns the exit code.

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from arm_dyn_id.paths import share_dir
-from ros_utils import node_output, start_node
+from ros_utils import node_output, refusal_line, start_node
 
 pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -100,12 +100,9 @@ def _assert_names(text, needles, output):
 
 
 def _assert_one_fatal(proc, needles):
-    code = proc.wait(90)
+    fatal = refusal_line(proc, 90)
     output = node_output(proc)
-    assert code == 2, output
-    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
-    assert len(fatal) == 1, output
-    _assert_names(fatal[0], needles, output)
+    _assert_names(fatal, needles, output)
     return output
 
 

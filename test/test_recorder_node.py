@@ -15,7 +15,7 @@ import yaml
 
 from arm_dyn_id.data.bag_reader import read_bag
 from arm_dyn_id.data.recovery import find_unfinished, scan_mcap
-from ros_utils import RosHarness, kill, node_output, start_node, stop
+from ros_utils import RosHarness, kill, node_output, refusal_line, start_node, stop
 
 pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -395,13 +395,8 @@ def test_unwritable_output_dir_ends_the_node_with_exit_2(ros_env, tmp_path, wher
         locked.mkdir(mode=0o555)
         out = locked / 'bags'
     proc = start_recorder(ros_env, tmp_path, output_dir=str(out))
-    code = proc.wait(60)
-    output = node_output(proc)
-    assert code == 2, output
-    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
-    assert len(fatal) == 1, output
-    assert 'parameter output_dir' in fatal[0] and str(out) in fatal[0], output
-    assert 'Traceback' not in output, output
+    fatal = refusal_line(proc, 60)
+    assert 'parameter output_dir' in fatal and str(out) in fatal, node_output(proc)
     assert not out.exists()
 
 
