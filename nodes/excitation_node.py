@@ -253,13 +253,30 @@ class ExcitationNode(Node):
     def _has_recent_state(self):
         """True while joint_states with every configured joint arrive (what ~/start needs;
         the ages as the watchdog measures them)."""
-        if self.q_meas is None or self.js_steady_time is None:
-            return False
-        wall_age = time.monotonic() - self.js_steady_time
+        return self.q_meas is not None and self.js_steady_time is not None and \
+            self._stale_states() is None
+
+    def _stale_states(self):
+        """Why the last joint_states are too old, or None. Wall time: their age on the
+        steady clock. Under ``use_sim_time``: their age in simulated time (a paused
+        simulator pauses its arm too), or the steady age once the simulated clock stood
+        still too for ``clock_stall_timeout`` s."""
+        timeout = self._param('joint_state_timeout')
+        wall_age = time.monotonic() - (self.js_steady_time or 0.0)
         if not self.sim_time:
-            return wall_age <= self._param('joint_state_timeout')
-        return (self._now() - self.js_receipt_time <= self._param('joint_state_timeout')
-                and wall_age <= self._param('clock_stall_timeout'))
+            if wall_age > timeout:
+                return (f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
+                        f'joint_state_timeout {timeout} s)')
+            return None
+        sim_age = self._now() - (self.js_receipt_time or 0.0)
+        stall = self._param('clock_stall_timeout')
+        if sim_age > timeout:
+            return (f'joint_states stopped arriving (last {sim_age:.3f} s of simulated '
+                    f'time ago, joint_state_timeout {timeout} s)')
+        if wall_age > stall:
+            return (f'joint_states and the simulated clock stood still for {wall_age:.1f} s '
+                    f'(clock_stall_timeout {stall} s): the simulator is gone')
+        return None
 
     # services -------------------------------------------------------------------
     def _on_start(self, request, response):
@@ -437,33 +454,13 @@ class ExcitationNode(Node):
         self._rate_probe = probe
 
     def _watchdog(self):
-        """Steady-clock check (every 20 ms): joint states must keep arriving while running.
-
-        Wall time: their age on the steady clock. Under ``use_sim_time``: their age in
-        simulated time (a paused simulator pauses its arm too), or the steady age once
-        the simulated clock stood still too for ``clock_stall_timeout`` s. Stale twice in a
-        row holds the arm (a joint_states callback that was only queued runs in between).
-        """
+        """Steady-clock check (every 20 ms): joint states must keep arriving while running
+        (ages: ``_stale_states``). Stale twice in a row holds the arm (a joint_states
+        callback that was only queued runs in between)."""
         if self.state != 'running':
             self.stale_once = False
             return
-        timeout = self._param('joint_state_timeout')
-        wall_age = time.monotonic() - (self.js_steady_time or 0.0)
-        problem = None
-        if not self.sim_time:
-            if wall_age > timeout:
-                problem = (f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
-                           f'joint_state_timeout {timeout} s)')
-        else:
-            sim_age = self._now() - (self.js_receipt_time or 0.0)
-            stall = self._param('clock_stall_timeout')
-            if sim_age > timeout:
-                problem = (f'joint_states stopped arriving (last {sim_age:.3f} s of simulated '
-                           f'time ago, joint_state_timeout {timeout} s)')
-            elif wall_age > stall:
-                problem = (f'joint_states and the simulated clock stood still for '
-                           f'{wall_age:.1f} s (clock_stall_timeout {stall} s): the simulator '
-                           'is gone')
+        problem = self._stale_states()
         if problem is None:
             self.stale_once = False
         elif not self.stale_once:
