@@ -111,6 +111,19 @@ class TestStampJoiner:
         assert j.unpaired == 1
         assert j.add_position(0.0071, 'p7') == [('p7', 'c7')]
 
+    def test_currents_that_arrive_ahead_of_their_positions_are_kept(self):
+        # an executor can serve several messages of the current topic before the position
+        # topic's queue: every position must still find its own current
+        from arm_dyn_id.data.motor import StampJoiner
+        j = StampJoiner(tolerance=0.0004)
+        for k in range(5):
+            assert j.add_current(k * 0.005, f'c{k}') == []
+        pairs = [pair for k in range(5) for pair in j.add_position(k * 0.005, f'p{k}')]
+        assert pairs == [(f'p{k}', f'c{k}') for k in range(5)]
+        assert (j.paired, j.unpaired) == (5, 0)
+        # and spent currents are let go once positions newer than them arrived
+        assert len(j._currents) <= 1
+
     def test_waiting_positions_are_bounded(self):
         from arm_dyn_id.data.motor import StampJoiner
         j = StampJoiner(tolerance=0.0005, capacity=10)

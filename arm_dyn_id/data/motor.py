@@ -240,6 +240,7 @@ class StampJoiner:
         self.capacity = int(capacity)
         self._positions = deque()      # (t, item)
         self._currents = deque()       # (t, currents)
+        self._newest_position = None
         self.unpaired = 0
         self.paired = 0
 
@@ -266,8 +267,14 @@ class StampJoiner:
             else:
                 break
             self._positions.popleft()
-        # currents older than every waiting position (minus tolerance) are spent
-        horizon = self._positions[0][0] if self._positions else (newest or 0.0)
+        # currents older than every waiting position (minus tolerance) are spent. With no
+        # position waiting, the newest position seen is the horizon: currents that arrive
+        # ahead of their positions (the executor serving one topic's queue before the
+        # other's) are kept for them, not dropped for the newest current
+        if self._positions:
+            horizon = self._positions[0][0]
+        else:
+            horizon = self._newest_position if self._newest_position is not None else -np.inf
         while len(self._currents) > 1 and self._currents[0][0] < horizon - self.tolerance:
             self._currents.popleft()
         while len(self._positions) > self.capacity:
@@ -279,7 +286,10 @@ class StampJoiner:
 
     def add_position(self, t, item):
         """A position sample at time t (s); returns the pairs now complete."""
-        self._positions.append((float(t), item))
+        t = float(t)
+        self._positions.append((t, item))
+        if self._newest_position is None or t > self._newest_position:
+            self._newest_position = t
         return self._drain()
 
     def add_current(self, t, currents):
