@@ -37,6 +37,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import (
     ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor)
 from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from arm_dyn_id.errors import ConfigError, URDFError
@@ -280,6 +281,7 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
     node = None
     executor = None
     code = 0
+    failure = None      # keeps a half-built node alive (see below)
     try:
         node = node_class()
         if stop.is_set():
@@ -292,12 +294,15 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
         pass
     except (ConfigError, URDFError) as exc:
         # a configuration error is reported, not a traceback
+        failure = exc
         rclpy.logging.get_logger(name).fatal(str(exc))
         code = 2
     except ParameterException as exc:
+        failure = exc
         rclpy.logging.get_logger(name).fatal(parameter_error(exc))
         code = 2
     except Exception as exc:    # noqa: BLE001 - reported once, with its exit code
+        failure = exc
         context = node.context if node is not None else rclpy.utilities.get_default_context()
         # a take interrupted by the shutdown of the context is a normal end
         if not (isinstance(exc, RuntimeError) and shutting_down(context)):
@@ -319,7 +324,7 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
                 shutdown()          # the recorder closes its bag: the context is valid
         finally:
             if not exit:
-                _destroy_nodes(node)
+                _destroy_nodes(node if node is not None else _half_built_node(failure))
             else:
                 # the process ends right after: should the context's shutdown hang in
                 # the middleware, print every stack and end (exit code 1) after 10 s
@@ -332,9 +337,25 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
     if exit:
         # The nodes are not destroyed: rcl_node_fini (node.destroy_node) hung with the
         # interpreter held in about 1 of 40 SIGINTs to a process group of our nodes
-        # (test_shutdown, excitation_node), and the process ends now anyway.
+        # (test_shutdown, excitation_node), and the process ends now anyway. Nor is a node
+        # whose constructor raised: ``failure``'s traceback holds it until the process
+        # ends. Left to the garbage collector, its rclpy handles (clocks, time source,
+        # parameter services) were freed in no set order, and one start-up refusal in
+        # CI ended with SIGSEGV instead of exit code 2.
         return exit_process(code)
+    del failure
     return code
+
+
+def _half_built_node(failure):
+    """The node whose constructor raised ``failure`` (found in its traceback), or None."""
+    tb = failure.__traceback__ if failure is not None else None
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get('self')
+        if isinstance(candidate, Node):
+            return candidate
+        tb = tb.tb_next
+    return None
 
 
 def _destroy_nodes(node):

@@ -161,3 +161,60 @@ def test_a_whole_number_for_a_float_parameter_is_accepted(ros_env, tmp_path):
     assert proc.poll() is None, node_output(proc)
     assert stop(proc) == 0, node_output(proc)
     assert '[FATAL]' not in node_output(proc)
+
+
+HALF_BUILT = '''
+import gc, os, sys, weakref
+from rclpy.node import Node
+from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.nodes import executors
+
+built = []
+
+class HalfBuilt(Node):
+    node_name = 'half_built'
+
+    def __init__(self):
+        super().__init__('half_built', parameter_overrides=[])
+        self.create_timer(0.01, lambda: None)
+        built.append(weakref.ref(self))
+        raise ConfigError('parameter speed = 100.0 refused')
+
+def exit_process(code):
+    gc.collect()        # without a reference, the half-built node would be freed here
+    print('alive' if built[0]() is not None else 'freed', code, flush=True)
+    os._exit(code)
+
+executors.exit_process = exit_process
+if sys.argv[1] == 'exit':
+    executors.run_node(HalfBuilt)
+else:
+    code = executors.run_node(HalfBuilt, exit=False)
+    node = built[0]()
+    # destroy_node destroys the node's timers (a context shut down leaves them listed)
+    print('destroyed' if not list(node.timers) else 'not destroyed', code, flush=True)
+'''
+
+
+@pytest.mark.parametrize('mode', ['exit', 'return'])
+def test_a_node_whose_constructor_raised_is_not_left_to_the_garbage_collector(
+        ros_env, tmp_path, mode):
+    """A refusal at start-up ends with exit code 2, never SIGSEGV: when the node ends the
+    process, the half-built node stays referenced until ``os._exit`` (one CI run ended
+    with SIGSEGV when its rclpy handles were collected in no set order); when run_node
+    returns, it destroys the half-built node itself."""
+    import subprocess
+    import sys
+    script = tmp_path / 'half_built.py'
+    script.write_text(HALF_BUILT)
+    out = subprocess.run([sys.executable, str(script), mode], env=ros_env,
+                         capture_output=True, text=True, timeout=120)
+    lines = out.stdout.split()
+    assert out.returncode in (0, 2), out.stdout + out.stderr
+    assert '[FATAL]' in out.stderr and 'speed = 100.0' in out.stderr, out.stderr
+    assert 'Traceback' not in out.stderr, out.stderr
+    if mode == 'exit':
+        assert lines[:2] == ['alive', '2'], out.stdout
+        assert out.returncode == 2
+    else:
+        assert lines[:2] == ['destroyed', '2'], out.stdout
