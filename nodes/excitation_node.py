@@ -435,7 +435,10 @@ class ExcitationNode(Node):
             if err.max() > limit:
                 i = int(np.argmax(err))
                 self.stop(f'tracking error of {self.config.joints[i]} = {err[i]:.4f} rad '
-                          f'exceeds tracking_error_threshold {limit} rad')
+                          f'exceeds tracking_error_threshold {limit} rad (measured '
+                          f'{self.q_meas[i]:.4f} rad at t = {self.js_node_time - self.t0:.3f} s '
+                          f'of the plan, planned {q_des[i]:.4f} rad; node clock at '
+                          f'{t:.3f} s)')
                 return
         if t >= run.duration:
             self.state = 'done'

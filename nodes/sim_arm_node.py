@@ -166,7 +166,7 @@ class SimArmNode(Node):
         self._stop = threading.Event()
         self._started = None
         self._stats = {'overruns': 0, 'resyncs': 0, 'rejected': 0, 'lockstep_wait': 0.0,
-                       'lockstep_released': 0}
+                       'lockstep_released': 0, 'late_trajectories': 0, 'largest_delay': 0.0}
         # lockstep: the stamp (s) the consumer has reached, and when it was heard (monotonic)
         self._lock_topic = self.get_parameter('lockstep_topic').value
         self._lock_window = float(self.get_parameter('lockstep_window').value)
@@ -214,7 +214,9 @@ class SimArmNode(Node):
                 f'simulated {self.arm.time:.1f} s in {wall:.1f} s wall '
                 f'(x{self.arm.time / wall:.2f} real time); waited {stats["lockstep_wait"]:.1f} s '
                 f'for {self._lock_topic or "nothing (no lockstep)"}; '
-                f'{stats["resyncs"]} schedule restarts, {stats["overruns"]} late steps')
+                f'{stats["resyncs"]} schedule restarts, {stats["overruns"]} late steps, '
+                f'{stats["late_trajectories"]} trajectories after their stamp (the largest '
+                f'delay {stats["largest_delay"] * 1e3:.0f} ms)')
 
     def _on_lockstep(self, data):
         # header.stamp is the first field after the 4-byte CDR encapsulation header
@@ -369,6 +371,8 @@ class SimArmNode(Node):
             'lockstep_wait_s': f'{self._stats["lockstep_wait"]:.3f}',
             'lockstep_released': str(self._stats['lockstep_released']),
             'late_steps': str(self._stats['overruns']),
+            'late_trajectories': str(self._stats['late_trajectories']),
+            'largest_trajectory_delay_s': f'{self._stats["largest_delay"]:.3f}',
             'schedule_resyncs': str(self._stats['resyncs']),
             'rejected_commands': str(self._stats['rejected']),
         }
@@ -413,11 +417,28 @@ class SimArmNode(Node):
                 raise ValueError('points need positions')
             stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             with self._lock:
-                start = self.arm.time if stamp == 0 else stamp - self._time_base
-                self.follower.replace(max(start, self.arm.time), times, positions,
-                                      velocities, accelerations, joint_index=index)
+                now = self.arm.time
+                start = now if stamp == 0 else stamp - self._time_base
+                # a trajectory that arrives after its stamp starts now, its points on
+                # their own times (JTC): the arm stays on the sender's plan
+                self.follower.replace(start, times, positions, velocities, accelerations,
+                                      joint_index=index, now=now)
+            if start < now - 0.002:
+                self._late_trajectory(now - start)
         except ValueError as exc:
             self._reject('trajectory', Rejection('invalid_trajectory', str(exc)))
+
+    def _late_trajectory(self, delay):
+        """Count a trajectory that arrived ``delay`` s (simulated) after its stamp."""
+        stats = self._stats
+        stats['late_trajectories'] += 1
+        stats['largest_delay'] = max(stats['largest_delay'], delay)
+        if delay > 0.05:
+            self.get_logger().warning(
+                f'a trajectory arrived {delay * 1e3:.0f} ms (simulated) after its stamp; '
+                f'{stats["late_trajectories"]} late so far, the largest '
+                f'{stats["largest_delay"] * 1e3:.0f} ms (its points keep their times)',
+                throttle_duration_sec=5.0)
 
     def _on_commands(self, msg):
         data = self.check.check_values(msg.data, 'positions')

@@ -270,3 +270,20 @@ def test_follower_replace_semantics_and_partial_joints():
 
 def test_simparams_keys_cover_the_dataclass():
     assert set(SimParams.keys()) == {f.name for f in dataclasses.fields(SimParams)}
+
+
+def test_follower_a_late_trajectory_keeps_its_points_on_their_times():
+    """A window that arrives after its stamp (a busy machine) starts at once and its points
+    stay due when the sender planned them (JTC): the arm is not put behind the plan by
+    the delivery delay, which a shift of the whole window would do."""
+    plan = lambda t: 0.1 * t                            # noqa: E731 - a 0.1 rad/s ramp
+    f = JointTrajectoryFollower([0.0])
+    times = np.arange(0.0, 2.01, 0.1)
+    f.replace(0.0, times, plan(times)[:, None], np.full((times.size, 1), 0.1), now=0.0)
+    f.sample(0.5)
+    # the next window, stamped t = 1.0, arrives 0.3 s late (at t = 1.3)
+    t_next = 1.0 + times
+    f.replace(1.0, times, plan(t_next)[:, None], np.full((times.size, 1), 0.1), now=1.3)
+    for t in (1.3, 1.35, 1.6, 2.5):
+        assert f.sample(t)[0][0] == pytest.approx(plan(t), abs=1e-9), t
+    assert f.end_time() == pytest.approx(3.0)

@@ -15,7 +15,9 @@ the current one from that time on (trajectories queued to start later are droppe
 At its start the follower samples the trajectory it replaces and interpolates from
 that state to the first point (at ``start_time + times[0]``), so a new trajectory
 never makes the reference jump unless its first point is due at once
-(``time_from_start`` 0 jumps, as in JTC). Before the
+(``time_from_start`` 0 jumps, as in JTC). A trajectory that arrives after its
+``start_time`` (``now`` given to :meth:`replace`) starts at once, its points keeping
+their times: the arm is not put behind the sender's plan by the delivery delay. Before the
 first trajectory and after the last point, the follower holds position (velocity
 and acceleration zero). Points already in the past when a trajectory becomes
 active are skipped; if all are, the last one is held.
@@ -51,8 +53,10 @@ def _poly_coefficients(dt, p0, v0, a0, p1, v1, a1, kind):
 class _Trajectory:
     """One received trajectory, before and after activation."""
 
-    def __init__(self, start_time, times, positions, velocities, accelerations, mask):
-        self.start_time = float(start_time)
+    def __init__(self, start_time, time_base, times, positions, velocities, accelerations,
+                 mask):
+        self.start_time = float(start_time)   # when it becomes active
+        self.time_base = float(time_base)     # its points are due at time_base + times
         self.times = times
         self.positions = positions
         self.velocities = velocities
@@ -93,7 +97,7 @@ class JointTrajectoryFollower:
         self._active = None
 
     def replace(self, start_time, times, positions, velocities=None, accelerations=None,
-                joint_index=None):
+                joint_index=None, now=None):
         """Queue a trajectory; it replaces the current one from ``start_time`` (s).
 
         Parameters
@@ -109,6 +113,10 @@ class JointTrajectoryFollower:
         joint_index : array_like of int, (k,), optional
             Joint (0..n-1) of each column. Joints not listed hold the position the
             reference has when the trajectory starts.
+        now : float, optional
+            The caller's time (s) at receipt. A trajectory whose ``start_time`` is
+            already past starts at ``now``; its points stay due at ``start_time +
+            times`` (those in the past are skipped), as in JTC.
 
         Raises
         ------
@@ -147,7 +155,8 @@ class JointTrajectoryFollower:
             fields[1] = np.zeros((m, self.n))   # JTC: accelerations imply velocities
         mask = np.zeros(self.n, dtype=bool)
         mask[idx] = True
-        traj = _Trajectory(start_time, times, *fields, mask)
+        begin = float(start_time) if now is None else max(float(start_time), float(now))
+        traj = _Trajectory(begin, start_time, times, *fields, mask)
         # replace semantics: everything queued to start at or after it goes
         keep = bisect.bisect_left([t.start_time for t in self._queue], traj.start_time)
         del self._queue[keep:]
@@ -172,7 +181,7 @@ class JointTrajectoryFollower:
     def _activate(self, traj, start, state):
         q_b, dq_b, ddq_b = (np.array(a, dtype=float) for a in state)
         m = traj.times.size
-        abs_times = start + traj.times
+        abs_times = traj.time_base + traj.times
         pos, vel, acc = traj.positions, traj.velocities, traj.accelerations
         free = ~traj.mask
         pos[:, free] = q_b[free]
@@ -225,7 +234,7 @@ class JointTrajectoryFollower:
         """Time (s) of the last point of the newest trajectory, or None when holding."""
         if self._queue:
             last = self._queue[-1]
-            return last.start_time + float(last.times[-1])
+            return max(last.start_time, last.time_base + float(last.times[-1]))
         if self._active is not None:
             return float(self._active.knots[-1])
         return None
