@@ -112,6 +112,44 @@ def test_sim_time_fast_mode_publishes_every_step_and_follows_trajectory(ros_env,
     assert stop(proc) == 0, node_output(proc)
 
 
+def test_a_trajectory_stamped_in_the_past_keeps_its_points_on_their_times(ros_env, client):
+    """A window that reaches the arm late (a busy machine delayed it) is followed on the
+    sender's time line, as joint_trajectory_controller does: the arm is on the plan once
+    it has caught up, not behind it by the delay."""
+    proc = start_sim(ros_env, use_sim_time=True, real_time_factor=1.0)
+    try:
+        # past 1.5 s of simulated time: the stamp below lies 1 s back
+        client.spin_until(lambda: client.states and stamp(client.states[-1]) > 1.5, 60,
+                          'joint_states')
+        client.spin_until(lambda: client.traj.get_subscription_count() > 0, 15,
+                          'trajectory topic')
+    except TimeoutError:
+        pytest.fail(node_output(proc))
+    q0 = np.array(client.states[-1].position)
+    # a 0.1 rad/s ramp of joint_1 over 6 s, stamped 1 s before the newest sample
+    t_stamp = stamp(client.states[-1]) - 1.0
+    traj = JointTrajectory()
+    traj.joint_names = JOINTS
+    times = np.arange(0.0, 6.001, 0.1)
+    for t in times:
+        q = q0.copy()
+        q[0] += 0.1 * t
+        point = JointTrajectoryPoint(positions=q.tolist(),
+                                     velocities=[0.1] + [0.0] * 5 if t < 6.0 else [0.0] * 6)
+        point.time_from_start.sec = int(t)
+        point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+        traj.points.append(point)
+    traj.header.stamp.sec = int(t_stamp)
+    traj.header.stamp.nanosec = int(round((t_stamp - int(t_stamp)) * 1e9))
+    client.traj.publish(traj)
+    client.spin_until(lambda: stamp(client.states[-1]) > t_stamp + 4.0, 60, '4 s of plan')
+    msg = next(m for m in client.states if stamp(m) >= t_stamp + 4.0)
+    # on the plan at stamp + 4 s (0.4 rad); a shifted window would be about 0.1 rad short
+    assert msg.position[0] - q0[0] == pytest.approx(0.4, abs=0.02), node_output(proc)
+    assert stop(proc) == 0, node_output(proc)
+    assert 'trajectories after their stamp' in node_output(proc)
+
+
 def test_wall_time_commands_and_payload(ros_env, client):
     proc = start_sim(ros_env, use_sim_time=False, publish_rate=500.0)
     try:
@@ -214,6 +252,11 @@ def test_lockstep_waits_for_a_slow_consumer_and_lets_go_of_a_gone_one(ros_env, c
     proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0,
                      lockstep_topic='consumer_acks', lockstep_timeout=1.0)
     ack = _ack_publisher(client, proc)
+    # the first stamp heard starts the lock: the free-running arm stops where it is (the
+    # stamp acknowledged next is then ahead of it: acknowledging the newest sample seen
+    # while the arm still ran free let it run past that stamp + window on a busy machine)
+    ack(stamp(client.states[-1]))
+    _quiet(client, timeout=60)
     held = stamp(client.states[-1])
     ack(held)
     client.spin_until(lambda: 'waiting for consumer_acks: silent for' in node_output(proc),
