@@ -13,7 +13,7 @@ FLAKE8_PIN := flake8==7.5.0
 
 # Everything, the node tests across processes included: the CI command (.ci/run).
 test: $(STAMP)
-	$(VPY) -m pytest -q -p no:cacheprovider test
+	$(VPY) -m pytest -q -p no:cacheprovider --durations=15 test
 
 # The core tests: no ROS node, no DDS participant (-m "not ros"), nothing over ~5 s
 # ("not slow"). About a minute on 2 cores; run it while you work, `make test` before a push.
