@@ -108,6 +108,13 @@ def publish_diagnostics(node, status, values=None):
     node.diag_pub.publish(msg)
 
 
+# From the first SIGINT / SIGTERM (or stop of any kind): print every stack if the process
+# still runs after STALL_DUMP s, and end it, stacks printed, after EXIT_BUDGET s should the
+# context's shutdown hang. ros2 launch sends SIGTERM 5 s after SIGINT and SIGKILL 10 s after.
+STALL_DUMP = 6.0
+EXIT_BUDGET = 8.0
+
+
 class StopRequest:
     """SIGINT / SIGTERM as a request to stop: a flag, never an exception in a callback.
 
@@ -121,6 +128,9 @@ class StopRequest:
     def __init__(self):
         self.event = threading.Event()
         self.signal = None
+        self.first = None           # monotonic time of the first stop request
+        self._dump_lock = threading.Lock()
+        self._dump_armed = False
 
     def _handle(self, signum, frame):
         if self.signal is None:
@@ -128,10 +138,45 @@ class StopRequest:
         self.event.set()
 
     def install(self):
-        """Take SIGINT and SIGTERM over (rclpy's handlers must be off: SignalHandlerOptions.NO)."""
+        """Take SIGINT and SIGTERM over (rclpy's handlers must be off: SignalHandlerOptions.NO).
+
+        A watchdog thread also hears each signal at C level, through the interpreter's
+        wakeup fd: should the main thread be stuck where the Python handler cannot run
+        (in a middleware call, or in a callback that never returns), every thread's
+        stack is printed :data:`STALL_DUMP` s after the signal. One Ctrl-C in 140 under
+        ``ros2 launch`` left excitation_node hanging with nothing in its log until
+        launch's SIGKILL 10 s later; the next one says where it waits.
+        """
         for sig in self.SIGNALS:
             signal.signal(sig, self._handle)
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, args=(read_end,), name='stop-watchdog',
+                         daemon=True).start()
         return self
+
+    def _watch(self, read_end):
+        try:
+            os.read(read_end, 1)        # the first SIGINT / SIGTERM
+        except OSError:
+            return
+        self.arm_stall_dump()
+
+    def arm_stall_dump(self):
+        """From the first stop request on, print every thread's stack if the process
+        still runs :data:`STALL_DUMP` s later (once; the process goes on)."""
+        with self._dump_lock:
+            if self._dump_armed:
+                return
+            self._dump_armed = True
+            self.first = time.monotonic()
+        faulthandler.dump_traceback_later(STALL_DUMP)
+
+    def remaining(self, budget):
+        """Seconds left of ``budget`` s counted from the first stop request (at least 1)."""
+        first = self.first if self.first is not None else time.monotonic()
+        return max(1.0, budget - (time.monotonic() - first))
 
     def is_set(self):
         return self.event.is_set()
@@ -311,9 +356,9 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
             code = 1
     finally:
         stop.set()      # from here on, signals are ignored (the handler only sets the flag)
-        # a shutdown that hangs prints every thread's stack after 20 s, so that any
-        # occurrence says where it waits
-        faulthandler.dump_traceback_later(20.0)
+        # a shutdown that hangs prints every thread's stack (STALL_DUMP s after the signal
+        # or from here), so that any occurrence says where it waits
+        stop.arm_stall_dump()
         if executor is not None:
             # stop the executor before its node goes: destroying a node that an executor
             # may still be waiting on crashed the process now and then at Ctrl-C
@@ -327,8 +372,9 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
                 _destroy_nodes(node if node is not None else _half_built_node(failure))
             else:
                 # the process ends right after: should the context's shutdown hang in
-                # the middleware, print every stack and end (exit code 1) after 10 s
-                faulthandler.dump_traceback_later(10.0, exit=True)
+                # the middleware, print every stack and end (exit code 1), EXIT_BUDGET s
+                # after the stop began (before launch's SIGKILL)
+                faulthandler.dump_traceback_later(stop.remaining(EXIT_BUDGET), exit=True)
             # the DDS participant leaves the graph here: peers saw the endpoints of a
             # node ended this way go within 0.05 s (20 s, its lease, without it)
             rclpy.try_shutdown()

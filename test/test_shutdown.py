@@ -175,3 +175,49 @@ def test_sigterm_to_each_node_alone_exits_0_and_closes_the_bag(ros_env, tmp_path
     for name, text in _logs(tmp_path).items():
         assert not [bad for bad in BAD if bad in text], f'{name}\n{report}'
     _assert_bag_closed(tmp_path, report)
+
+
+STUCK = '''
+import sys, threading, time
+from rclpy.node import Node
+from arm_dyn_id.nodes import executors
+
+class Stuck(Node):
+    node_name = 'stuck'
+
+    def __init__(self):
+        super().__init__('stuck')
+        self.create_timer(0.05, self.never_returns)
+
+    def never_returns(self):
+        print('inside the callback', flush=True)
+        time.sleep(3600)        # SIGINT's Python handler runs, then the sleep goes on
+
+executors.run_node(Stuck)
+'''
+
+
+def test_a_node_stuck_after_sigint_prints_where_it_waits(ros_env, tmp_path):
+    """A main thread that never gets back to its spin loop (a middleware call or a
+    callback that does not return: one Ctrl-C in 140 under ros2 launch left
+    excitation_node so, with nothing in its log) cannot act on SIGINT; the node must
+    still print every thread's stack, before launch's SIGKILL (10 s after SIGINT)."""
+    from arm_dyn_id.nodes.executors import STALL_DUMP
+    script = tmp_path / 'stuck.py'
+    script.write_text(STUCK)
+    log = tmp_path / 'stuck.log'
+    with open(log, 'w') as out:
+        proc = subprocess.Popen([sys.executable, str(script)], env=ros_env, stdout=out,
+                                stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: 'inside the callback' in log.read_text(), 60,
+                     what='the node to enter its callback')
+            proc.send_signal(signal.SIGINT)
+            wait_for(lambda: 'never_returns' in log.read_text(), STALL_DUMP + 60,
+                     what='the stacks of the stuck node')
+        finally:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert 'Timeout' in text and 'File' in text, text
+    assert 'stuck.py' in text, text
