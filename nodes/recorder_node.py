@@ -568,6 +568,7 @@ class RecorderNode(Node):
             values.update({'writer_backlog': writer['backlog'],
                            'writer_dropped': writer['dropped'],
                            'writer_written': writer['written'],
+                           'writer_flushed': writer['flushed'],
                            'seconds_since_flush': writer['seconds_since_flush']})
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         done_wall = self._done_wall
