@@ -125,6 +125,7 @@ def test_a_trajectory_stamped_in_the_past_keeps_its_points_on_their_times(ros_en
                           'trajectory topic')
     except TimeoutError:
         pytest.fail(node_output(proc))
+    from arm_dyn_id.nodes.excitation_node import _duration
     q0 = np.array(client.states[-1].position)
     # a 0.1 rad/s ramp of joint_1 over 6 s, stamped 1 s before the newest sample
     t_stamp = stamp(client.states[-1]) - 1.0
@@ -136,11 +137,11 @@ def test_a_trajectory_stamped_in_the_past_keeps_its_points_on_their_times(ros_en
         q[0] += 0.1 * t
         point = JointTrajectoryPoint(positions=q.tolist(),
                                      velocities=[0.1] + [0.0] * 5 if t < 6.0 else [0.0] * 6)
-        point.time_from_start.sec = int(t)
-        point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+        point.time_from_start = _duration(t)     # whole-second rounding done right
         traj.points.append(point)
-    traj.header.stamp.sec = int(t_stamp)
-    traj.header.stamp.nanosec = int(round((t_stamp - int(t_stamp)) * 1e9))
+    stamp_as_duration = _duration(t_stamp)
+    traj.header.stamp.sec = stamp_as_duration.sec
+    traj.header.stamp.nanosec = stamp_as_duration.nanosec
     client.traj.publish(traj)
     client.spin_until(lambda: stamp(client.states[-1]) > t_stamp + 4.0, 60, '4 s of plan')
     msg = next(m for m in client.states if stamp(m) >= t_stamp + 4.0)
