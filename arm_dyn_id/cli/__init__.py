@@ -44,6 +44,9 @@ COMMANDS = {
     'validate': ('arm_dyn_id.cli.validate', 'check a fitted model on held-out data'),
 }
 
+#: options whose value is a list of numbers, written K1,K2,... or K1 K2 ... (spaces)
+NUMBER_LISTS = ('--torque-constants', '--gravity-vector')
+
 #: exit codes: done, unexpected failure, bad usage or input, result refused by its checks
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 
@@ -74,6 +77,38 @@ def load_command(name):
 def _not_implemented(args):
     print('{}: not implemented yet'.format(args.command), file=sys.stderr)
     return EXIT_USAGE
+
+
+def _is_number(text):
+    """Whether ``text`` is a number, or numbers joined by commas (``1.5,``, ``1,2``)."""
+    parts = [p for p in text.split(',') if p]
+    try:
+        [float(p) for p in parts]
+    except ValueError:
+        return False
+    return bool(parts)
+
+
+def join_number_lists(argv):
+    """``--torque-constants 1.5 1.5 2`` -> ``--torque-constants 1.5,1.5,2``.
+
+    The numbers that follow a list option (:data:`NUMBER_LISTS`) are joined with
+    commas, so a list may be written with spaces, with commas, or both; the first
+    token that is not a number (a bag folder, another option) ends the list.
+    """
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        out.append(arg)
+        i += 1
+        if arg in NUMBER_LISTS:
+            values = []
+            while i < len(argv) and _is_number(argv[i]) and not argv[i].startswith('--'):
+                values.append(argv[i].strip(','))
+                i += 1
+            if values:
+                out.append(','.join(values))
+    return out
 
 
 def _chosen_command(argv):
@@ -124,7 +159,7 @@ def main(argv=None):
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = '--debug' in argv
-    argv = [a for a in argv if a != '--debug']
+    argv = join_number_lists([a for a in argv if a != '--debug'])
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.debug = debug

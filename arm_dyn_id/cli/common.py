@@ -251,7 +251,7 @@ def add_data_arguments(parser, several=False):
     parser.add_argument('--torque-constants', metavar='K1,K2,...',
                         help='torque constants k_e (N·m/A) per joint, in the order of the '
                         'joints (the URDF\'s movable joints unless --joints or the config '
-                        'says otherwise)')
+                        'says otherwise); commas or spaces between them')
     parser.add_argument('--effort', choices=('current', 'torque'), default='current',
                         help='what joint_states.effort holds: motor current in A (default; '
                         'converted with the torque constants) or joint torque in N·m '
