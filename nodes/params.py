@@ -43,6 +43,9 @@ ARM_FIELDS = {
     'torque_noise': 'expected torque noise sigma per joint (N·m)',
 }
 _STRING_FIELDS = ('robot_name', 'urdf')
+#: Ranges of parameters that several nodes declare, used when a declaration gives none: a
+#: QoS depth below 1 reached rclpy as a raw RCLError (``queue_depth:=-5``).
+COMMON_RANGES = {'queue_depth': (1, 100000)}
 
 
 def descriptor(description, read_only=False, low=None, high=None, dynamic=False):
@@ -155,8 +158,11 @@ def declare_parameters(node, params, config=None):
         if isinstance(default, float) or (isinstance(default, (list, tuple)) and default
                                           and isinstance(default[0], float)):
             _integer_given_for_float(node, spec.name)
+        low, high = spec.low, spec.high
+        if low is None and spec.name in COMMON_RANGES:
+            low, high = COMMON_RANGES[spec.name]
         param = node.declare_parameter(spec.name, default, descriptor(
-            spec.description, read_only=spec.read_only, low=spec.low, high=spec.high,
+            spec.description, read_only=spec.read_only, low=low, high=high,
             dynamic=spec.dynamic or spec.default is None))
         values[spec.name] = plain(param.value)
     return values
