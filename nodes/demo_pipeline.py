@@ -104,6 +104,7 @@ class Monitor(Node):
         self.markers = []
         self.model_text = None
         self.excitation_ready = False
+        self.fit_status = None
         self.create_subscription(DiagnosticArray, 'diagnostics', self._on_diagnostics, 50)
         self.create_subscription(String, 'excitation_segments', self._on_marker, latched)
         self.create_subscription(String, 'identifier_node/model', self._on_model,
@@ -127,6 +128,9 @@ class Monitor(Node):
             if status.name.startswith('excitation_node:'):
                 values = {kv.key: kv.value for kv in status.values}
                 self.excitation_ready = values.get('ready') == 'true'
+            elif status.name.startswith('identifier_node:'):
+                values = {kv.key: kv.value for kv in status.values}
+                self.fit_status = values.get('fit_status', self.fit_status)
 
     def _on_model(self, msg):
         self.model_text = msg.data
@@ -184,13 +188,20 @@ def _start_excitation(monitor, executor, procs, timeout, log=print):
         monitor.excitation_ready = False
 
 
-def _progress_line(monitor, plan_duration, t_start_sim, wall_start, done=False):
+def _progress_line(monitor, plan_duration, t_start_sim, wall_start, done=False,
+                   fitting_since=None):
     """``[identify]  42.0 %  sim 61.2/145 s  sweep joint_2 +  time left ~ 35 s``.
 
     Time left is the simulated time still to run over the simulated seconds per wall
     second measured so far (sane from the first second); 100 % only once the
-    excitation reported done.
+    excitation reported done. While the identifier fits (``fitting_since``: the
+    monotonic time the excitation was done), the line says so with the seconds spent
+    and the identifier's own fit status, so it changes every update.
     """
+    if fitting_since is not None:
+        status = monitor.fit_status or 'fitting'
+        return (f'[identify] 100.0 %  excitation done; identifier_node {status} for '
+                f'{time.monotonic() - fitting_since:4.0f} s')
     now = monitor.get_clock().now().nanoseconds * 1e-9
     marker = monitor.markers[-1] if monitor.markers else {}
     elapsed = max(now - t_start_sim, 0.0) if t_start_sim else 0.0
@@ -325,7 +336,8 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
             if sim_now != sim_seen:
                 sim_seen, sim_moved = sim_now, time.monotonic()
             if time.monotonic() - last_print > 2.0:
-                log(_progress_line(monitor, plan_duration, t_start_sim, run_start, done_seen))
+                log(_progress_line(monitor, plan_duration, t_start_sim, run_start, done_seen,
+                                   done_at if done_seen else None))
                 last_print = time.monotonic()
             if not done_seen and any(m.get('phase') == 'done' for m in monitor.markers):
                 done_seen = True
@@ -341,12 +353,15 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
             if done_seen and time.monotonic() - done_at > fit_timeout:
                 raise PipelineError(f'no model {fit_timeout:.0f} s after the excitation was '
                                     f'done; see {out_dir / "logs" / "identifier_node.log"}')
+        fitted_at = time.monotonic()
         log(_progress_line(monitor, plan_duration, t_start_sim, run_start, True))
         # the recorder closes its bag by itself after `done` (on_done: stop); ask anyway
         # in case it is still open, and wait for the bag to be finished
         response = monitor.call(monitor.stop_rec_client, 30.0, executor)
         bag, quality = _closed_recording(out_dir / 'bags', procs, timeout=60.0)
         info = {'wall_seconds': time.monotonic() - wall_start,
+                'excitation_seconds': (done_at if done_seen else fitted_at) - run_start,
+                'fit_seconds': fitted_at - done_at if done_seen else None,
                 'markers': len(monitor.markers),
                 'recording': str(bag) if bag else (response.message if response.success
                                                    else None),

@@ -5,6 +5,7 @@ it (issue 16 item 8: a loaded machine slows the demo down, it must neither fail 
 lose samples silently)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -34,6 +35,9 @@ def test_quick_demo_identifies_the_arm_within_two_percent(tmp_path):
     assert '[identify] recording holds' in proc.stderr, proc.stderr[-4000:]
     # progress was shown while it ran
     assert '[identify]' in proc.stderr and '%' in proc.stderr
+    # each phase's own time: the fit's is not the whole run's
+    assert re.search(r'model fitted \(\w+\): excitation \d+ s, fit \d+ s after it, \d+ s '
+                     r'wall in all', proc.stderr), proc.stderr[-4000:]
     model = yaml.safe_load((out / 'model.yaml').read_text())
     assert model['schema'] == 'arm_dyn_id/gravity_model'
     assert len(model['base']['values']) == 12

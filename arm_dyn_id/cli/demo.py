@@ -162,8 +162,11 @@ def run(args):
     import yaml
     model = GravityModel.from_dict(yaml.safe_load(model_text), urdf=config.urdf,
                                    source=str(out / 'model.yaml'))
-    _say(f'[identify] model fitted ({model.metadata.get("fit", {}).get("method")}) in '
-         f'{info["wall_seconds"]:.0f} s wall; {out / "model.yaml"}')
+    fit_time = info.get('fit_seconds')
+    _say(f'[identify] model fitted ({model.metadata.get("fit", {}).get("method")}): '
+         f'excitation {info.get("excitation_seconds", float("nan")):.0f} s, fit '
+         + (f'{fit_time:.0f} s' if fit_time is not None else 'on request')
+         + f' after it, {info["wall_seconds"]:.0f} s wall in all; {out / "model.yaml"}')
 
     cases = {
         'moon': None,
