@@ -11,7 +11,10 @@
 - :mod:`.floating`: free-floating robots (seeds 002, 003) and their identified model
   file (:class:`~.floating.FloatingIdentification`).
 
-:func:`load_model` reads any of the model files (by its ``schema`` and ``dynamics`` keys).
+:func:`load_model` reads any of the model files (by its ``schema`` and ``dynamics`` keys);
+:func:`arm_dyn_id.model.gate.admit_model` reads one through THE model gate (every command
+and node that loads a model uses it: refused in one line when it is unreadable, of another
+kind, version or robot, non-finite, implausible or marked rejected).
 
 Imports only the foundation (``arm_dyn_id.config``, ``errors``, ``paths``).
 """

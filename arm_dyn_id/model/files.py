@@ -111,7 +111,10 @@ def check_header(doc, schema, version, source, what):
     if not isinstance(doc, dict) or doc.get('schema') != schema:
         raise ConfigError(f'{source} is not an arm_dyn_id {what} model file '
                           f'(schema {doc.get("schema") if isinstance(doc, dict) else None!r})')
-    if int(doc.get('version', 0)) > version:
+    found = doc.get('version', 0)
+    if isinstance(found, bool) or not isinstance(found, int):
+        raise ConfigError(f'{source} has model file version {found!r}: not a whole number')
+    if found > version:
         raise ConfigError(f'{source} has model file version {doc["version"]}; this '
                           f'arm_dyn_id reads up to version {version}: upgrade arm_dyn_id')
 
