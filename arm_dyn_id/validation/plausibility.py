@@ -49,12 +49,16 @@ class Plausibility:
     checks : dict
         The numbers behind the verdict (JSON-ready): ``scale`` (identified over
         nominal gravity torque, None without nominal masses), ``signal_to_noise``
-        per joint, ``judged_joints``.
+        per joint, ``judged_joints``, and from the data gate ``agreement`` (per
+        joint scale and correlation of the measured torque against the URDF's).
+    cause : str or None
+        The most likely cause of a refusal, one of :data:`CAUSES`.
     """
 
     ok: bool
     reason: str = None
     checks: dict = field(default_factory=dict)
+    cause: str = None
 
 
 def _rho(a, b):
@@ -113,7 +117,8 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     r = r[np.all(np.isfinite(r), axis=1)]
     if np.all(np.ptp(r, axis=0) <= 1e-12 * (1 + np.abs(r).max())):
         return Plausibility(False, 'the measured effort is constant on every joint '
-                            f'({float(r.flat[0]):g}): it carries no torque', checks)
+                            f'({float(r.flat[0]):g}): it carries no torque', checks,
+                            'constant_effort')
     snr = r.std(axis=0) / np.maximum(noise, 1e-12)
     checks['signal_to_noise'] = {j: float(s) for j, s in zip(joints, snr)}
     if not np.any(snr > SIGNAL_NOISE):
@@ -121,7 +126,7 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
         return Plausibility(False, 'the effort holds no gravity signal: no joint\'s torque '
                             f'varies by more than {SIGNAL_NOISE:g}x its noise (best '
                             f'{joints[best]}: {snr[best]:.2g}x); random or unrelated '
-                            'effort?', checks)
+                            'effort?', checks, 'no_signal')
     if nominal is not None:
         g = np.asarray(nominal, dtype=float)[keep]
         amp = np.sqrt((g * g).mean(axis=0))
@@ -133,7 +138,8 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
                 return Plausibility(
                     False, f'the identified gravity torques are {scale:.3g}x those of the '
                     'URDF\'s masses: effort in other units (mA read as A?), wrong '
-                    '--torque-constants, or --effort torque/current mixed up', checks)
+                    '--torque-constants, or --effort torque/current mixed up', checks,
+                    'units')
         else:
             checks['scale'] = None
     local = y.std(axis=0) / np.maximum(noise, 1e-12)
@@ -152,12 +158,429 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
         if rho < MIN_RHO:
             return Plausibility(False, f'on held-out data the model does not follow '
                                 f'{joints[i]} (correlation rho = {rho:.2f} < {MIN_RHO})',
-                                checks)
+                                checks, 'held_out')
         if rmse > RMSE_NOISE_LIMIT * max(noise[i], 1e-12) and percent > MAX_RMSE_PERCENT:
             return Plausibility(False, f'on held-out data the RMSE of {joints[i]} is '
                                 f'{percent:.0f} % of its largest torque, '
-                                f'{rmse / max(noise[i], 1e-12):.0f}x its noise', checks)
+                                f'{rmse / max(noise[i], 1e-12):.0f}x its noise', checks,
+                                'held_out')
     return Plausibility(True, None, checks)
 
 
-__all__ = ['Plausibility', 'judge_fit']
+
+# --- the data gate: every fit path (gravity, full, payload) and ``check`` ---------------
+
+#: Causes a refusal names (:attr:`Plausibility.cause`).
+CAUSES = ('constant_effort', 'no_signal', 'units', 'torque_constant', 'sign', 'swap',
+          'cutoff', 'excitation', 'held_out', 'no_payload')
+#: |ρ| between a joint's measured torque and the URDF's above which its scale and
+#: sign are judged (below it the URDF does not explain that joint: untested).
+AGREE_RHO = 0.6
+#: A joint is loaded when the URDF's torque varies there by more than this share of
+#: the most loaded joint's.
+LOADED_SHARE = 0.05
+#: A cut-off at or above this fraction of the Nyquist frequency sits at the rate limit.
+RATE_LIMIT = 0.5
+#: Derivatives are noise when the URDF's torque on the filtered samples varies from
+#: sample to sample this many times more than the measured torque through the same filter
+#: with the cut-off at the rate limit ...
+DERIVATIVE_NOISE = 2.0
+#: ... or this many times more at any cut-off.
+DERIVATIVE_NOISE_ANY = 10.0
+#: A joint's measured torque more than this many times the URDF's (or less than 1 / it)
+#: is refused: the URDF's masses are rarely off by that much, a unit or a torque constant is.
+JOINT_SCALE_LIMIT = 2.0
+#: A parameter is not identified when its standard error exceeds its |value|.
+UNIDENTIFIED_SE = 1.0
+#: With the cut-off at the rate limit, a held-out RMSE above this many noise σ ...
+CUTOFF_NOISE_LIMIT = 10.0
+#: ... and above this percentage of the joint's largest torque is refused.
+CUTOFF_RMSE_PERCENT = 5.0
+
+
+def _signal_check(raw, noise, joints):
+    """A refusal when the effort is constant or holds no signal, else None."""
+    r = np.asarray(raw, dtype=float)
+    r = r[::max(1, len(r) // 500_000)]
+    r = r[np.all(np.isfinite(r), axis=1)]
+    if len(r) < 3:
+        return None
+    if np.all(np.ptp(r, axis=0) <= 1e-12 * (1 + np.abs(r).max())):
+        return Plausibility(False, 'the measured effort is constant on every joint '
+                            f'({float(r.flat[0]):g}): it carries no torque', {},
+                            'constant_effort')
+    if noise is None:
+        d = np.diff(r, axis=0)
+        noise = 1.4826 * np.median(np.abs(d - np.median(d, axis=0)), axis=0) / np.sqrt(2)
+    noise = np.nan_to_num(np.asarray(noise, dtype=float), nan=0.0)
+    snr = r.std(axis=0) / np.maximum(noise, 1e-12)
+    if not np.any(snr > SIGNAL_NOISE):
+        best = int(np.argmax(snr))
+        return Plausibility(False, 'the effort holds no signal: no joint\'s torque varies by '
+                            f'more than {SIGNAL_NOISE:g}x its noise (best {joints[best]}: '
+                            f'{snr[best]:.2g}x); random or unrelated effort?',
+                            {'signal_to_noise': {j: float(v) for j, v in zip(joints, snr)}},
+                            'no_signal')
+    return None
+
+
+def torque_agreement(measured, nominal, joints=None):
+    """Per joint scale and correlation of the measured torque against the URDF's.
+
+    The evidence of the data gate: a unit error scales every joint alike (mA read
+    as A: x1000), a wrong torque constant one joint, a flipped sign makes ρ
+    negative, swapped effort columns make joint i follow the URDF's joint k.
+
+    Parameters
+    ----------
+    measured : array_like, (M, n)
+        Measured joint torques (N·m) at some samples.
+    nominal : array_like, (M, n)
+        The nominal URDF's torques at the same samples, computed on the same
+        prepared q (gravity, or inverse dynamics with the filtered q̇, q̈), N·m.
+    joints : sequence of str, (n,), optional
+
+    Returns
+    -------
+    dict
+        ``scale`` (n,) least-squares slope of measured on nominal (offset removed),
+        ``rho`` (n,) their correlation, ``loaded`` (n,) bool (the URDF's torque
+        varies there), ``tested`` (n,) bool (loaded and |ρ| ≥ :data:`AGREE_RHO`),
+        ``cross`` (n, n) ρ of measured joint i against nominal joint k, and
+        ``joints``.
+    """
+    y = np.asarray(measured, dtype=float)
+    g = np.asarray(nominal, dtype=float)
+    keep = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(g), axis=1)
+    y, g = y[keep], g[keep]
+    n = y.shape[1]
+    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
+    yc, gc = y - y.mean(axis=0), g - g.mean(axis=0)
+    sy, sg = np.sqrt((yc * yc).sum(axis=0)), np.sqrt((gc * gc).sum(axis=0))
+    cross = (yc.T @ gc) / np.maximum(np.outer(sy, sg), 1e-300)
+    rho = np.diag(cross).copy()
+    scale = (yc * gc).sum(axis=0) / np.maximum(sg * sg, 1e-300)
+    amp = sg / np.sqrt(max(len(y), 1))
+    loaded = (amp > LOADED_SHARE * amp.max()) & (amp > 0) if len(y) > 2 else np.zeros(n, bool)
+    tested = loaded & (np.abs(rho) >= AGREE_RHO) & (sy > 0)
+    return {'scale': scale, 'rho': rho, 'loaded': loaded, 'tested': tested, 'cross': cross,
+            'joints': joints, 'samples': int(len(y))}
+
+
+def units_message(scales, joints, effort=None, gains=None, subject='torque',
+                  limit=JOINT_SCALE_LIMIT):
+    """Why measured torques are ``scales`` times the URDF's, the most likely cause first.
+
+    Parameters
+    ----------
+    scales : array_like, (k,)
+        |measured / URDF| of the joints judged (k ≥ 1).
+    joints : sequence of str, (k,)
+    effort : {'current', 'torque'}, optional
+        How the effort was read.
+    gains : array_like, (k,), optional
+        The N·m per A used for those joints (``--effort current``).
+    subject : str
+        What was compared (``torque``, ``gravity torque``).
+    limit : float
+        Scales outside [1 / limit, limit] are off.
+
+    Returns
+    -------
+    (cause, message) : (str, str)
+        ``units`` (every joint off alike, or the effort read in the wrong unit) or
+        ``torque_constant`` (some joints only).
+    """
+    s = np.abs(np.asarray(scales, dtype=float))
+    off = (s > limit) | (s < 1.0 / limit)
+    typical = float(np.exp(np.median(np.log(np.maximum(s, 1e-300)))))
+    each = ', '.join(f'{j} x{v:.3g}' for j, v in zip(joints, s))
+    head = f'scale {typical:.3g} of the measured {subject} against the URDF\'s ({each})'
+    if 300 <= typical <= 3000:
+        return 'units', f'{head}: currents in mA read as A (or mN·m read as N·m)?'
+    if 1 / 3000 <= typical <= 1 / 300:
+        return 'units', (f'{head}: the effort 1000x too small: torque constants in N·m/mA '
+                         'given as N·m/A, or A read as mA?')
+    if effort == 'torque':
+        return 'units', (f'{head}: motor currents read as N·m? (--effort current with '
+                         '--torque-constants, or torque_constants in the config)')
+    if gains is not None and len(s) >= 2:
+        k = np.abs(np.asarray(gains, dtype=float))
+        ratio = s / np.maximum(k, 1e-300)
+        if np.all(np.isfinite(ratio)) and np.ptp(np.log(k)) > np.log(1.5) and \
+                np.all(np.abs(np.log(ratio)) < np.log(2.0)):
+            return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
+                             'joint torque (N·m) read as current (--effort torque)')
+    if off.all() and np.ptp(np.log(np.maximum(s, 1e-300))) < np.log(2.0):
+        return 'units', (f'{head}: effort in other units, or every --torque-constants '
+                         '(gear ratio?) off by that factor')
+    bad = [j for j, o in zip(joints, off) if o]
+    good = [j for j, o in zip(joints, off) if not o]
+    if good:
+        return 'torque_constant', (f'{head}: {", ".join(bad)} off while {", ".join(good)} '
+                                   f'agree: wrong torque constant of {", ".join(bad)} '
+                                   '(--torque-constants, torque_constants)')
+    return 'units', (f'{head}: effort in other units (mA read as A?), wrong '
+                     '--torque-constants, or --effort torque/current mixed up')
+
+
+def sign_message(joints, rhos, subject='torque'):
+    """The message of joints whose torque has the opposite sign of the URDF's."""
+    if len(joints) == 1:
+        return (f'{joints[0]}\'s torque has the opposite sign of the URDF\'s {subject} '
+                f'(rho = {rhos[0]:.2f}): flipped sign (current_signs)')
+    return (f'{", ".join(joints)}: the torque has the opposite sign of the URDF\'s {subject} '
+            f'(rho {", ".join(f"{r:.2f}" for r in rhos)}): flipped signs (current_signs)')
+
+
+def swap_message(a, b, rho_ab, rho_ba):
+    """The message of two joints whose effort columns look swapped."""
+    return (f'{a}\'s and {b}\'s torques look swapped: {a}\'s measured torque follows the '
+            f'URDF\'s {b} (rho = {rho_ab:.2f}) and {b}\'s follows {a} (rho = {rho_ba:.2f}): '
+            'joint order of the effort (joint_map, the driver\'s joint names)')
+
+
+def cutoff_message(cutoff_hz, rate_hz, ratio=None):
+    """The message of a cut-off that lets the derivatives be noise."""
+    nyquist = rate_hz / 2.0
+    where = ('sits at the rate limit' if cutoff_hz >= RATE_LIMIT * nyquist else
+             'is too high for the encoder noise')
+    why = '' if ratio is None else (f'; the URDF\'s torque on the filtered samples is '
+                                    f'{ratio:.3g}x noisier than the measured torque')
+    return (f'the cut-off ({cutoff_hz:.3g} Hz) {where} (Nyquist {nyquist:.3g} Hz at '
+            f'{rate_hz:.3g} Hz sampling): derivatives are noise{why} (--cutoff, e.g. '
+            f'{max(0.5, min(10.0, 0.1 * nyquist)):.3g})')
+
+
+def excitation_message(names, condition=None):
+    """The message of parameters the data cannot identify."""
+    shown = ', '.join(list(names)[:6]) + (f' and {len(names) - 6} more' if len(names) > 6
+                                          else '')
+    cond = '' if condition is None else f', condition number {condition:.3g}'
+    return (f'too little excitation: the data cannot identify {shown} (standard error above '
+            f'the value{cond}): a longer recording, larger and faster motion of more joints')
+
+
+def unidentified(names, values, std_errors):
+    """Names of the parameters whose standard error exceeds :data:`UNIDENTIFIED_SE` x |value|.
+
+    Parameters
+    ----------
+    names : sequence of str, (p,)
+    values, std_errors : array_like, (p,)
+
+    Returns
+    -------
+    list of str
+    """
+    v = np.abs(np.asarray(values, dtype=float))
+    e = np.asarray(std_errors, dtype=float)
+    return [str(n) for n, a, b in zip(names, v, e)
+            if not np.isfinite(b) or not np.isfinite(a) or b > UNIDENTIFIED_SE * a]
+
+
+def derivative_noise(robot, prepared, rows=1500):
+    """How much noisier the URDF's torque on the filtered samples is than the measured one.
+
+    The prepared q̇, q̈ are derivatives of the filtered q: with a cut-off near the
+    rate limit they carry the encoder noise amplified by (2π f)², and the
+    inverse dynamics of the nominal URDF at them varies from sample to sample far
+    more than the measured torque through the same filter.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        The nominal URDF.
+    prepared : Prepared
+        The samples as the fit's filter prepared them (``q``, ``dq``, ``ddq``, ``tau``).
+    rows : int
+        Contiguous samples (the middle of the record) to look at.
+
+    Returns
+    -------
+    ndarray, (n,)
+        σ of the sample-to-sample change of the URDF's torque over that of the
+        measured filtered torque, per joint (NaN when it cannot be told).
+    """
+    m = len(prepared.t)
+    n = prepared.q.shape[1]
+    if m < 8 or prepared.tau is None:
+        return np.full(n, np.nan)
+    a = max(0, m // 2 - rows // 2)
+    sl = slice(a, min(m, a + rows))
+    nominal = np.array([robot.inverse_dynamics(q, v, w) for q, v, w in
+                        zip(prepared.q[sl], prepared.dq[sl], prepared.ddq[sl])])
+
+    def spread(x):
+        d = np.diff(x, axis=0)
+        return 1.4826 * np.median(np.abs(d - np.median(d, axis=0)), axis=0)
+
+    sn, sm = spread(nominal), spread(prepared.tau[sl])
+    # the measured torque in the URDF's scale (a unit error is judged before this)
+    yc, gc = prepared.tau[sl] - prepared.tau[sl].mean(0), nominal - nominal.mean(0)
+    gain = np.abs((yc * gc).sum(0)) / np.maximum((gc * gc).sum(0), 1e-300)
+    sm = sm / np.where(gain > 0, gain, 1.0)
+    return np.where(sm > 0, sn / np.maximum(sm, 1e-300), np.nan)
+
+
+def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
+               gains=None, subject='torque'):
+    """The data gate: is the measured torque the URDF's arm's, in N·m, joint by joint?
+
+    Checked in turn, the first failure refused with its cause: constant effort,
+    no signal, swapped joints, flipped signs, scale against the URDF (units, torque
+    constants). Joints where the URDF does not explain the measurement
+    (|ρ| < :data:`AGREE_RHO`) are left untested (``checks['untested']``).
+
+    Parameters
+    ----------
+    measured, nominal : array_like, (M, n)
+        Measured torque and the nominal URDF's at the same prepared samples (N·m).
+    joints : sequence of str, (n,), optional
+    noise : array_like, (n,), optional
+        Torque σ of the raw samples (N·m).
+    raw : array_like, (N, n), optional
+        Every measured torque (constant-effort and signal checks; default ``measured``).
+    effort : {'current', 'torque'}, optional
+    gains : array_like, (n,), optional
+        N·m per A used with ``effort='current'``.
+    subject : str
+        What the URDF's torque is (``torque``, ``gravity torque``) for the messages.
+
+    Returns
+    -------
+    Plausibility
+        ``checks['agreement']``: per joint ``scale``, ``rho``, ``tested``.
+    """
+    y = np.asarray(measured, dtype=float)
+    n = y.shape[1]
+    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
+    refused = _signal_check(y if raw is None else raw, noise, joints)
+    if refused is not None:
+        return refused
+    a = torque_agreement(y, nominal, joints)
+    checks = {'agreement': {j: {'scale': float(s), 'rho': float(r), 'tested': bool(t)}
+                            for j, s, r, t in zip(joints, a['scale'], a['rho'], a['tested'])},
+              'untested': [j for j, t in zip(joints, a['tested']) if not t]}
+    if a['samples'] < 3:
+        return Plausibility(True, None, dict(checks, note='too few samples to judge'))
+    cross, loaded = np.abs(a['cross']), a['loaded']
+    own = np.abs(a['rho'])
+    for i in range(n):
+        for k in range(i + 1, n):
+            if not (loaded[i] and loaded[k]):
+                continue
+            if min(cross[i, k], cross[k, i]) >= AGREE_RHO and \
+                    min(cross[i, k], cross[k, i]) > max(own[i], own[k]) + 0.2:
+                return Plausibility(False, swap_message(joints[i], joints[k], a['cross'][i, k],
+                                                        a['cross'][k, i]), checks, 'swap')
+    tested = np.flatnonzero(a['tested'])
+    flipped = [i for i in tested if a['rho'][i] < 0]
+    if flipped:
+        return Plausibility(False, sign_message([joints[i] for i in flipped],
+                                                [a['rho'][i] for i in flipped], subject),
+                            checks, 'sign')
+    if len(tested):
+        s = np.abs(a['scale'][tested])
+        if np.any((s > JOINT_SCALE_LIMIT) | (s < 1.0 / JOINT_SCALE_LIMIT)):
+            cause, text = units_message(
+                s, [joints[i] for i in tested], effort,
+                None if gains is None else np.asarray(gains, dtype=float)[tested], subject)
+            return Plausibility(False, text, checks, cause)
+    return Plausibility(True, None, checks)
+
+
+def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
+               parameter_names=None, values=None, std_errors=None, condition=None,
+               raw=None, effort=None, gains=None):
+    """The data gate of a full-dynamics fit, the first failure with its most likely cause.
+
+    :func:`judge_data` on the prepared samples against the URDF's inverse dynamics
+    there, then the cut-off (:func:`derivative_noise`; the cut-off against the
+    Nyquist frequency), then the held-out quality against the noise level, the
+    parameters the data cannot identify named when it fails.
+
+    Parameters
+    ----------
+    prepared : Prepared
+        The recording through the model's filter (every sample).
+    predicted : ndarray, (M, n)
+        The model's torques at ``prepared`` (N·m).
+    nominal : ndarray, (M, n)
+        The URDF's inverse dynamics at ``prepared`` (NaN rows skipped), N·m.
+    held_out : dict
+        ``{joint: {rmse, rmse_percent, rho, ...}}`` out-of-fold metrics.
+    noise : array_like, (n,)
+        Torque σ of the raw samples (N·m).
+    joints : sequence of str, optional
+    robot : RobotModel, optional
+        The nominal URDF (for :func:`derivative_noise`).
+    parameter_names, values, std_errors : sequence, optional
+        The fitted parameters (for naming the unidentified ones).
+    condition : float, optional
+        Condition number of the fit.
+    raw, effort, gains
+        See :func:`judge_data`.
+
+    Returns
+    -------
+    Plausibility
+    """
+    y = prepared.tau
+    n = y.shape[1]
+    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
+    rows = np.all(np.isfinite(nominal), axis=1)
+    verdict = judge_data(y[rows], nominal[rows], joints, noise=noise, raw=raw, effort=effort,
+                         gains=gains)
+    if not verdict.ok:
+        return verdict
+    checks = dict(verdict.checks)
+    rate = float(prepared.info.get('rate_hz', np.nan))
+    cutoff = float(prepared.info.get('cutoff_hz', np.nan))
+    at_limit = bool(np.isfinite(rate) and cutoff >= RATE_LIMIT * rate / 2)
+    ratio = derivative_noise(robot, prepared) if robot is not None else np.full(n, np.nan)
+    worst = float(np.nanmax(ratio)) if np.any(np.isfinite(ratio)) else None
+    checks['cutoff'] = {'cutoff_hz': cutoff, 'rate_hz': rate, 'at_rate_limit': at_limit,
+                        'derivative_noise': None if worst is None else worst}
+    lost = []
+    if parameter_names is not None and std_errors is not None:
+        lost = unidentified(parameter_names, values, std_errors)
+        checks['unidentified'] = lost
+    if condition is not None:
+        checks['condition_number'] = float(condition)
+    noise = np.nan_to_num(np.asarray(noise, dtype=float), nan=0.0)
+    if worst is not None and (worst > DERIVATIVE_NOISE_ANY or
+                              (at_limit and worst > DERIVATIVE_NOISE)):
+        return Plausibility(False, cutoff_message(cutoff, rate, worst), checks, 'cutoff')
+    # held-out quality against the noise level, on the joints the URDF explains
+    judged = [i for i, j in enumerate(joints) if (checks['agreement'][j]['tested'])]
+    checks['judged_joints'] = [joints[i] for i in judged]
+    held_out = held_out or {}
+    for i in judged:
+        m = held_out.get(joints[i]) or {}
+        rho, rmse, pct = m.get('rho'), m.get('rmse'), m.get('rmse_percent')
+        if rho is None or rmse is None:
+            continue
+        over = rmse / max(noise[i], 1e-12)
+        bad_rho = rho < MIN_RHO
+        bad_rmse = over > RMSE_NOISE_LIMIT and pct is not None and pct > MAX_RMSE_PERCENT
+        bad_cut = at_limit and over > CUTOFF_NOISE_LIMIT and pct is not None and \
+            pct > CUTOFF_RMSE_PERCENT
+        if not (bad_rho or bad_rmse or bad_cut):
+            continue
+        what = (f'on held-out time blocks the model does not follow {joints[i]} (rho = '
+                f'{rho:.2f}, RMSE {pct:.3g} % of its largest torque, {over:.0f}x its noise)')
+        if at_limit:
+            return Plausibility(False, f'{what}; {cutoff_message(cutoff, rate, worst)}',
+                                checks, 'cutoff')
+        if lost:
+            return Plausibility(False, f'{what}; {excitation_message(lost, condition)}',
+                                checks, 'excitation')
+        return Plausibility(False, what, checks, 'held_out')
+    return Plausibility(True, None, checks)
+
+
+__all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'JOINT_SCALE_LIMIT', 'MAX_RMSE_PERCENT', 'MIN_RHO',
+           'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'cutoff_message', 'derivative_noise',
+           'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'sign_message',
+           'swap_message', 'torque_agreement', 'unidentified', 'units_message']
