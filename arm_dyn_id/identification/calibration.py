@@ -1,0 +1,627 @@
+"""Torque constants from twin recordings without and with a load of known mass.
+
+The arm runs the same trajectory twice: without a load (U) and with a rigid load
+of known mass m at a frame f (L). With motor currents i (A) and torque
+constants k (N·m/A, ``τ_j = k_j i_j``), at the same q, q̇, q̈ the arm's own
+dynamics and its friction cancel in the difference, and what is left is the
+load's torque (:func:`~arm_dyn_id.identification.payload.payload_full_regressor`):
+
+    k_j Δi_j(t) = [Y_f(q, q̇, q̈) π]_j,      Δi = i_L(t + s) - i_U(t),
+
+with π = (m, h, I_f) the load's ten inertial parameters in its frame (h = m c,
+I_f about the frame's origin), m known, and s the time shift that aligns the
+runs. Written with the error in the current, the measured quantity (the
+"difference formulation" of issue 23),
+
+    Δi_j(t) = a_j ([Y_f π]_j + d_j(t)) + e_j(t),      a_j = 1 / k_j,        (1)
+
+is bilinear in the unknowns (a, π_free): π_free = h (3), and the six inertia
+terms when the motion excites them. ``d`` is the nominal URDF's torque
+difference between the two runs' actual states (the loaded run tracks the
+trajectory a little differently); it is small, and known.
+
+A least-squares formulation in which the unloaded run only constrains the arm
+(the arm's parameters and the constants fitted together on both runs, the
+error put in the torque) is biased low: the issue's author measured 0.87x the
+known mass back on a real UR10e pair. Equation (1) has no arm parameters, and
+its error sits where the noise is (the current), so that bias does not arise.
+
+**Alignment** (:func:`align`): the shift s minimising the mean of
+``|q_L(t + s) - q_U(t)|²`` over the overlap (at least half the shorter run),
+first on a grid by FFT cross-correlation, then to a fraction of a sample by a
+bounded scalar search on linearly interpolated q. A periodic excitation matches
+itself a period later as well: of the shifts that fit within twice the best mean
+square (plus :data:`TIE_RAD`), the one with the longest overlap is taken.
+
+**Solution** (:func:`calibrate`): alternating least squares (for fixed π each
+a_j is a one-column fit; for fixed a, π_free is linear), then Gauss-Newton
+(``scipy.optimize.least_squares``, Levenberg-Marquardt) on (1) weighted by each
+joint's residual σ_j, re-estimated once; from seven starts of the centre of mass
+(the frame's origin and 5 cm along each axis both ways), since h = 0 alone can
+be a saddle (see :func:`_solve`).
+
+**Standard errors.** Residuals of filtered data are correlated in time, so the
+plain ``σ² (JᵀJ)⁻¹`` is too small. The covariance is the sandwich over time
+blocks (a Newey-West-type estimator with a rectangular kernel):
+
+    C = H⁻¹ (Σ_b g_b g_bᵀ) H⁻¹ · B / (B - p),      H = JᵀJ,   g_b = Σ_{t∈b} J_tᵀ r_t,
+
+with B blocks of at least twice the residuals' correlation time (the first lag
+where their autocorrelation falls below 1/e) and p parameters; each standard
+error is the larger of the sandwich and the plain one. ``se(k_j) = se(a_j) /
+a_j²`` (first order). On simulated twins (``test/test_calibrate.py``) these
+errors cover the true constants.
+
+**Determination.** A joint is *determined* when its relative standard error is
+at most :data:`DETERMINED` (5 %), *poorly determined* up to
+:data:`UNDETERMINED` (20 %), *undetermined* beyond (or with k ≤ 0). For joints
+that are not determined the result says why, from the load's torque on that
+joint: only inertial (its axis stays along gravity: joint 1 of a vertical arm),
+the load's centre of mass on its axis (joint 6 with a load centred on the
+flange), or a signal small against the current noise.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+
+from arm_dyn_id.data.preparation import choose_cutoff, prepare, resample
+from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.identification.payload import (INERTIA_PARAMS, MIN_INERTIA_EXCITATION,
+                                               inertia_excitation, payload_full_regressor,
+                                               payload_regressor)
+
+#: relative standard error of k at or below which a joint is determined
+DETERMINED = 0.05
+#: relative standard error of k beyond which a joint is undetermined
+UNDETERMINED = 0.20
+#: the shorter run's share the two runs must overlap by
+MIN_OVERLAP = 0.5
+#: a centre of mass closer than this to a joint's axis (m) is "on the axis"
+ON_AXIS_M = 0.01
+FIRST_MOMENT_PARAMS = ('mx', 'my', 'mz')
+#: RMS difference of q per joint (rad) below which two shifts match equally well
+TIE_RAD = 1e-3
+#: distance (m) of the centre of mass from the frame's origin in the solver's starts
+START_OFFSET_M = 0.05
+#: with a smaller scaled Jacobian condition (min / max singular value) the load's inertia
+#: trades with a joint's constant and the load is taken as a point mass (inertia='auto')
+MIN_RCOND = 1e-4
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How two runs of one trajectory line up: ``q_other(t + shift) ≈ q_ref(t)``.
+
+    Attributes
+    ----------
+    shift_s : float
+        s: the other run's time of the ref run's t = 0 motion, relative to its
+        own start, minus the ref's (both measured from each run's first stamp).
+    rms_rad : float
+        RMS of ``q_other(t + shift) - q_ref(t)`` over the overlap (rad).
+    overlap_s : float
+        Length of the overlap (s).
+    """
+
+    shift_s: float
+    rms_rad: float
+    overlap_s: float
+
+
+def align(t_ref, q_ref, t_other, q_other, rate=None):
+    """The time shift s with ``q_other(t + s) ≈ q_ref(t)``, times from each run's start.
+
+    Parameters
+    ----------
+    t_ref, t_other : ndarray, (N,) and (K,)
+        Stamps (s), any origin and spacing.
+    q_ref, q_other : ndarray, (N, n) and (K, n)
+        Joint angles (rad) of the same joints.
+    rate : float, optional
+        Grid rate (Hz) of the coarse search; default the ref's median rate.
+
+    Returns
+    -------
+    Alignment
+
+    Raises
+    ------
+    DataError
+        Joint counts differ, or no shift overlaps the runs by
+        :data:`MIN_OVERLAP` of the shorter one.
+    """
+    tr, qr, _, info = resample(t_ref, q_ref, rate=rate)
+    fs = info['rate_hz']
+    to, qo, _, _ = resample(t_other, q_other, rate=fs)
+    if qr.shape[1] != qo.shape[1]:
+        raise DataError(f'the runs have {qr.shape[1]} and {qo.shape[1]} joints')
+    tr, to = tr - tr[0], to - to[0]
+    N, K = len(tr), len(to)
+    # mean squared difference for every lag L (other index = ref index + L), via FFT
+    size = 1 << int(np.ceil(np.log2(N + K)))
+    cross = np.zeros(N + K - 1)
+    for j in range(qr.shape[1]):
+        spec = np.fft.rfft(qo[:, j], size) * np.conj(np.fft.rfft(qr[:, j], size))
+        c = np.fft.irfft(spec, size)
+        cross += np.concatenate([c[-(N - 1):] if N > 1 else [], c[:K]])
+    lags = np.arange(-(N - 1), K)
+    cr = np.concatenate([[0.0], np.cumsum(np.sum(qr ** 2, axis=1))])
+    co = np.concatenate([[0.0], np.cumsum(np.sum(qo ** 2, axis=1))])
+    lo = np.maximum(0, -lags)                   # ref index range [lo, hi)
+    hi = np.minimum(N, K - lags)
+    count = hi - lo
+    ss = (cr[hi] - cr[lo]) + (co[hi + lags] - co[lo + lags]) - 2 * cross
+    need = MIN_OVERLAP * min(N, K)
+    msd = np.where(count >= need, ss / np.maximum(count, 1), np.inf)
+    if not np.isfinite(msd).any():
+        raise DataError('the runs are too short to align')
+    # a periodic excitation matches itself one period later too: of the shifts that fit
+    # (about) as well as the best, the one that overlaps the runs the most
+    floor = float(np.min(msd))
+    good = msd <= 2.0 * floor + TIE_RAD ** 2 * qr.shape[1]
+    local = np.r_[True, msd[1:] <= msd[:-1]] & np.r_[msd[:-1] <= msd[1:], True]
+    candidates = np.nonzero(good & local)[0]
+    best = int(lags[candidates[np.argmax(count[candidates])]])
+
+    def cost(shift):
+        inside = (tr + shift >= 0) & (tr + shift <= to[-1])
+        if inside.sum() < need:
+            return np.inf
+        other = np.column_stack([np.interp(tr[inside] + shift, to, qo[:, j])
+                                 for j in range(qo.shape[1])])
+        return float(np.mean(np.sum((other - qr[inside]) ** 2, axis=1)))
+
+    res = scipy.optimize.minimize_scalar(cost, bounds=((best - 1) / fs, (best + 1) / fs),
+                                         method='bounded', options={'xatol': 1e-4 / fs})
+    shift = float(res.x) if res.fun <= cost(best / fs) else best / fs
+    inside = (tr + shift >= 0) & (tr + shift <= to[-1])
+    return Alignment(shift_s=shift, rms_rad=float(np.sqrt(cost(shift) / qr.shape[1])),
+                     overlap_s=float(np.ptp(tr[inside])))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Torque constants identified from twin runs (see the module notes).
+
+    Attributes
+    ----------
+    joints : tuple of str
+    torque_constants : ndarray, (n,)
+        k (N·m/A), ``τ = k · i``.
+    std_errors : ndarray, (n,)
+        Standard errors of k (N·m/A), the larger of the block sandwich and the
+        plain estimate.
+    determination : tuple of str
+        Per joint: 'determined', 'poorly determined' or 'undetermined'.
+    advice : tuple of str
+        Per joint: why it is not determined and what motion would determine it
+        ('' when determined).
+    mass : float
+        The known load mass (kg).
+    com, com_std_errors : ndarray, (3,)
+        The load's fitted centre of mass in ``frame`` and its standard errors (m).
+    inertia : ndarray, (6,) or None
+        Fitted inertia about the frame's origin (kg·m², pinocchio's order), when
+        the motion excites it.
+    frame : str
+    alignment : Alignment
+    residual_rms : ndarray, (n,)
+        RMS of the residual of eq. (1) per joint (A).
+    signal_rms : ndarray, (n,)
+        RMS of the load's torque per joint (N·m), and its gravity part
+        ``gravity_rms``.
+    gravity_rms : ndarray, (n,)
+    n_samples : int
+    info : dict
+        cut-off, blocks, iterations, how the errors were computed.
+    """
+
+    joints: tuple
+    torque_constants: np.ndarray
+    std_errors: np.ndarray
+    determination: tuple
+    advice: tuple
+    mass: float
+    com: np.ndarray
+    com_std_errors: np.ndarray
+    inertia: np.ndarray
+    frame: str
+    alignment: Alignment
+    residual_rms: np.ndarray
+    signal_rms: np.ndarray
+    gravity_rms: np.ndarray
+    n_samples: int
+    info: dict = field(default_factory=dict)
+
+    @property
+    def relative_std_errors(self):
+        return self.std_errors / np.abs(self.torque_constants)
+
+    def to_dict(self):
+        """Plain types for JSON: the constants, their errors, per-joint determination."""
+        joints = {}
+        for j, name in enumerate(self.joints):
+            joints[name] = {
+                'torque_constant': float(self.torque_constants[j]),
+                'std_error': float(self.std_errors[j]),
+                'relative_std_error': float(self.relative_std_errors[j]),
+                'determination': self.determination[j], 'advice': self.advice[j],
+                'load_torque_rms': float(self.signal_rms[j]),
+                'load_gravity_torque_rms': float(self.gravity_rms[j]),
+                'residual_rms_current': float(self.residual_rms[j])}
+        return {
+            'joints': list(self.joints),
+            'torque_constants': [float(k) for k in self.torque_constants],
+            'torque_constants_std_error': [float(s) for s in self.std_errors],
+            'per_joint': joints,
+            'load': {'frame': self.frame, 'mass': float(self.mass),
+                     'com': [float(c) for c in self.com],
+                     'com_std_error': [float(c) for c in self.com_std_errors],
+                     'inertia_about_frame_origin': None if self.inertia is None
+                     else [float(x) for x in self.inertia]},
+            'alignment': {'shift_s': self.alignment.shift_s,
+                          'rms_rad': self.alignment.rms_rad,
+                          'overlap_s': self.alignment.overlap_s},
+            'n_samples': int(self.n_samples),
+            'units': {'torque_constants': 'N·m/A (τ = k·i)', 'com': 'm, in the frame',
+                      'inertia': 'kg·m², pinocchio order xx, xy, yy, xz, yz, zz',
+                      'load_torque_rms': 'N·m', 'residual_rms_current': 'A'},
+            'info': self.info,
+        }
+
+
+def _interp(t_new, t, x):
+    """Linear interpolation of x (M, ...) along axis 0 at t_new."""
+    flat = x.reshape(len(t), -1)
+    out = np.column_stack([np.interp(t_new, t, flat[:, c]) for c in range(flat.shape[1])])
+    return out.reshape((len(t_new),) + x.shape[1:])
+
+
+def _nominal_torques(robot, q, dq, ddq):
+    """The URDF's rigid-body torques (N·m), (M, n)."""
+    return np.array([robot.inverse_dynamics(a, b, c) for a, b, c in zip(q, dq, ddq)])
+
+
+def _correlation_samples(r):
+    """First lag where the joints' mean residual autocorrelation falls below 1/e."""
+    r = r - r.mean(axis=0)
+    n = len(r)
+    size = 1 << int(np.ceil(np.log2(2 * n)))
+    spec = np.fft.rfft(r, size, axis=0)
+    acf = np.fft.irfft(np.abs(spec) ** 2, size, axis=0)[:n]
+    acf = acf / np.where(acf[0] > 0, acf[0], 1.0)
+    mean = acf.mean(axis=1)
+    below = np.nonzero(mean < np.exp(-1.0))[0]
+    return int(below[0]) if len(below) else n
+
+
+def _scaled_rcond(J):
+    """Smallest over largest singular value of J with unit-norm columns."""
+    norms = np.linalg.norm(J, axis=0)
+    if np.any(norms == 0):
+        return 0.0
+    s = np.linalg.svd(J / norms, compute_uv=False)
+    return float(s[-1] / s[0])
+
+
+def _inverse(H):
+    """H⁻¹ of a symmetric positive semi-definite H, scaled; a direction H does not
+    see gets a variance of 1e12 times its scale (never 0 as a pseudo-inverse would)."""
+    d = np.sqrt(np.where(np.diag(H) > 0, np.diag(H), 1.0))
+    lam, V = np.linalg.eigh(H / np.outer(d, d))
+    lam = np.maximum(lam, 1e-12 * max(lam[-1], 1e-300))
+    return (V / lam) @ V.T / np.outer(d, d)
+
+
+def _covariance(J, r, n_time, p):
+    """Plain and block-sandwich covariance of a weighted least-squares solution.
+
+    J (n_time * n, p) and r (n_time * n,) are time-major (row = t * n + j),
+    already weighted so that the plain covariance is ``s² (JᵀJ)⁻¹``.
+    """
+    Hinv = _inverse(J.T @ J)
+    dof = max(len(r) - p, 1)
+    plain = Hinv * float(r @ r) / dof
+    n = len(r) // n_time
+    corr = _correlation_samples(r.reshape(n_time, n))
+    block = int(min(max(2 * corr, 5), n_time // max(2 * p, 10) or 1))
+    blocks = max(n_time // block, 1)
+    g = np.zeros((blocks, p))
+    scores = (J * r[:, None]).reshape(n_time, n, p).sum(axis=1)
+    for b in range(blocks):
+        end = n_time if b == blocks - 1 else (b + 1) * block
+        g[b] = scores[b * block:end].sum(axis=0)
+    meat = g.T @ g * (blocks / max(blocks - p, 1))
+    sandwich = Hinv @ meat @ Hinv
+    return plain, sandwich, {'block_samples': block, 'blocks': blocks,
+                             'correlation_samples': corr}
+
+
+def _solve(di, Y0, Yf, d, mass, iterations=10):
+    """Alternating least squares, then Levenberg-Marquardt, of eq. (1), from several starts.
+
+    Parameters
+    ----------
+    di : ndarray, (M, n)
+        Current differences (A).
+    Y0 : ndarray, (M, n)
+        Regressor column of the mass.
+    Yf : ndarray, (M, n, r)
+        Columns of the free load parameters (first moment first).
+    d : ndarray, (M, n)
+        Known torque difference (N·m).
+
+    Returns
+    -------
+    x : ndarray, (n + r,)
+        (a, π_free).
+    r : ndarray, (M·n,)
+        Weighted residual, time-major.
+    J : ndarray, (M·n, n + r)
+        Its Jacobian.
+    raw : ndarray, (M, n)
+        Unweighted residual (A).
+    nfev : int
+
+    Notes
+    -----
+    The problem is bilinear, and a centre of mass on an axis of symmetry of the
+    motion is a saddle: started from h = 0 alone, a joint whose signal then
+    vanishes (the last one, for a load centred on the flange) gets a = 0 and
+    passes no gradient to h. The starts are h = 0 and h = m·c for c at
+    :data:`START_OFFSET_M` along ±x, ±y, ±z of the frame; the lowest cost wins.
+    """
+    M, n, r = Yf.shape
+    base = Y0 * mass + d
+
+    def residual(x, w):
+        s = base + Yf @ x[n:]
+        return ((di - x[:n] * s) * w).ravel()
+
+    def jacobian(x, w):
+        a, pi = x[:n], x[n:]
+        s = base + Yf @ pi
+        J = np.zeros((M, n, n + r))
+        J[:, np.arange(n), np.arange(n)] = -s * w
+        J[:, :, n:] = -(a * w)[None, :, None] * Yf
+        return J.reshape(M * n, n + r)
+
+    # per joint: Σ_t Yf Yfᵀ, Σ_t Yf Δi, Σ_t Yf base (the normal equations for π)
+    gram = np.einsum('tjp,tjq->jpq', Yf, Yf)
+    y_di = np.einsum('tjp,tj->jp', Yf, di)
+    y_base = np.einsum('tjp,tj->jp', Yf, base)
+
+    def fit(pi, w):
+        a = np.zeros(n)
+        for _ in range(iterations):
+            s = base + Yf @ pi
+            a = np.sum(di * s, axis=0) / np.maximum(np.sum(s * s, axis=0), 1e-300)
+            c = (a * w) ** 2
+            A = np.einsum('j,jpq->pq', c, gram)
+            b = np.einsum('j,jp->p', a * w ** 2, y_di) - np.einsum('j,jp->p', c, y_base)
+            pi = np.linalg.lstsq(A, b, rcond=None)[0]
+        return scipy.optimize.least_squares(residual, np.concatenate([a, pi]), jac=jacobian,
+                                            method='lm', xtol=1e-12, ftol=1e-12, args=(w,))
+
+    starts = [np.zeros(r)]
+    for axis in range(3):
+        for sign in (1.0, -1.0):
+            start = np.zeros(r)
+            start[axis] = sign * START_OFFSET_M * mass
+            starts.append(start)
+    w = np.ones(n)
+    nfev = 0
+    for _ in range(2):              # unit weights, then the residuals' σ per joint
+        sols = [fit(start, w) for start in starts]
+        nfev += sum(int(s.nfev) for s in sols)
+        sol = min(sols, key=lambda s: s.cost)
+        raw = di - sol.x[:n] * (base + Yf @ sol.x[n:])
+        sigma = np.sqrt(np.mean(raw ** 2, axis=0))
+        w = 1.0 / np.where(sigma > 0, sigma, 1.0)
+        starts = [sol.x[n:]]
+    x = sol.x
+    return x, residual(x, w), jacobian(x, w), raw, nfev
+
+
+def _advice(robot, name, j, rel, signal, gravity, noise_torque, com_distance):
+    """Why joint j is not well determined and what motion would determine it better."""
+    if com_distance < ON_AXIS_M:
+        return (f'{name}: the load\'s centre of mass is on its axis ({100 * com_distance:.1f} '
+                'cm away on average): mount the load off-axis')
+    if gravity < 0.1 * signal:
+        return (f'{name}: only inertial torque of the load reaches it (its axis stays along '
+                f'gravity): move {name} with larger accelerations, or tilt the joints '
+                'before it')
+    if signal < 3 * noise_torque:
+        return (f'{name}: the load\'s torque on it ({signal:.2g} N·m RMS) is small against '
+                f'the current noise ({noise_torque:.2g} N·m): use a heavier load, or poses '
+                'that hold it farther from the axis')
+    return (f'{name}: the load\'s torque on it ({signal:.2g} N·m RMS) is weak against the '
+            f'residual ({noise_torque:.2g} N·m RMS): a heavier load, held farther from its axis, '
+            'or a longer recording')
+
+
+def _com_axis_distance(robot, q, frame, com, count=100):
+    """Mean distance (m) of the load's centre of mass from each joint's axis, (n,)."""
+    import pinocchio as pin
+    model, data = robot.model, robot.data
+    fid = model.getFrameId(frame)
+    rows = q[np.linspace(0, len(q) - 1, min(count, len(q))).astype(int)]
+    out = np.zeros(robot.n_joints)
+    for qk in rows:
+        pin.framesForwardKinematics(model, data, robot._pin_q(qk))
+        c = data.oMf[fid].act(np.asarray(com, dtype=float))
+        for k, jid in enumerate(robot._jid):
+            axis = np.asarray(robot._axes[int(jid) - 1], dtype=float)
+            placement = data.oMi[int(jid)]
+            z = placement.rotation @ (axis / np.linalg.norm(axis))
+            out[k] += np.linalg.norm(np.cross(c - placement.translation, z))
+    return out / len(rows)
+
+
+def default_frame(robot):
+    """'flange' if the model has it, else 'tool0', else the last joint's tip link."""
+    model = robot.model
+    for name in ('flange', 'tool0'):
+        if model.existFrame(name):
+            return name
+    last = int(robot._jid.max())
+    bodies = [f for f in model.frames if (f.parentJoint if hasattr(f, 'parentJoint')
+                                          else f.parent) == last and
+              f.type == __import__('pinocchio').FrameType.BODY]
+    if not bodies:
+        raise JointNameError(f'no frame on the last joint of {robot.source}: pass --frame')
+    return bodies[-1].name
+
+
+def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_hz=None,
+              arm_correction=True):
+    """Torque constants from twin runs without and with a load of known mass.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        The arm's kinematics (its URDF inertias serve only the small correction
+        ``d`` of eq. (1), see ``arm_correction``).
+    unloaded, loaded : tuple (t, q, i)
+        Stamps (N,) s, joint angles (N, n) rad and motor currents (N, n) A of
+        the run without and with the load (any time origin; the loaded run
+        may start earlier or later).
+    mass : float
+        The load's mass (kg), known.
+    frame : str, optional
+        Frame of the load (default :func:`default_frame`).
+    inertia : {'auto', True, False}
+        Fit the load's inertia: when the motion excites it, always, never.
+    cutoff_hz : float, optional
+        Low-pass cut-off of both runs; default chosen from the unloaded run's
+        q (:func:`~arm_dyn_id.data.preparation.choose_cutoff`).
+    arm_correction : bool
+        Subtract the nominal URDF's torque difference between the runs'
+        actual states (their tracking differs a little).
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    DataError
+        Shapes, a mass that is not positive, runs that do not overlap.
+    JointNameError
+        A frame that is not in the model.
+    """
+    if not (np.isfinite(mass) and mass > 0):
+        raise DataError(f'load mass {mass} kg must be positive')
+    frame = default_frame(robot) if frame is None else frame
+    if not robot.model.existFrame(frame):
+        raise JointNameError(f'load frame {frame!r} is not in {robot.source}')
+    n = robot.n_joints
+    (tu, qu, iu), (tl, ql, il) = [tuple(np.asarray(a, dtype=float) for a in run)
+                                  for run in (unloaded, loaded)]
+    for label, (t, q, i) in (('unloaded', (tu, qu, iu)), ('loaded', (tl, ql, il))):
+        if q.ndim != 2 or q.shape[1] != n or i.shape != q.shape or t.shape != q.shape[:1]:
+            raise DataError(f'{label} run: t {t.shape}, q {q.shape}, i {i.shape} must be '
+                            f'(N,), (N, {n}), (N, {n})')
+    alignment = align(tu, qu, tl, ql)
+    if cutoff_hz is None:
+        t_, q_, _, info = resample(tu, qu)
+        cutoff_hz, source = choose_cutoff(q_, info['rate_hz'])
+    else:
+        source = 'given'
+
+    def regressor(q, dq, ddq):
+        return payload_full_regressor(robot, q, dq, ddq, frame)
+
+    pu = prepare(tu - tu[0], qu, iu, cutoff_hz=cutoff_hz)
+    pl = prepare(tl - tl[0], ql, il, cutoff_hz=cutoff_hz, regressor=regressor)
+    # the unloaded samples whose twin lies inside the loaded run
+    t_twin = pu.t + alignment.shift_s
+    inside = (t_twin >= pl.t[0]) & (t_twin <= pl.t[-1])
+    if inside.sum() < 20:
+        raise DataError(f'the aligned runs overlap by {inside.sum()} prepared samples only')
+    t_twin = t_twin[inside]
+    qL, dqL, ddqL = (_interp(t_twin, pl.t, x) for x in (pl.q, pl.dq, pl.ddq))
+    P = _interp(t_twin, pl.t, pl.regressor)                      # (M, n, 10)
+    di = _interp(t_twin, pl.t, pl.tau) - pu.tau[inside]
+    d = np.zeros_like(di)
+    if arm_correction:
+        d = _nominal_torques(robot, qL, dqL, ddqL) - _nominal_torques(
+            robot, pu.q[inside], pu.dq[inside], pu.ddq[inside])
+    excitation = inertia_excitation(P)
+    fit_inertia = inertia is True or (inertia == 'auto' and
+                                      excitation >= MIN_INERTIA_EXCITATION)
+    free = P[..., 1:10] if fit_inertia else P[..., 1:4]
+    names = FIRST_MOMENT_PARAMS + (INERTIA_PARAMS if fit_inertia else ())
+    x, r, J, raw, nfev = _solve(di, P[..., 0], free, d, mass)
+    rcond = _scaled_rcond(J)
+    if fit_inertia and inertia == 'auto' and rcond < MIN_RCOND:
+        # the inertia trades with some joint's constant (a load centred on the last
+        # axis: only its Izz reaches that joint): a point mass instead
+        fit_inertia = False
+        why = (f'inertia dropped: it trades with a constant (scaled Jacobian '
+               f'{rcond:.2g} < {MIN_RCOND:g})')
+        free, names = P[..., 1:4], FIRST_MOMENT_PARAMS
+        x, r, J, raw, nfev = _solve(di, P[..., 0], free, d, mass)
+        rcond = _scaled_rcond(J)
+    else:
+        why = ('inertia fitted' if fit_inertia else
+               'point mass: inertia not asked' if inertia is False else
+               f'point mass: inertia not excited ({excitation:.2g} < '
+               f'{MIN_INERTIA_EXCITATION:g})')
+    a, pi = x[:n], x[n:]
+    p = len(x)
+    plain, sandwich, blocks = _covariance(J, r, len(di), p)
+    se = np.sqrt(np.maximum(np.diag(plain), np.diag(sandwich)))
+    k = 1.0 / a
+    se_k = se[:n] / a ** 2
+    h = pi[:3]
+    com = h / mass
+    com_se = se[n:n + 3] / mass
+    load = P[..., 0] * mass + free @ pi
+    Pg = payload_regressor(robot, qL, frame)                    # gravity only, (M, n, 4)
+    grav = Pg @ np.concatenate([[mass], h])
+    signal = np.sqrt(np.mean(load ** 2, axis=0))
+    gravity = np.sqrt(np.mean(grav ** 2, axis=0))
+    residual_rms = np.sqrt(np.mean(raw ** 2, axis=0))
+    distance = _com_axis_distance(robot, qL, frame, com)
+    rel = se_k / np.abs(k)
+    determination, advice = [], []
+    for j, name in enumerate(robot.joint_names):
+        if k[j] <= 0 or not np.isfinite(rel[j]) or rel[j] > UNDETERMINED:
+            determination.append('undetermined')
+        elif rel[j] > DETERMINED:
+            determination.append('poorly determined')
+        else:
+            determination.append('determined')
+        if determination[-1] == 'determined':
+            advice.append('')
+        elif k[j] <= 0 and rel[j] < 0.5:
+            advice.append(f'{name}: the current rises against the load\'s torque: its sign '
+                          'is reversed (current_signs)')
+        else:
+            noise_torque = residual_rms[j] * abs(k[j]) if np.isfinite(k[j]) else np.inf
+            advice.append(_advice(robot, name, j, rel[j], signal[j], gravity[j],
+                                  noise_torque, distance[j]))
+    info = {'cutoff_hz': float(cutoff_hz), 'cutoff_source': source,
+            'rate_hz': float(pu.info['rate_hz']), 'inertia_fitted': bool(fit_inertia),
+            'inertia_excitation': float(excitation), 'parameters': list(names),
+            'load_model': why, 'jacobian_rcond': rcond,
+            'arm_correction': bool(arm_correction),
+            'arm_correction_rms': [float(v) for v in np.sqrt(np.mean(d ** 2, axis=0))],
+            'function_evaluations': nfev,
+            'std_error_method': 'larger of the plain (residual sigma per joint) and the '
+            'time-block sandwich covariance, first-order for k = 1/a',
+            **blocks}
+    return Calibration(
+        joints=tuple(robot.joint_names), torque_constants=k, std_errors=se_k,
+        determination=tuple(determination), advice=tuple(advice), mass=float(mass),
+        com=com, com_std_errors=com_se, inertia=pi[3:] if fit_inertia else None,
+        frame=frame, alignment=alignment, residual_rms=residual_rms, signal_rms=signal,
+        gravity_rms=gravity, n_samples=int(len(di)), info=info)
+
+
+__all__ = ['Alignment', 'Calibration', 'align', 'calibrate', 'default_frame',
+           'DETERMINED', 'UNDETERMINED']
