@@ -35,6 +35,7 @@ PROG = 'arm-dyn-id'
 
 #: name -> (module, one-line help used until the module defines HELP)
 COMMANDS = {
+    'calibrate': ('arm_dyn_id.cli.calibrate', 'torque constants from twin runs with a known load'),
     'check': ('arm_dyn_id.cli.check', 'pre-flight check of a bag against the nominal URDF'),
     'demo': ('arm_dyn_id.cli.demo', 'run the whole pipeline on a simulated arm'),
     'design': ('arm_dyn_id.cli.design', 'design excitation trajectories for an arm'),
