@@ -369,9 +369,10 @@ def test_validate_refuses_a_model_of_another_robot(tmp_path, good):
     other.write_text(yaml.safe_dump(doc))
     line = one_error_line(run_cli('validate', other, bag, '--torque-constants', KE))
     assert "'a'" in line
-    # same joints, another URDF (its sha256 differs)
+    # same joints, another URDF (its sha256 and its content differ: a comment alone would
+    # be admitted by the model gate, test_model_gate.py)
     urdf = tmp_path / 'arm.urdf'
-    urdf.write_text(URDF.read_text() + '\n<!-- edited -->\n')
+    urdf.write_text(URDF.read_text().replace('<mass value="0.8"/>', '<mass value="0.9"/>', 1))
     line = one_error_line(run_cli('validate', model, bag, '--torque-constants', KE,
                                   '--urdf', urdf))
     assert 'another robot' in line

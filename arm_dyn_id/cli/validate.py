@@ -10,21 +10,37 @@ Nothing is fitted, so all of it is held-out data. Prints the per-joint table
 (max |τ|, RMSE, RMSE %, MAE, ρ); --json writes {case: {joint: metrics}} plus a
 fit_summary of what was read (the same keys for both kinds of model).
 
-The bag is checked to be of the model's robot: the joints, and the URDF's
-sha256 the model stores against the --urdf given and the URDF a recorder bag
-was recorded with; a model of another robot is refused, not scored.
+The model goes through the model gate (arm_dyn_id.model.gate, docs/offline.md
+"What a model must pass"): an unreadable, corrupt, future-version, non-finite,
+implausible or floating-base model file is refused in one line, and so is a
+model marked rejected (--force scores it anyway). The bag is checked to be of
+the model's robot: the joints, and the URDF the model was fitted with against
+the URDF given, however it is given (--urdf, or the --config's urdf), and
+against the URDF a recorder bag was recorded with; a model of another robot is
+refused, not scored (--force scores it anyway).
+
+Verdict: the last line says PASS or FAIL. A joint is judged when its measured
+torque carries signal (its largest |τ| at least 10x its noise σ); it passes
+when its RMSE is at most --max-rmse-percent % of its largest torque (default
+25) and its correlation ρ is at least --min-rho (default 0.5), the thresholds
+`arm-dyn-id fit` refuses a fit by on held-out data. Exit codes: 0 every judged
+joint passes; 3 a joint fails (the line names it and by how much; --json is
+still written); 2 a usage or input error, a refused model or bag (one line).
 
 examples:
   arm-dyn-id validate fit/model.yaml other_day_bag/ --urdf arm.urdf --torque-constants 8.2,...
   arm-dyn-id validate fit/model.yaml other_day_bag/ --config my_arm.yaml
   arm-dyn-id validate fit/model.yaml moon_bag/ --config my_arm.yaml --gravity 1.63 --json m.json
+  arm-dyn-id validate fit/model.yaml ci_bag/ --config my_arm.yaml --max-rmse-percent 10
 """
 
 from pathlib import Path
 
 import numpy as np
 
-HELP = 'metrics of a fitted model on another bag'
+HELP = 'metrics of a fitted model on another bag, and a pass / fail verdict'
+#: A joint is judged when its largest |τ| is at least this many times its noise σ.
+SIGNAL_NOISE = 10.0
 
 
 def add_arguments(parser):
@@ -38,35 +54,41 @@ def add_arguments(parser):
                         help='full models: compare with the torque filtered like the fit '
                         '(default) or the raw one')
     parser.add_argument('--json', type=Path, metavar='PATH', help='write the metrics as JSON')
+    parser.add_argument('--max-rmse-percent', type=float, metavar='P', default=None,
+                        help='verdict: a judged joint fails when its RMSE exceeds P %% of its '
+                        'largest torque (default 25, as fit\'s held-out check); exit 3')
+    parser.add_argument('--min-rho', type=float, metavar='R', default=None,
+                        help='verdict: a judged joint fails when its correlation ρ is below R '
+                        '(default 0.5, as fit\'s held-out check); exit 3')
 
 
 def run(args):
+    from arm_dyn_id.cli import EXIT_REFUSED
     from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
                                        check_same_robot, metrics_text, model_on_recording,
                                        read_all, write_json)
-    from arm_dyn_id.config import file_sha256
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import DataError, JointNameError
     from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
     from arm_dyn_id.identification.pipeline import (choose_markers, metrics_dict,
                                                     noise_estimate, pair_metrics)
-    from arm_dyn_id.model import load_model
+    from arm_dyn_id.model.gate import admit_model
     progress = Progress(quiet=args.quiet)
     magnitude, direction = check_gravity_options(args)
-    model = load_model(args.model.expanduser(), urdf=args.urdf)
+    thresholds = _thresholds(args)
+    urdf, joints = given_robot(args)
+    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints,
+                        allow_rejected=args.force, allow_other_urdf=args.force)
     bags = [b.expanduser() for b in args.bags]
     for bag in bags:
         if not bag.exists():
             raise DataError(f'bag {bag} does not exist')
     stored = [read_stored_config(bag) for bag in bags]
     model_sha = (model.to_dict().get('urdf') or {}).get('sha256')
-    if args.urdf is None:
+    if args.urdf is None and args.config is None:
         args.urdf = model.robot.source and Path(model.robot.source)
     if args.joints is None and args.config is None:
         args.joints = ','.join(model.joint_names)
-    if model.metadata.get('warnings') and not args.force:
-        raise DataError(f'model {args.model} is of another robot: {model.metadata["warnings"][0]}'
-                        ' (--force scores it anyway)')
     config, conversion = arm_setup(args, next((s for s in stored if s), None))
     if tuple(config.joints) != tuple(model.joint_names):
         raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
@@ -79,10 +101,6 @@ def run(args):
             raise DataError(f'bag {bag} was recorded with another URDF than model '
                             f'{args.model} was fitted with (sha256 differ): a model of another '
                             'robot is not scored (--force scores it anyway)')
-    if model_sha and Path(config.urdf).is_file() and file_sha256(config.urdf) != model_sha \
-            and not args.force:
-        raise DataError(f'model {args.model} was fitted with another URDF than {config.urdf} '
-                        '(sha256 differ): a model of another robot is not scored')
     rec, _ = read_all(args, conversion, progress, bags)
     gravity = model_on_recording(model, rec, magnitude, direction, 'the configuration')
     noise = noise_estimate(rec.tau)
@@ -99,6 +117,7 @@ def run(args):
         scored, _, _ = pair_metrics(model, rec.t, rec.q, rec.tau, pairs, rec.joints, noise)
         metrics = metrics_dict(scored, noise)
         segments = {'source': source, 'pairs': len(pairs)}
+    verdict = judge(metrics, **thresholds)
     bag = bags[0]
     case = f'{bag.name}_g{gravity:g}'
     result = {case: metrics, 'fit_summary': {
@@ -108,13 +127,108 @@ def run(args):
         'model_gravity': model.fit_gravity, 'n_samples': rec.n_samples,
         'segments': segments,
         'quality': rec.quality['loaded'], 'noise_std': np.asarray(noise).tolist(),
-        'warnings': model.metadata.get('warnings', [])}}
+        'warnings': model.metadata.get('warnings', []),
+        'gate': model.metadata.get('gate'), 'verdict': verdict}}
     for warning in model.metadata.get('warnings', []):
         progress.phase(f'warning: {warning}')
     print(metrics_text(result))
     if args.json:
         print(f'json: {write_json(args.json.expanduser(), result)}')
+    print(verdict['line'])
+    if not verdict['passed']:
+        import sys
+        print(f'arm-dyn-id validate: {verdict["line"]}', file=sys.stderr)
+        return EXIT_REFUSED
     return 0
+
+
+def given_robot(args):
+    """The URDF and joints the command line gives, however given: (--urdf, else the
+    --config's urdf, resolved as the config resolves it; --joints, else the config's).
+    None for what is not given (the model's own then)."""
+    from arm_dyn_id.config import read_parameter_file
+    from arm_dyn_id.paths import resolve_data_file
+    urdf = args.urdf.expanduser() if args.urdf is not None else None
+    joints = [j.strip() for j in args.joints.split(',') if j.strip()] if args.joints else None
+    if args.config is not None and (urdf is None or joints is None):
+        resolved = resolve_data_file(args.config, 'config')
+        params = read_parameter_file(resolved)
+        if urdf is None and isinstance(params.get('urdf'), str):
+            urdf = resolve_data_file(params['urdf'], 'urdf', resolved.parent)
+        if joints is None and isinstance(params.get('joints'), list):
+            joints = [str(j) for j in params['joints']]
+    return urdf, joints
+
+
+def _thresholds(args):
+    """The verdict's thresholds from the options (defaults: fit's held-out refusals)."""
+    from arm_dyn_id.errors import ConfigError
+    from arm_dyn_id.validation.plausibility import MAX_RMSE_PERCENT, MIN_RHO
+    percent = MAX_RMSE_PERCENT if args.max_rmse_percent is None else args.max_rmse_percent
+    rho = MIN_RHO if args.min_rho is None else args.min_rho
+    if not (np.isfinite(percent) and percent >= 0):
+        raise ConfigError(f'--max-rmse-percent {percent:g}: give a percentage >= 0')
+    if not (np.isfinite(rho) and -1 <= rho <= 1):
+        raise ConfigError(f'--min-rho {rho:g}: give a correlation in [-1, 1]')
+    return {'max_rmse_percent': float(percent), 'min_rho': float(rho)}
+
+
+def judge(metrics, max_rmse_percent, min_rho):
+    """The pass / fail verdict of per-joint metrics.
+
+    Parameters
+    ----------
+    metrics : dict
+        ``{joint: {max_torque, rmse, rmse_percent, rho, noise_std, ...}}`` (N·m).
+    max_rmse_percent : float
+        A judged joint fails above this RMSE (% of its largest |τ|).
+    min_rho : float
+        A judged joint fails below this correlation.
+
+    Returns
+    -------
+    dict
+        ``passed``, ``line`` (one line for people), ``failures`` ({joint: text}),
+        ``judged`` and ``not_judged`` joints, the thresholds.
+    """
+    judged, skipped, failures = [], {}, {}
+    for joint, m in metrics.items():
+        peak, sigma = m.get('max_torque'), m.get('noise_std')
+        if peak is None:
+            skipped[joint] = 'no samples scored'
+            continue
+        if sigma is not None and peak < SIGNAL_NOISE * sigma:
+            skipped[joint] = f'largest |τ| {peak:.3g} N·m < {SIGNAL_NOISE:g}x its noise'
+            continue
+        judged.append(joint)
+        why = []
+        percent, rho = m.get('rmse_percent'), m.get('rho')
+        if percent is None or percent > max_rmse_percent:
+            over = 'unknown' if percent is None else f'{percent:.3g} %'
+            why.append(f'RMSE {over} > {max_rmse_percent:g} %' + (
+                '' if percent is None else f' (by {percent - max_rmse_percent:.3g} points)'))
+        if rho is None or rho < min_rho:
+            value = 'unknown' if rho is None else f'{rho:.3g}'
+            why.append(f'ρ {value} < {min_rho:g}' + (
+                '' if rho is None else f' (by {min_rho - rho:.3g})'))
+        if why:
+            failures[joint] = ', '.join(why)
+    limits = f'RMSE <= {max_rmse_percent:g} % and ρ >= {min_rho:g}'
+    if not judged:
+        line = (f'verdict: FAIL: no joint carries signal to judge ({limits}); '
+                f'{"; ".join(f"{j}: {t}" for j, t in skipped.items())}')
+        passed = False
+    elif failures:
+        line = 'verdict: FAIL: ' + '; '.join(f'{j} {t}' for j, t in failures.items()) + \
+            f' ({len(failures)} of {len(judged)} judged joints fail {limits})'
+        passed = False
+    else:
+        line = f'verdict: PASS: {len(judged)} judged joints within {limits}'
+        if skipped:
+            line += f' (not judged: {", ".join(skipped)}: torque within noise)'
+        passed = True
+    return {'passed': passed, 'line': line, 'failures': failures, 'judged': judged,
+            'not_judged': skipped, 'max_rmse_percent': max_rmse_percent, 'min_rho': min_rho}
 
 
 def _full_metrics(model, rec, against, noise, progress):

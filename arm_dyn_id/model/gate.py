@@ -192,20 +192,9 @@ def admit_doc(doc, *, source, urdf=None, joints=None, kinds=('gravity', 'full'),
         is also looked for beside it.
     """
     src = f'{what} {source}'
-    if not isinstance(doc, dict):
-        raise ModelRefused(f'{src} is not an arm_dyn_id model file (not a mapping)',
-                           'unreadable', source)
-    kinds = tuple(kinds)
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown or not kinds:
-        raise ValueError(f'kinds {kinds} must be among {KINDS}')
-    kind = _check_schema(doc, src, source)
-    checks = ['readable', f'schema {doc["schema"]} version {doc.get("version", 1)}']
-    _check_kind(kind, kinds, src, source)
-    checks.append(f'kind {kind}')
-    _check_structure(doc, kind, src, source)
-    _check_finite(doc, kind, src, source)
-    checks.append('finite values')
+    kind = check_doc(doc, source=source, kinds=kinds, what=what)
+    checks = ['readable', f'schema {doc["schema"]} version {doc.get("version", 1)}',
+              f'kind {kind}', 'finite values']
     warnings, notes = [], []
     rejected = doc.get('rejected')
     if rejected:
@@ -246,6 +235,41 @@ def admit_doc(doc, *, source, urdf=None, joints=None, kinds=('gravity', 'full'),
     else:
         model.warnings = list(warnings)
     return model
+
+
+def check_doc(doc, *, source, kinds=KINDS, what='model'):
+    """The checks of a parsed document that need no URDF: a mapping of a known schema
+    and version, of one of ``kinds``, complete, with finite values (gate steps 1-4).
+
+    Parameters
+    ----------
+    doc : object
+    source : str
+        Where it came from, for messages.
+    kinds : sequence of str
+    what : str
+
+    Returns
+    -------
+    str
+        Its kind: ``'gravity'``, ``'full'`` or ``'floating'``.
+
+    Raises
+    ------
+    ModelRefused
+    """
+    src = f'{what} {source}'
+    if not isinstance(doc, dict):
+        raise ModelRefused(f'{src} is not an arm_dyn_id model file (not a mapping)',
+                           'unreadable', source)
+    kinds = tuple(kinds)
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise ValueError(f'kinds {kinds} must be among {KINDS}')
+    kind = _check_schema(doc, src, source)
+    _check_kind(kind, kinds, src, source)
+    _check_structure(doc, kind, src, source)
+    _check_finite(doc, kind, src, source)
+    return kind
 
 
 def admit_urdf(path, *, what='URDF'):
@@ -676,5 +700,5 @@ def _plausible_floating(model, src):
     return notes
 
 
-__all__ = ['ModelRefused', 'admit_model', 'admit_doc', 'admit_urdf', 'read_doc',
+__all__ = ['ModelRefused', 'admit_model', 'admit_doc', 'admit_urdf', 'check_doc', 'read_doc',
            'configurations', 'SCALE_LIMIT', 'REASONS', 'KINDS']

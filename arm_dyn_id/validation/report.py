@@ -27,7 +27,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from arm_dyn_id.errors import DataError
 
@@ -44,6 +43,8 @@ th, td { padding: 0.2em 0.7em; border-bottom: 1px solid #e4e4e4; text-align: rig
 th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 code { font-size: 0.9em; } img { max-width: 100%; } .note { color: #666; font-size: 0.9em; }
 .bad { color: #b00; }
+.banner { border: 2px solid #b00; background: #fdecea; color: #800; padding: 0.4em 1em;
+          margin: 1em 0; font-weight: bold; }
 """
 
 METRIC_COLUMNS = (('max_torque', 'max |τ| (N·m)', '{:.4f}'), ('rmse', 'RMSE (N·m)', '{:.5f}'),
@@ -330,8 +331,9 @@ def _holdout_fact(summary):
             f'{hold.get("note", "")}')
 
 
-def render_html(model, validation, images, title=None):
-    """The report page as a string (images: {name: png path}, embedded)."""
+def render_html(model, validation, images, title=None, warnings=()):
+    """The report page as a string (images: {name: png path}, embedded); a rejected
+    model (or ``warnings``) gets a banner under the title."""
     summary = validation.get('fit_summary') or {}
     fit = model.get('fit') or {}
     full = model.get('dynamics') == 'full'
@@ -339,10 +341,12 @@ def render_html(model, validation, images, title=None):
         'quasi_static' else 'pairs'
     kind = 'Dynamic model' if full else 'Gravity model'
     title = title or f'{kind} of {model.get("robot_name") or "the arm"}'
+    if model.get('rejected'):
+        title = f'{title} (REJECTED)'
     e = html.escape
     parts = [f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
              f'<title>{e(title)}</title><style>{CSS}</style></head><body>',
-             f'<h1>{e(title)}</h1>']
+             f'<h1>{e(title)}</h1>', _banner(model, warnings)]
     dyn = summary.get('dynamics') if isinstance(summary.get('dynamics'), dict) else {}
     facts = [
         ('model', 'full dynamics (inertia, Coriolis, gravity, friction)' if full
@@ -458,8 +462,11 @@ def write_report(folder, title=None):
     Raises
     ------
     DataError
-        If the folder lacks ``model.yaml`` or ``validation.json``, or one of them
-        cannot be read.
+        If the folder lacks ``model.yaml`` or ``validation.json``, or
+        ``validation.json`` cannot be read.
+    arm_dyn_id.model.gate.ModelRefused
+        If ``model.yaml`` is refused by the model gate (unreadable, unknown schema or
+        version, incomplete, not finite; see :func:`gated_model`). Nothing is written.
     """
     import matplotlib
     matplotlib.use('Agg')
@@ -468,18 +475,16 @@ def write_report(folder, title=None):
         if not (folder / name).is_file():
             raise DataError(f'{folder} has no {name}: run arm-dyn-id fit BAG --out {folder} '
                             'first')
+    model, warnings = gated_model(folder / 'model.yaml')
     try:
-        model = yaml.safe_load((folder / 'model.yaml').read_text())
-    except yaml.YAMLError as exc:
-        raise DataError(f'{folder / "model.yaml"} is not valid YAML: {exc}') from exc
-    try:
-        validation = json.loads((folder / 'validation.json').read_text())
-    except json.JSONDecodeError as exc:
-        raise DataError(f'{folder / "validation.json"} is not valid JSON: {exc}') from exc
-    if not isinstance(model, dict) or not isinstance(validation, dict):
-        raise DataError(f'{folder}: model.yaml and validation.json must each hold a mapping')
+        validation = json.loads((folder / 'validation.json').read_bytes().decode('utf-8'))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f'{folder / "validation.json"} is not valid JSON: '
+                        f'{type(exc).__name__}') from exc
+    if not isinstance(validation, dict):
+        raise DataError(f'{folder}: validation.json must hold a mapping')
     if model.get('schema') == FLOATING_SCHEMA:
-        return write_floating_report(folder, model, validation, title)
+        return write_floating_report(folder, model, validation, title, warnings)
     images = {}
     data_file = folder / 'fit_data.npz'
     if data_file.is_file():
@@ -497,8 +502,48 @@ def write_report(folder, title=None):
         if png.stem not in REPORT_PLOTS:
             images[png.stem] = png
     out = folder / 'report.html'
-    out.write_text(render_html(model, validation, images, title))
+    out.write_text(render_html(model, validation, images, title, warnings))
     return out
+
+
+def gated_model(path):
+    """The model file of a fit folder through the model gate, and the page's warnings.
+
+    A file that is unreadable, of an unknown schema or version, incomplete or not finite
+    is refused (:class:`~arm_dyn_id.model.gate.ModelRefused`, one line); a rejected or
+    implausible one is rendered, with the reason in a banner at the top of the page.
+
+    Returns
+    -------
+    doc : dict
+        The parsed model file.
+    warnings : list of str
+        What the banner says besides the ``rejected`` mark.
+    """
+    from arm_dyn_id.model.gate import KINDS, ModelRefused, admit_doc, check_doc, read_doc
+    doc = read_doc(path)
+    check_doc(doc, source=str(path))
+    try:
+        gated = admit_doc(doc, source=str(path), kinds=KINDS, allow_rejected=True,
+                          allow_other_urdf=True)
+    except ModelRefused as exc:
+        if exc.reason == 'implausible':
+            return doc, [str(exc)]
+        return doc, [f'not checked against its URDF: {exc}']
+    return doc, [w for w in gated.gate['warnings'] if not w.startswith('model marked rejected')]
+
+
+def _banner(model, warnings=()):
+    """The warning banner at the top of a page: a rejected fit says so first, and why."""
+    items = []
+    if model.get('rejected'):
+        items.append(f'REJECTED: this fit was refused by its checks ({model["rejected"]}); it '
+                     'was written only because of --force: do not use it as the arm\'s model.')
+    items += list(warnings)
+    if not items:
+        return ''
+    return '<div class="banner">' + ''.join(f'<p>{html.escape(str(x))}</p>'
+                                            for x in items) + '</div>'
 
 
 # ---------------------------------------------------------------------------
@@ -533,9 +578,9 @@ def plot_floating_held_out(data, path):
     plt.close(fig)
 
 
-def write_floating_report(folder, model, validation, title=None):
+def write_floating_report(folder, model, validation, title=None, warnings=()):
     """``report.html`` (and ``held_out.png`` when ``fit_data.npz`` is there) of a
-    floating-base fit's folder. Returns the HTML path."""
+    floating-base fit's folder; ``warnings`` in a banner. Returns the HTML path."""
     folder = Path(folder)
     e = html.escape
     images = {}
@@ -549,9 +594,11 @@ def write_floating_report(folder, model, validation, title=None):
     metrics = validation.get('floating') or model.get('metrics') or {}
     summary = validation.get('fit_summary') or {}
     title = title or f'Floating-base model of {model.get("robot_name") or "the robot"}'
+    if model.get('rejected'):
+        title = f'{title} (REJECTED)'
     parts = [f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
              f'<title>{e(title)}</title><style>{CSS}</style></head><body>',
-             f'<h1>{e(title)}</h1>']
+             f'<h1>{e(title)}</h1>', _banner(model, warnings)]
     prov = model.get('provenance') or {}
     facts = [('method', model.get('method')), ('estimator', model.get('estimator')),
              ('bag', prov.get('bag')), ('validation bag', prov.get('validate')),
