@@ -49,21 +49,19 @@ def run(args):
     from arm_dyn_id.errors import DataError, JointNameError
     from arm_dyn_id.identification.payload import NoPayloadError, identify_payload_samples
     from arm_dyn_id.identification.pipeline import noise_estimate
-    from arm_dyn_id.model import load_model
+    from arm_dyn_id.cli.validate import given_robot
+    from arm_dyn_id.model.gate import admit_model
     progress = Progress(quiet=args.quiet)
     magnitude, direction = check_gravity_options(args)
-    model = load_model(args.model.expanduser(), urdf=args.urdf)
+    urdf, joints = given_robot(args)
+    # THE model gate: a rejected model or another robot's means nothing here (--force)
+    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints,
+                        allow_rejected=args.force, allow_other_urdf=args.force)
     bag = args.bag.expanduser()
     if not bag.exists():
         raise DataError(f'bag {bag} does not exist')
-    if model.metadata.get('rejected') and not args.force:
-        raise DataError(f'model {args.model} is marked rejected ({model.metadata["rejected"]}):'
-                        ' a payload against it means nothing (--force uses it anyway)')
-    if model.metadata.get('warnings') and not args.force:
-        raise DataError(f'model {args.model} is of another robot: {model.metadata["warnings"][0]}'
-                        ' (--force uses it anyway)')
     stored = read_stored_config(bag)
-    if args.urdf is None:
+    if args.urdf is None and args.config is None:
         args.urdf = model.robot.source and Path(model.robot.source)
     if args.joints is None and args.config is None:
         args.joints = ','.join(model.joint_names)
