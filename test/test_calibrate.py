@@ -176,3 +176,21 @@ def test_frame_checked_before_reading(twins, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert 'nowhere' in err and 'reading' not in err
+
+
+def test_reversed_current_sign_is_named(twins, tmp_path):
+    """A joint whose current is wired backwards comes out negative, and the advice says so."""
+    for name in ('unloaded', 'loaded'):
+        t, q, i = twins[name]
+        flipped = i.copy()
+        flipped[:, 2] *= -1
+        write_bag(tmp_path / name, t, JOINTS, q, flipped)
+    out = tmp_path / 'k.json'
+    code = main(['calibrate', str(tmp_path / 'unloaded'), str(tmp_path / 'loaded'),
+                 '--urdf', str(twins['urdf']), '--mass', str(MASS), '--json', str(out),
+                 '--quiet'])
+    assert code == 0
+    elbow = json.loads(out.read_text())['per_joint']['elbow_joint']
+    assert elbow['torque_constant'] < 0
+    assert elbow['determination'] == 'undetermined'
+    assert 'current_signs' in elbow['advice']

@@ -463,6 +463,7 @@ def _com_axis_distance(robot, q, frame, com, count=100):
 
 def default_frame(robot):
     """'flange' if the model has it, else 'tool0', else the last joint's tip link."""
+    import pinocchio as pin
     model = robot.model
     for name in ('flange', 'tool0'):
         if model.existFrame(name):
@@ -470,7 +471,7 @@ def default_frame(robot):
     last = int(robot._jid.max())
     bodies = [f for f in model.frames if (f.parentJoint if hasattr(f, 'parentJoint')
                                           else f.parent) == last and
-              f.type == __import__('pinocchio').FrameType.BODY]
+              f.type == pin.FrameType.BODY]
     if not bodies:
         raise JointNameError(f'no frame on the last joint of {robot.source}: pass --frame')
     return bodies[-1].name
