@@ -21,17 +21,20 @@ refused in one line naming the file, the reason and, when there is one, the opt-
 
    - arm models: the model's gravity torques at :data:`N_CONFIGURATIONS` seeded
      random configurations within the joint limits against the nominal URDF's, as
-     the fit judges them (:mod:`arm_dyn_id.validation.plausibility`, which takes its
-     :data:`SCALE_LIMIT` from here): the RMS ratio over the joints that carry gravity
+     the fit judges them (:mod:`arm_dyn_id.validation.plausibility`, with the same
+     :data:`SCALE_LIMIT`): the RMS ratio over the joints that carry gravity
      within [1 / SCALE_LIMIT, SCALE_LIMIT], and no joint that carries most of the
      gravity predicted with the opposite sign (ρ < :data:`MIN_SIGN_RHO`). Skipped
      when the URDF carries no mass;
-   - full models: the mass matrix M(q) of the identified parameters positive definite
-     at those configurations (a negative inertia predicts negative kinetic energy);
-     a file marked ``consistent: true`` must hold link parameters whose
-     pseudo-inertias are positive semi-definite. A file marked ``consistent: false``
-     (least squares, no physical constraint) is admitted with that stated in
-     ``model.metadata['gate']['notes']``;
+   - full models: the mass matrix M(q) of the identified parameters at 8 of those
+     configurations (a negative inertia predicts negative kinetic energy). A file
+     marked ``consistent: true`` must have M(q) positive definite and link parameters
+     whose pseudo-inertias are positive semi-definite. A file marked ``consistent:
+     false`` (least squares, no physical constraint: the clear mark that it is not
+     consistent) is admitted with that stated in ``model.metadata['gate']['notes']``,
+     unless M(q) has an eigenvalue below -1 / SCALE_LIMIT of the URDF's largest (the
+     weakly excited wrist directions of a good least-squares fit dip slightly below
+     zero; a negative inertia of the arm's size does not);
    - floating models: positive masses and pseudo-inertias positive semi-definite.
 
    A rejected model admitted with ``allow_rejected`` is not judged again: the user
@@ -56,7 +59,8 @@ from arm_dyn_id.config import file_sha256
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 
 #: Identified / nominal gravity torque ratio beyond which (or below 1 / it) a model is
-#: implausible; the fit's own check (validation/plausibility.py) uses this constant.
+#: implausible; the same value as the fit's own check (validation/plausibility.py, which
+#: ranks above model/ and cannot be imported here; test_model_gate keeps them equal).
 SCALE_LIMIT = 5.0
 #: A joint carrying at least this share of the largest joint's nominal gravity (RMS) must
 #: not be predicted against the URDF's sign: correlation below :data:`MIN_SIGN_RHO`.
