@@ -1,15 +1,19 @@
 """The pre-flight check: ``arm-dyn-id check`` and :mod:`arm_dyn_id.validation.check`.
 
 Synthetic recordings of real URDFs (our humanoid arm and example-robot-data's UR5):
-static holds at random poses, fast moves between them (which the quasi-static
-selection must leave out) and slow moves in both directions, torque = G(q) (pinocchio)
-+ Coulomb and viscous friction + current noise, stored as motor current
-I = τ / k_e in a plain ``ros2 bag record`` bag (only /joint_states). Faults a new
-driver makes are put in the effort: one joint's sign reversed, one k_e off by 2x,
-two joints' efforts swapped, torque published where current was expected.
+static holds at random poses, fast moves between them and slow moves in both
+directions, torque = pinocchio's inverse dynamics + Coulomb and viscous friction +
+current noise, stored as motor current I = τ / k_e in a plain ``ros2 bag record`` bag
+(only /joint_states). Faults a new driver makes are put in the effort: one joint's sign
+reversed, one k_e off by 2x or 1000x, two joints' efforts swapped, torque published
+where current was expected. Rich motion: the humanoid arm simulated in MuJoCo
+(arm_dyn_id.sim: PID drive, friction, current noise and quantisation, gross errors)
+running a Fourier excitation, with the torque constants of its config right, or one of
+them doubled. A URDF with a negative mass is named as such.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -18,7 +22,7 @@ import pytest
 
 from arm_dyn_id.cli import main
 from arm_dyn_id.data.bag_writer import write_bag
-from arm_dyn_id.errors import DataError
+from arm_dyn_id.errors import DataError, URDFError
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.validation.check import (FAIL, OK, UNTESTABLE, check_gravity, check_samples,
                                          nominal_gravity)
@@ -38,8 +42,12 @@ def ur5():
     return UR5
 
 
-def recording(urdf, k_e, seed=0, rate=200.0, poses=10, current_noise=0.02):
+def recording(urdf, k_e, seed=0, rate=100.0, poses=10, current_noise=0.02, frozen=(),
+              move_s=1.0):
     """Holds, fast moves and slow moves of an arm; (robot, t, q, current, tau).
+
+    The joints at the indices ``frozen`` stay at 0 throughout; a move between two
+    poses takes ``move_s`` seconds.
 
     Returns
     -------
@@ -51,7 +59,8 @@ def recording(urdf, k_e, seed=0, rate=200.0, poses=10, current_noise=0.02):
     current : ndarray, (N, n)
         A: (G(q) + friction) / k_e + noise.
     tau : ndarray, (N, n)
-        The true joint torque (N·m).
+        The true joint torque (N·m): pinocchio's inverse dynamics (gravity where the
+        arm holds, inertia too where it moves) plus friction.
     """
     rng = np.random.default_rng(seed)
     robot = RobotModel.from_urdf(urdf)
@@ -64,13 +73,14 @@ def recording(urdf, k_e, seed=0, rate=200.0, poses=10, current_noise=0.02):
         s = np.arange(1, int(seconds * rate) + 1) / (seconds * rate)
         return q_now + np.outer(s - np.sin(2 * np.pi * s) / (2 * np.pi), delta)
 
+    still = np.isin(np.arange(n), frozen)
     for _ in range(poses):
-        target = rng.uniform(-1.3, 1.3, n)
-        pieces.append(cycloid(target - q_now, 1.0))           # fast: left out
+        target = np.where(still, 0.0, rng.uniform(-1.3, 1.3, n))
+        pieces.append(cycloid(target - q_now, move_s))        # fast
         q_now = target
         pieces.append(np.tile(q_now, (int(1.0 * rate), 1)))   # hold
         # slow move, peak 0.03 rad/s, forth then back
-        delta = rng.choice([-1.0, 1.0], n) * 0.045
+        delta = np.where(still, 0.0, rng.choice([-1.0, 1.0], n) * 0.045)
         pieces.append(cycloid(delta, 3.0))
         q_now = pieces[-1][-1]
         pieces.append(np.tile(q_now, (int(0.5 * rate), 1)))
@@ -80,8 +90,10 @@ def recording(urdf, k_e, seed=0, rate=200.0, poses=10, current_noise=0.02):
     q_true = np.vstack(pieces)
     t = 1000.0 + dt * np.arange(q_true.shape[0])
     dq = np.gradient(q_true, dt, axis=0)
+    ddq = np.gradient(dq, dt, axis=0)
     coulomb = 0.01 * np.abs(nominal_gravity(robot, q_true)).max(axis=0) + 0.02
-    tau = nominal_gravity(robot, q_true) + coulomb * np.tanh(dq / 0.002) + 0.5 * dq
+    rigid = np.array([robot.inverse_dynamics(*s) for s in zip(q_true, dq, ddq)])
+    tau = rigid + coulomb * np.tanh(dq / 0.002) + 0.5 * dq
     current = tau / k_e + current_noise * rng.standard_normal(tau.shape)
     q = q_true + 1e-5 * rng.standard_normal(q_true.shape)
     return robot, t, q, current, tau
@@ -137,16 +149,18 @@ def test_core_finds_sign_scale_offset_and_leaves_unloaded_joints_alone():
     assert result.failed and 'joint_2' in result.verdict and 'joint_3' in result.verdict
 
 
-def test_core_passes_clean_data_and_reports_a_vertical_axis_as_not_testable():
+def test_core_gravity_path_says_a_vertical_axis_is_untestable_and_not_ok():
     robot, t, q, current, tau = recording(ur5(), UR5_K_E, poses=6)
     mask, velocity = slow(t, q)
     result = check_samples(robot, q, current * UR5_K_E, mask=mask, velocity=velocity,
                            torque_constants=UR5_K_E)
     by = {c.joint: c for c in result.joints}
-    assert result.status == OK, result.table()
-    # the base joint turns about the vertical: gravity never loads it
+    # the base joint turns about the vertical: gravity never loads it, so the
+    # still samples cannot test it, and an untested joint is not OK
+    assert result.status == UNTESTABLE, result.table()
     assert by['shoulder_pan_joint'].status == UNTESTABLE
-    assert 'not testable here' in by['shoulder_pan_joint'].verdict
+    assert 'gravity barely loads it' in by['shoulder_pan_joint'].verdict
+    assert 'untestable: shoulder_pan_joint' in result.verdict
     for j in ('shoulder_lift_joint', 'elbow_joint'):
         assert by[j].status == OK and abs(by[j].scale - 1) < 0.05
 
@@ -166,7 +180,7 @@ def test_core_refuses_data_it_cannot_use():
     G = np.ones((50, 2))
     with pytest.raises(DataError, match='must both be'):
         check_gravity(('a', 'b'), G, np.ones((50, 3)))
-    with pytest.raises(DataError, match='quasi-static'):
+    with pytest.raises(DataError, match='only 3 usable samples'):
         check_gravity(('a', 'b'), G[:3], G[:3])
     with pytest.raises(DataError, match='NaN'):
         check_gravity(('a', 'b'), G, np.full((50, 2), np.nan))
@@ -202,10 +216,10 @@ def test_clean_bag_passes(tmp_path, capsys, urdf_of, k_e):
     assert 'OK:' in out
     doc = json.loads((tmp_path / 'c.json').read_text())
     assert doc['status'] == 'ok' and set(doc['joints']) == set(robot.joint_names)
-    tested = [j for j in doc['joints'].values() if j['status'] == 'ok']
-    assert len(tested) >= 2 and all(abs(j['scale'] - 1) < 0.05 for j in tested)
-    # the fast moves between poses are not used
-    assert 0 < doc['n_quasi_static'] < doc['n_read']
+    # holds and fast moves alike, through the full model: every joint is tested
+    assert doc['model'] == 'full' and doc['n_samples'] > 0
+    assert all(j['status'] == 'ok' and abs(j['scale'] - 1) < 0.05
+               for j in doc['joints'].values()), out
 
 
 def test_flipped_sign_is_found_and_named(tmp_path, capsys):
@@ -227,6 +241,9 @@ def test_torque_constant_off_by_two_is_found_and_named(tmp_path, capsys):
     assert 'ok' in row(out, 'shoulder_lift_joint')
     elbow = json.loads((tmp_path / 'c.json').read_text())['joints']['elbow_joint']
     assert abs(elbow['scale'] - 2) < 0.1
+    # measured = 2 x nominal with τ = k·I: the constant must be halved, back to the true one
+    assert abs(elbow['corrected_constant'] - UR5_K_E[2]) < 0.03 * UR5_K_E[2]
+    assert 'elbow_joint: FAIL: scale off x2.0' in out and 'fix torque_constants: 20 -> 10' in out
 
 
 def test_swapped_joints_are_found_and_named(tmp_path, capsys):
@@ -267,3 +284,105 @@ def test_without_torque_constants_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code != 0 and '--torque-constants' in err and 'Traceback' not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_joint_1000x_off_where_gravity_barely_tests_it_fails(tmp_path, capsys):
+    # joint_4's gravity is small and its scale's standard error in N·m is large, but
+    # relative to a scale of 1000 it is tiny: the scale is known, and wrong
+    path, _ = bag(tmp_path, HUMANOID, HUMANOID_K_E, poses=6)
+    wrong = HUMANOID_K_E * [1, 1, 1, 1000, 1, 1]
+    for extra in ((), ('--gravity-only',)):
+        code, out = run_check(capsys, path, HUMANOID, wrong, *extra)
+        assert code == 4, out
+        assert 'scale off x1e+03 (currents in mA read as A?)' in row(out, 'joint_4'), out
+        assert 'fix torque_constants: 200 -> 0.2 N·m/A' in out
+        assert 'joint_1: OK' in out
+
+
+def test_untestable_joint_is_named_with_its_reason_and_its_own_exit_code(tmp_path, capsys):
+    urdf = ur5()
+    # the base joint never moves and its axis is vertical, the others move slowly:
+    # nothing can test its scale (fast moves of the others would, by their reaction)
+    path, _ = bag(tmp_path, urdf, UR5_K_E, poses=5, frozen=(0,), move_s=8.0)
+    code, out = run_check(capsys, path, urdf, UR5_K_E)
+    assert code == 3, out
+    assert ('shoulder_pan_joint: UNTESTABLE: its axis is vertical, gravity never loads it, '
+            'and it does not move') in out
+    assert 'shoulder_lift_joint: OK' in out
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith('UNTESTABLE: ') and 'untestable: shoulder_pan_joint' in last, out
+
+
+def _negative_mass_urdf(path):
+    text = HUMANOID.read_text()
+    link = text.index('<link name="link_3"')
+    at = text.index('<mass value="0.5"/>', link)
+    path.write_text(text[:at] + '<mass value="-0.5"/>' + text[at + len('<mass value="0.5"/>'):])
+    return path
+
+
+def test_negative_mass_urdf_is_named_as_such_not_as_a_flipped_sign(tmp_path, capsys):
+    path, _ = bag(tmp_path, HUMANOID, HUMANOID_K_E, poses=4)
+    bad = _negative_mass_urdf(tmp_path / 'negative.urdf')
+    code = main(['check', str(path), '--urdf', str(bad), '--quiet', '--torque-constants',
+                 ','.join(f'{k:g}' for k in HUMANOID_K_E)])
+    out, err = capsys.readouterr()
+    assert code == 2, out + err
+    assert 'sign' not in out + err and 'Traceback' not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "implausible: link 'link_3' has a negative mass (-0.5 kg)" in err
+    robot = RobotModel.from_urdf(bad)
+    robot_t, t, q, current, tau = recording(HUMANOID, HUMANOID_K_E, poses=2)
+    with pytest.raises(URDFError, match='negative mass'):
+        check_samples(robot, q, tau)
+
+
+# -- rich motion: a Fourier excitation of the MuJoCo arm --------------------------------
+
+@pytest.fixture(scope='module')
+def fourier_sim(tmp_path_factory):
+    """A MuJoCo Fourier recording of the humanoid arm (10 s, 200 Hz) and its config."""
+    from test_cli_payload import sim_fourier_bag
+    root = tmp_path_factory.mktemp('check_fourier')
+    config = sim_fourier_bag(root / 'bag', seed=1, periods=1)
+    return root, root / 'bag', Path(config.source)
+
+
+def _config_with(root, source, joint, factor):
+    """The arm config with one torque constant multiplied by ``factor``."""
+    import yaml
+    doc = yaml.safe_load(source.read_text())
+    params = doc['/**']['ros__parameters']
+    params['torque_constants'][joint] *= factor
+    params['urdf'] = str(REPO / 'urdf' / params['urdf'])
+    path = root / f'k{joint}x{factor:g}.yaml'
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_correct_fourier_recording_passes_every_joint(fourier_sim, capsys):
+    root, path, config = fourier_sim
+    code = main(['check', str(path), '--config', str(config), '--quiet', '--json',
+                 str(root / 'ok.json')])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads((root / 'ok.json').read_text())
+    assert doc['model'] == 'full' and doc['status'] == 'ok', out
+    assert all(j['status'] == 'ok' and abs(j['scale'] - 1) < 0.05
+               for j in doc['joints'].values()), out
+
+
+def test_doubled_constant_on_fourier_names_the_joint_and_the_true_one(fourier_sim, capsys):
+    root, path, config = fourier_sim
+    doubled = _config_with(root, config, 3, 2.0)       # joint_4, the elbow: 0.8 -> 1.6
+    code = main(['check', str(path), '--config', str(doubled), '--quiet', '--json',
+                 str(root / 'doubled.json')])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    joints = json.loads((root / 'doubled.json').read_text())['joints']
+    assert [j for j, c in joints.items() if c['status'] != 'ok'] == ['joint_4'], out
+    assert abs(joints['joint_4']['scale'] - 2) < 0.06
+    # divided back to the true 0.8 N·m/A, not multiplied to 3.2
+    assert abs(joints['joint_4']['corrected_constant'] - 0.8) < 0.03 * 0.8
+    line = next(x for x in out.splitlines() if x.startswith('joint_4: FAIL: scale off x2.0'))
+    assert re.search(r'fix torque_constants: 1.6 -> 0.(79|80)\d* N·m/A', line), out

@@ -1,16 +1,21 @@
-"""Check a bag's torques against the nominal URDF's gravity before trusting a fit.
+"""Check a bag's torques against the nominal URDF before trusting a fit.
 
-From the static or slow parts of the bag (every joint under 0.05 rad/s), each
-joint's measured torque is fitted against the gravity torque of the nominal
-URDF: the scale (the torque constant's error), its sign (a reversed joint), a
-constant offset, whether two joints look swapped, and whether the effort looks
-like joint torque although read as motor current (or the reverse). A joint that
-gravity barely loads (a wrist turning about a vertical axis) is reported as not
-testable here, not flagged. See docs/check.md for how to read the table.
+Every sample of the bag is compared with the full rigid-body torque of the nominal
+URDF (pinocchio RNEA at the filtered q, q̇, q̈, as ``fit`` prepares them): gravity
+where the arm holds, inertia too where it moves fast. Per joint a scale (the torque
+constant's error), its sign (a reversed joint), an offset and, as nuisance terms,
+Coulomb and viscous friction and a rotor inertia are fitted; two joints that look
+swapped and effort that looks like joint torque read as motor current (or the
+reverse) are named. Each joint is OK, WARN, FAIL or UNTESTABLE with the reason, and
+a wrong constant comes with the corrected one (measured = s x nominal, so k / s). A
+nominal URDF with a negative mass or an impossible inertia is refused first. When the
+full model cannot use the bag (gaps, too short), or with ``--gravity-only``, gravity
+is compared on the still or slow samples only. See docs/check.md.
 
-Exit code 0 when every testable joint agrees (warnings allowed), 4 when a sign
-is flipped, two joints look swapped or a scale is off by more than 30 %, 3 when
-no joint could be checked.
+Exit code 0 when every joint was tested and agrees (warnings allowed), 4 when a joint
+fails (sign flipped, swapped, scale off by more than 30 %), 3 when none fails but a
+joint could not be tested, 2 for bad input (a missing file or option, an implausible
+URDF), printed as one line.
 
 examples:
   arm-dyn-id check my_bag/ --urdf arm.urdf --torque-constants 8.2,8.2,6.1,2.3,2.3,2.3
@@ -23,7 +28,7 @@ import numpy as np
 
 HELP = 'pre-flight check: signs, torque constants, offsets, swapped joints against the URDF'
 
-#: exit codes besides 0
+#: exit codes besides 0 (2, bad input, is the dispatcher's)
 EXIT_UNTESTABLE, EXIT_FAILED = 3, 4
 
 
@@ -38,7 +43,15 @@ def add_arguments(parser):
                         help='gravity (m/s²) the bag was recorded at (default: the config\'s, '
                         'else 9.81)')
     parser.add_argument('--max-speed', type=float, default=None, metavar='RAD_S',
-                        help='joint speed under which a sample counts as slow (default 0.05)')
+                        help='with the gravity-only check: joint speed under which a sample '
+                        'counts as slow (default 0.05)')
+    parser.add_argument('--gravity-only', action='store_true',
+                        help='compare gravity on the still or slow samples only (default: '
+                        'the full rigid-body model on every sample)')
+    if not any('--cutoff' in a.option_strings for a in parser._actions):
+        parser.add_argument('--cutoff', type=float, default=None, metavar='HZ',
+                            help='low-pass cut-off of the full model\'s derivatives (default: '
+                            'from the data, as fit does)')
     parser.add_argument('--json', type=Path, metavar='PATH',
                         help='write the per-joint numbers as JSON')
 
@@ -61,19 +74,60 @@ def _plain_conversion(args, urdf):
     return CurrentToTorque(joints, parse_constants(args.torque_constants, len(joints)))
 
 
+#: a cut-off whose derivatives are noise is halved at most this many times
+CUTOFF_RETRIES = 3
+
+
+def _full_check(rec, robot, k_e, effort, cutoff, progress):
+    """The full rigid-body check of the whole recording; (result, info) or None, reason.
+
+    When the derivatives at the cut-off are noise (the URDF's torque much rougher than
+    the measured one), the cut-off is halved and the check run again.
+    """
+    from arm_dyn_id.data.preparation import MIN_CUTOFF_HZ, prepare
+    from arm_dyn_id.errors import DataError
+    from arm_dyn_id.validation.check import (DEFAULTS, check_dynamics, friction_features,
+                                             nominal_columns)
+    for attempt in range(CUTOFF_RETRIES + 1):
+        try:
+            prep = prepare(rec.t, rec.q, rec.tau, cutoff_hz=cutoff,
+                           features=friction_features(DEFAULTS['coulomb_velocity']),
+                           regressor=nominal_columns(robot))
+        except DataError as exc:
+            return None, str(exc)
+        info = prep.info
+        progress.phase(f'full model on {info["n_kept"]} filtered samples (cut-off '
+                       f'{info["cutoff_hz"]:.3g} Hz, {info["cutoff_source"]})')
+        try:
+            result = check_dynamics(robot, prep.q, prep.dq, prep.ddq, prep.tau,
+                                    prep.regressor, prep.features, torque_constants=k_e,
+                                    effort=effort)
+        except DataError as exc:
+            if 'derivatives are noise' not in str(exc):
+                raise
+            why = f'cut-off {info["cutoff_hz"]:.3g} Hz: {exc}'
+            cutoff = 0.5 * info['cutoff_hz']
+            if attempt == CUTOFF_RETRIES or cutoff < MIN_CUTOFF_HZ:
+                return None, why
+            progress.warn(f'{why}: trying {cutoff:.3g} Hz')
+            continue
+        return (result, info), None
+
+
 def run(args):
-    from arm_dyn_id.cli.common import (Progress, arm_setup, parse_constants, read, urdf_for,
-                                       write_json)
+    from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
+                                       parse_constants, read, urdf_for, write_json)
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.data.segmentation import (QUASI_STATIC_SPEED, filtered_derivatives,
                                               quasi_static_mask)
     from arm_dyn_id.errors import ConfigError, DataError
     from arm_dyn_id.model.robot import RobotModel
-    from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
+    from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples, check_urdf
     progress = Progress(quiet=args.quiet)
     effort = getattr(args, 'effort', None) or 'current'
-    if args.gravity is not None and not args.gravity > 0:
-        raise ConfigError(f'--gravity {args.gravity} must be > 0 (m/s²)')
+    magnitude, given_direction = check_gravity_options(args)
+    if args.cutoff is not None and not args.cutoff > 0:
+        raise ConfigError(f'--cutoff {args.cutoff} must be > 0 (Hz)')
     bag = args.bag.expanduser()
     if not bag.exists():
         raise DataError(f'bag {bag} does not exist')
@@ -82,20 +136,16 @@ def run(args):
     urdf = urdf_for(args, config, stored)
     if conversion is None and stored is None:
         conversion = _plain_conversion(args, urdf)
-    rec, _ = read(args, conversion, progress)
-    gravity = args.gravity or (config.gravity if config else None) or \
+    gravity = magnitude or (config.gravity if config else None) or \
         float((stored or {}).get('gravity', 9.81))
-    direction = getattr(config, 'gravity_direction', None) if config else None
+    direction = given_direction if given_direction is not None else \
+        (getattr(config, 'gravity_direction', None) if config else None)
+    # the URDF first: a negative mass would read as flipped signs
+    check_urdf(RobotModel.from_urdf(urdf, gravity=gravity))
+    rec, _ = read(args, conversion, progress)
     robot = RobotModel.from_urdf(urdf, joints=rec.joints, gravity=gravity,
                                  **({'gravity_direction': direction}
                                     if direction is not None else {}))
-    dq = rec.dq if np.all(np.isfinite(rec.dq)) else None
-    speed = QUASI_STATIC_SPEED if args.max_speed is None else args.max_speed
-    mask = quasi_static_mask(rec.t, rec.q, dq, max_speed=speed)
-    _, velocity, _ = filtered_derivatives(rec.t, rec.q, dq=dq)
-    span = float(np.sum(np.diff(rec.t)[mask[1:] & mask[:-1]]))
-    progress.phase(f'{int(mask.sum())} of {rec.n_samples} samples are static or slow '
-                   f'(every joint under {speed:g} rad/s; {span:.1f} s)')
     conv = rec.torque_config or {}
     if effort == 'torque':
         k_e = parse_constants(args.torque_constants, len(rec.joints)) \
@@ -106,16 +156,41 @@ def run(args):
                      * np.asarray(conv.get('efficiencies') or 1.0, dtype=float))
     else:
         k_e = None
-    result = check_samples(robot, rec.q, rec.tau, mask=mask, velocity=velocity,
-                           torque_constants=k_e, effort=effort)
+    full, why_not = (None, 'asked for --gravity-only') if args.gravity_only else \
+        _full_check(rec, robot, k_e, effort, args.cutoff, progress)
+    extra = {}
+    if full is not None:
+        result, info = full
+        what = (f'full rigid-body model, {result.n_samples} filtered samples, cut-off '
+                f'{info["cutoff_hz"]:.3g} Hz')
+        extra = {'preparation': info}
+    else:
+        if not args.gravity_only:
+            progress.warn(f'the full model cannot use this recording ({why_not}): '
+                          'gravity on its still or slow samples only')
+        dq = rec.dq if np.all(np.isfinite(rec.dq)) else None
+        speed = QUASI_STATIC_SPEED if args.max_speed is None else args.max_speed
+        mask = quasi_static_mask(rec.t, rec.q, dq, max_speed=speed)
+        _, velocity, _ = filtered_derivatives(rec.t, rec.q, dq=dq)
+        span = float(np.sum(np.diff(rec.t)[mask[1:] & mask[:-1]]))
+        progress.phase(f'{int(mask.sum())} of {rec.n_samples} samples are static or slow '
+                       f'(every joint under {speed:g} rad/s; {span:.1f} s)')
+        result = check_samples(robot, rec.q, rec.tau, mask=mask, velocity=velocity,
+                               torque_constants=k_e, effort=effort)
+        what = f'gravity only, {result.n_samples} quasi-static samples'
+        extra = {'n_quasi_static': int(mask.sum()), 'quasi_static_seconds': span,
+                 'full_model_not_used': why_not}
     print(f'pre-flight check of {bag} against {urdf} (g = {gravity:g} m/s², effort = '
-          f'{effort}, {result.n_samples} quasi-static samples)\n')
+          f'{effort}, {what})\n')
     print(result.table())
+    geared = [conv.get(k) for k in ('gear_ratios', 'efficiencies') if conv.get(k) is not None]
+    if effort == 'current' and any(np.any(np.asarray(g, dtype=float) != 1.0) for g in geared):
+        print('(the constants shown are at the joint: torque_constants x gear_ratios x '
+              'efficiencies; divide torque_constants by the same scale)')
     if args.json:
         doc = dict(result.to_dict(), bag=str(bag), urdf=str(urdf), gravity=gravity,
                    states_topic=rec.states_topic, n_read=rec.n_samples,
-                   n_quasi_static=int(mask.sum()), quasi_static_seconds=span,
-                   torque_constants=None if k_e is None else list(map(float, k_e)))
+                   torque_constants=None if k_e is None else list(map(float, k_e)), **extra)
         print(f'json: {write_json(args.json.expanduser(), doc)}')
     if result.status == FAIL:
         return EXIT_FAILED

@@ -1,49 +1,72 @@
-"""Pre-flight check of measured joint torques against a nominal URDF's gravity.
+"""Pre-flight check of measured joint torques against a nominal URDF.
 
 Before a fit is trusted, the torques a driver reports should agree with the
-gravity torques G(q) of the arm's nominal URDF wherever the arm is still or
-moves slowly (there the measured torque is G(q) plus friction and noise). Per
-joint ``i`` the measured torque is fitted by least squares as::
+torques the arm's nominal URDF predicts. Per joint ``i`` the measured torque is
+fitted by least squares as::
 
-    tau_i ≈ s_i G_i(q) + b_i + c_i sign(q̇_i)
+    tau_i ≈ s_i τ_nominal,i + b_i + nuisance_i
 
-with ``s_i`` the scale (the torque-constant error: measured / nominal), ``b_i``
-a constant offset (N·m) and ``c_i`` the Coulomb friction of slow moves (only
-where the joint moves). What each joint's numbers mean:
+with ``s_i`` the scale (measured / nominal: the torque constant's error),
+``b_i`` a constant offset (N·m) and nuisance terms that keep friction (and the
+unknown rotor inertia) from biasing the scale. Two ways to get τ_nominal:
+
+- :func:`check_dynamics`, any recording: the full rigid-body model of the URDF
+  (pinocchio RNEA at the filtered q, q̇, q̈ of
+  :func:`arm_dyn_id.data.preparation.prepare`); where the arm is still it is the
+  gravity torque G(q), where it moves fast it adds the inertial torques, so every
+  sample counts. Nuisance: Coulomb ``tanh(q̇_i / v)``, viscous ``q̇_i`` and a rotor
+  inertia (armature) ``q̈_i`` of the joint, filtered like the torque; the fit is
+  robust (Huber weights), so samples the model does not explain (gross errors)
+  count little;
+- :func:`check_gravity` / :func:`check_samples`, quasi-static samples only
+  (:func:`arm_dyn_id.data.segmentation.quasi_static_mask`): τ_nominal = G(q),
+  nuisance ``sign(q̇_i)`` where the joint moves slowly.
+
+What each joint's numbers mean:
 
 - ``s_i`` near -1: the joint's sign is reversed (a common fault of new drivers);
-- ``|s_i|`` far from 1: the torque constant k_e is off by that factor; near k_e
-  (or 1/k_e) the effort is joint torque read as motor current (or the reverse);
-- measured joint ``i`` explained much better by nominal joint ``j``'s gravity
+- ``|s_i|`` far from 1: the torque constant k_e is off by that factor. With
+  τ = k_e·I, the measured torque is s·τ_true, so the right constant is ``k_e / s``;
+  near 1000 (or 0.001) currents in mA are read as A (or the reverse); near k_e (or
+  1/k_e) the effort is joint torque read as motor current (or the reverse);
+- measured joint ``i`` explained much better by nominal joint ``j``'s torque
   than by its own: the two joints' data look swapped;
-- a joint that carries almost no gravity torque over the data (a last wrist
-  joint about a vertical axis) cannot be checked here and is reported so,
-  never flagged.
+- a joint whose scale the data cannot pin down (its axis vertical so gravity never
+  loads it, and a motion too slow to load it by inertia) is UNTESTABLE, with the
+  reason; untestable is not OK.
 
-Everything here takes arrays of already selected quasi-static samples (see
-:func:`arm_dyn_id.data.segmentation.quasi_static_mask`); nothing is printed.
+The URDF is checked first (:func:`urdf_problem`): a negative mass would turn every
+torque around and look like flipped signs. Everything here takes arrays; nothing
+is printed.
 """
 
 from dataclasses import dataclass, field
+import xml.etree.ElementTree as ET
 
 import numpy as np
+import pinocchio as pin
 
-from arm_dyn_id.errors import DataError
+from arm_dyn_id.errors import DataError, URDFError
 
-#: status of one joint, worst last
+#: status of one joint
 OK, WARN, FAIL, UNTESTABLE = 'ok', 'warn', 'fail', 'untestable'
 
-#: tolerances of :func:`check_gravity` (fractions unless said otherwise)
+#: tolerances (fractions unless said otherwise)
 DEFAULTS = {
     'scale_fail': 0.30,      # |s| outside [0.7, 1.3]: fail
     'scale_warn': 0.10,      # |s| outside [0.9, 1.1]: warning
-    'min_load': 0.01,        # RMS nominal gravity below this x the arm's largest: untestable
-    'min_spread': 0.10,      # std of G_i below this x its RMS: offset not separable
-    'max_scale_se': 0.10,    # scale standard error above this: untestable
-    'offset_warn': 0.10,     # |b| above this x max |G_i|: warning
-    'swap_ratio': 0.5,       # residual with G_j below this x with G_i: swapped
-    'moving_speed': 0.01,    # rad/s: above it, Coulomb friction takes the sign of q̇
+    'min_load': 0.01,        # a joint below this x the arm's largest RMS torque: "barely"
+    'min_spread': 0.10,      # std of the nominal torque below this x its RMS: no offset
+    'max_scale_se': 0.10,    # scale standard error above this x max(1, |s|): untestable
+    'offset_warn': 0.10,     # |b| above this x max |τ_nominal,i|: warning
+    'swap_ratio': 0.5,       # residual with τ_j below this x with τ_i: swapped
+    'moving_speed': 0.01,    # rad/s: above it a joint moves (friction columns)
     'effective_samples': 200,  # independent samples assumed at most (correlated data)
+    'coulomb_velocity': 0.01,  # rad/s: v of the smooth Coulomb sign tanh(q̇ / v)
+    'armature': True,        # a rotor-inertia column q̈_i (the URDF holds none)
+    'robust': True,          # Huber weights in check_dynamics
+    'units_band': 0.3,       # |log(s / 1000)| below log(1 + this): mA read as A
+    'derivative_noise': 2.0,  # nominal torque this x rougher than the measured: noise
 }
 
 
@@ -56,24 +79,32 @@ class JointCheck:
     joint : str
     status : {'ok', 'warn', 'fail', 'untestable'}
     verdict : str
-        One line for the table ('ok', 'sign flipped', 'scale off x2.01', ...).
+        Short verdict ('ok', 'sign flipped', 'scale off x2.01', ...) or, when
+        untestable, the reason ('its axis is vertical, gravity never loads it, ...').
     fix : str
         What to change, or ''.
     scale, scale_se : float
-        Least-squares measured / nominal gravity ratio and its standard error
-        (NaN when untestable).
+        Least-squares measured / nominal torque ratio and its standard error
+        (NaN when it could not be fitted).
     offset : float
-        Constant offset (N·m; 0 when it could not be separated from the scale).
+        Constant offset of the measured torque (N·m; 0 when it could not be
+        separated from the scale).
     offset_current : float
         ``offset`` over the torque constant (A), when a constant was given.
     friction : float
-        Coulomb friction fitted on slow moves (N·m; 0 when the joint did not move).
+        Coulomb friction (N·m; 0 when the joint did not move).
     load_rms, load_max : float
-        RMS and maximum of |G_i| over the samples (how much gravity the joint carries).
+        RMS and maximum of the nominal |τ_i| over the samples.
+    gravity_max, inertial_rms : float
+        Largest nominal gravity torque and RMS of the nominal inertial torque
+        (N·m; NaN on the quasi-static path, where there is only gravity).
     residual_rms : float
         RMS of the fit's residual.
     swapped_with : str or None
-        The joint whose nominal gravity explains this joint's torque far better.
+        The joint whose nominal torque explains this joint's torque far better.
+    torque_constant, corrected_constant : float
+        The k_e used (N·m/A, NaN without) and ``k_e / |scale|``, the constant that
+        would make the scale 1 (NaN when not fitted).
     """
 
     joint: str
@@ -87,12 +118,25 @@ class JointCheck:
     friction: float = 0.0
     load_rms: float = 0.0
     load_max: float = 0.0
+    gravity_max: float = float('nan')
+    inertial_rms: float = float('nan')
     residual_rms: float = float('nan')
     swapped_with: str = None
+    torque_constant: float = float('nan')
+    corrected_constant: float = float('nan')
 
     def to_dict(self):
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
                 for k, v in self.__dict__.items()}
+
+    def line(self):
+        """``joint: STATUS: verdict[: fix]``, one line."""
+        text = f'{self.joint}: {self.status.upper()}'
+        if self.status == OK:
+            text += self.verdict[2:]         # 'ok' and a note, if any
+        else:
+            text += f': {self.verdict}'
+        return text + (f': {self.fix}' if self.fix else '')
 
 
 @dataclass(frozen=True)
@@ -103,13 +147,16 @@ class CheckResult:
     ----------
     joints : tuple of JointCheck
     status : {'ok', 'warn', 'fail', 'untestable'}
-        'fail' if any joint failed; 'untestable' if no joint could be checked.
+        'fail' if any joint failed, else 'untestable' if any joint could not be
+        tested, else 'warn' if any joint warned, else 'ok'.
     verdict : str
         One line summing up.
     n_samples : int
-        Quasi-static samples used.
+        Samples used.
     effort : {'current', 'torque'}
         What the effort was taken to be.
+    model : {'gravity', 'full'}
+        Gravity on quasi-static samples, or the full rigid-body model.
     """
 
     joints: tuple
@@ -118,20 +165,23 @@ class CheckResult:
     n_samples: int
     effort: str = 'current'
     options: dict = field(default_factory=dict)
+    model: str = 'gravity'
 
     @property
     def failed(self):
         return self.status == FAIL
 
     def table(self):
-        """The aligned text table (joint names of any length) and the overall verdict."""
-        head = ('joint', 'scale', '±', 'offset N·m', 'friction', '|G| max', 'verdict')
+        """The aligned text table, one line per joint, and the overall verdict."""
+        head = ('joint', 'scale', '±', 'offset N·m', 'friction', '|τ| max', 'verdict')
         rows = []
         for c in self.joints:
+            fitted = np.isfinite(c.scale) and c.status != UNTESTABLE
             rows.append((c.joint, _num(c.scale, '{:+.3f}'), _num(c.scale_se, '{:.3f}'),
-                         _num(c.offset, '{:+.3f}') if c.status != UNTESTABLE else '-',
-                         _num(c.friction, '{:.3f}') if c.status != UNTESTABLE else '-',
-                         f'{c.load_max:.3g}', c.verdict))
+                         _num(c.offset, '{:+.3f}') if fitted else '-',
+                         _num(c.friction, '{:.3f}') if fitted else '-',
+                         f'{c.load_max:.3g}',
+                         'UNTESTABLE' if c.status == UNTESTABLE else c.verdict))
         widths = [max(len(r[k]) for r in rows + [head]) for k in range(len(head))]
         left = (0, len(head) - 1)
 
@@ -140,21 +190,114 @@ class CheckResult:
                              for k, (v, w) in enumerate(zip(r, widths))).rstrip()
         out = [line(head), line(tuple('-' * w for w in widths))]
         out += [line(r) for r in rows]
-        fixes = [f'  {c.joint}: {c.fix}' for c in self.joints if c.fix]
-        if fixes:
-            out += ['', 'to fix:'] + fixes
+        out += [''] + [c.line() for c in self.joints]
         out += ['', f'{self.status.upper()}: {self.verdict}']
         return '\n'.join(out)
 
     def to_dict(self):
         return {'status': self.status, 'verdict': self.verdict, 'n_samples': self.n_samples,
-                'effort': self.effort, 'options': dict(self.options),
+                'effort': self.effort, 'model': self.model, 'options': dict(self.options),
                 'joints': {c.joint: c.to_dict() for c in self.joints}}
 
 
 def _num(value, fmt):
     return fmt.format(value) if np.isfinite(value) else '-'
 
+
+# -- the URDF first ---------------------------------------------------------------------
+
+def _inertia_problem(mass, inertia, tol=1e-9):
+    """Why a link's mass and inertia about its centre of mass are not physical, or None."""
+    inertia = np.asarray(inertia, dtype=float)
+    if not (np.isfinite(mass) and np.all(np.isfinite(inertia))):
+        return 'a mass or inertia that is not finite'
+    if mass < 0:
+        return f'a negative mass ({mass:.6g} kg)'
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    scale = max(np.abs(eig).max(), 1e-12)
+    if eig[0] < -tol * scale:
+        return f'an inertia that is not positive semi-definite (eigenvalue {eig[0]:.3g} kg·m²)'
+    a, b, c = eig
+    if a + b < c * (1 - 1e-6) - tol:
+        return ('an inertia that breaks the triangle inequality (principal moments '
+                f'{a:.3g}, {b:.3g}, {c:.3g} kg·m²)')
+    return None
+
+
+def _urdf_links(path):
+    """(link name, mass, inertia about the CoM) of every link with an <inertial>."""
+    out = []
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return out
+    for link in root.iter('link'):
+        inertial = link.find('inertial')
+        if inertial is None:
+            continue
+        try:
+            mass_el = inertial.find('mass')
+            mass = float(mass_el.get('value')) if mass_el is not None else 0.0
+            el = inertial.find('inertia')
+            get = (lambda k: float(el.get(k, 0.0))) if el is not None else (lambda k: 0.0)
+        except (TypeError, ValueError):
+            out.append((link.get('name'), float('nan'), np.full((3, 3), np.nan)))
+            continue
+        inertia = np.array([[get('ixx'), get('ixy'), get('ixz')],
+                            [get('ixy'), get('iyy'), get('iyz')],
+                            [get('ixz'), get('iyz'), get('izz')]])
+        out.append((link.get('name'), mass, inertia))
+    return out
+
+
+def urdf_problem(robot):
+    """Why the nominal URDF cannot be a physical robot, or None.
+
+    Every link of the URDF file (when ``robot.source`` is one) and every body of the
+    model (links merged over fixed joints) must have a finite, non-negative mass and an
+    inertia that is positive semi-definite and meets the triangle inequality; the arm
+    must carry some mass.
+
+    Parameters
+    ----------
+    robot : RobotModel
+
+    Returns
+    -------
+    str or None
+        E.g. ``"link 'link_3' has a negative mass (-0.5 kg)"``.
+    """
+    for name, mass, inertia in _urdf_links(robot.source):
+        problem = _inertia_problem(mass, inertia)
+        if problem:
+            return f'link {name!r} has {problem}'
+    model = robot.model
+    total = 0.0
+    for j in range(1, model.njoints):
+        inertia = model.inertias[j]
+        problem = _inertia_problem(float(inertia.mass), np.array(inertia.inertia))
+        if problem:
+            return f'the body moved by joint {model.names[j]!r} has {problem}'
+        total += float(inertia.mass)
+    if not total > 0:
+        return 'no link moved by the joints has mass: every nominal torque is zero'
+    return None
+
+
+def check_urdf(robot):
+    """Raise :class:`~arm_dyn_id.errors.URDFError` if :func:`urdf_problem` finds one.
+
+    Checked before any torque is compared: a negative mass flips the URDF's torques
+    and would be read as reversed joints.
+    """
+    problem = urdf_problem(robot)
+    if problem:
+        raise URDFError(f'the nominal URDF {robot.source} is implausible: {problem}, not a '
+                        'physical robot; its torques cannot be checked against: fix its '
+                        'masses and inertias first')
+
+
+# -- nominal torques ------------------------------------------------------------------
 
 def nominal_gravity(robot, q):
     """G(q) of a :class:`~arm_dyn_id.model.robot.RobotModel` for many samples.
@@ -174,13 +317,87 @@ def nominal_gravity(robot, q):
     return np.einsum('jpN,p->Nj', Y, robot.parameters('gravity'))
 
 
-def _fit(y, columns):
-    """Least squares y ≈ X c; (coefficients, residual RMS, standard errors)."""
+def nominal_columns(robot, armature=True):
+    """The nominal-torque columns of :func:`check_dynamics`, as a ``regressor`` callable.
+
+    Give it to :func:`arm_dyn_id.data.preparation.prepare` (``regressor=``) so the
+    columns go through the same low-pass as the measured torque.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    armature : bool
+        Append ``q̈_i`` (the column of an unknown rotor inertia of joint i).
+
+    Returns
+    -------
+    callable
+        ``(q, dq, ddq)`` (M, n) each -> (M, n, 2 or 3): the URDF's inverse dynamics
+        τ = M q̈ + C q̇ + G (pinocchio RNEA, N·m), its gravity part G(q) (N·m), and
+        ``q̈`` (rad/s²).
+    """
+    def columns(q, dq, ddq):
+        q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
+        model, data, rows = robot.model, robot.model.createData(), robot._idx_v
+        Q = np.tile(pin.neutral(model), (q.shape[0], 1))
+        V = np.zeros((q.shape[0], model.nv))
+        A = np.zeros((q.shape[0], model.nv))
+        for k in range(robot.n_joints):
+            iq, iv = robot._idx_q[k], robot._idx_v[k]
+            if robot._nq_joint[k] == 1:
+                Q[:, iq] = q[:, k]
+            else:   # continuous joint: (cos, sin)
+                Q[:, iq], Q[:, iq + 1] = np.cos(q[:, k]), np.sin(q[:, k])
+            V[:, iv], A[:, iv] = dq[:, k], ddq[:, k]
+        rnea = np.array([pin.rnea(model, data, *s)[rows] for s in zip(Q, V, A)])
+        cols = [rnea.reshape(q.shape), nominal_gravity(robot, q)] + ([ddq] if armature else [])
+        return np.stack(cols, axis=2)
+    return columns
+
+
+def friction_features(velocity=DEFAULTS['coulomb_velocity']):
+    """The friction columns of :func:`check_dynamics`, as a ``features`` callable.
+
+    Returns
+    -------
+    callable
+        ``dq`` (N, n) -> (N, n, 2): ``tanh(q̇ / velocity)`` (Coulomb) and ``q̇`` (viscous).
+    """
+    def features(dq):
+        dq = np.asarray(dq, dtype=float)
+        return np.stack([np.tanh(dq / velocity), dq], axis=2)
+    return features
+
+
+# -- fitting ------------------------------------------------------------------------
+
+def _fit(y, columns, robust=False):
+    """Least squares y ≈ X c, Huber-weighted when ``robust``.
+
+    Returns
+    -------
+    coef : ndarray, (k,)
+    rms : float
+        RMS of the (weighted) residual.
+    X : ndarray, (N, k)
+        The design, rows scaled by the square root of the weights.
+    """
     X = np.column_stack(columns)
-    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-    res = y - X @ coef
-    rms = float(np.sqrt(np.mean(res ** 2)))
-    return coef, rms, X
+    w = np.ones(len(y))
+    for _ in range(6 if robust else 1):
+        sw = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
+        res = y - X @ coef
+        if not robust:
+            break
+        sigma = 1.4826 * np.median(np.abs(res - np.median(res)))
+        if not sigma > 0:
+            break
+        c = 1.345 * sigma
+        w = np.minimum(1.0, c / np.maximum(np.abs(res), 1e-300))
+    sw = np.sqrt(w)
+    rms = float(np.sqrt(np.sum(w * res ** 2) / np.sum(w)))
+    return coef, rms, X * sw[:, None]
 
 
 def _se(X, rms, n_eff):
@@ -190,8 +407,225 @@ def _se(X, rms, n_eff):
         cov = np.linalg.inv(X.T @ X) * rms ** 2 * N / max(1, min(N, n_eff) - X.shape[1])
     except np.linalg.LinAlgError:
         return np.full(X.shape[1], np.inf)
+    if not np.all(np.isfinite(cov)):
+        return np.full(X.shape[1], np.inf)
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
+
+def _validate(joints, nominal, tau, torque_constants, effort):
+    joints = tuple(joints)
+    G = np.asarray(nominal, dtype=float)
+    T = np.asarray(tau, dtype=float)
+    n = len(joints)
+    if G.ndim != 2 or G.shape != T.shape or G.shape[1] != n:
+        raise DataError(f'nominal torques {G.shape} and tau {T.shape} must both be (N, {n}) '
+                        f'for joints {list(joints)}')
+    N = G.shape[0]
+    if N < 10:
+        raise DataError(f'only {N} usable samples: hold the arm still at a few poses '
+                        '(or move it) while recording')
+    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(T))):
+        raise DataError('the torques or the joint angles hold NaN or inf')
+    if effort not in ('current', 'torque'):
+        raise DataError(f'effort {effort!r} must be current or torque')
+    k_e = None if torque_constants is None else np.asarray(torque_constants, dtype=float)
+    if k_e is not None and k_e.shape != (n,):
+        raise DataError(f'{k_e.size} torque constants for {n} joints {list(joints)}')
+    if not float(np.max(np.abs(G))) > 0:
+        raise DataError('the nominal torques are zero at every sample: check the URDF\'s '
+                        'masses and the gravity direction')
+    return joints, G, T, k_e
+
+
+def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=False,
+           context=None):
+    """The per-joint fits, swaps and verdicts shared by both paths.
+
+    ``nuisance[i]`` lists the extra columns of joint i; ``why_untestable(i, se)`` the
+    reason a joint whose scale is not pinned down is untestable; ``context[i]`` extra
+    :class:`JointCheck` fields.
+    """
+    n, N = len(joints), G.shape[0]
+    context = context or [{} for _ in range(n)]
+    load_rms = np.sqrt(np.mean(G ** 2, axis=0))
+    load_max = np.max(np.abs(G), axis=0)
+    spread = np.std(G, axis=0)
+    carries = load_rms >= opt['min_load'] * load_rms.max()
+    separable = spread >= opt['min_spread'] * load_rms
+    present = load_rms > 1e-9 * load_rms.max()
+    ones = np.ones(N)
+
+    def design(i, j):
+        return [G[:, j]] + ([ones] if separable[j] else []) + list(nuisance[i])
+
+    # residual of measured joint i explained by nominal joint j's torque
+    fits = {}
+    resid = np.full((n, n), np.inf)
+    for i in range(n):
+        for j in range(n):
+            if carries[j] or (i == j and present[i]):
+                fits[i, j] = _fit(T[:, i], design(i, j), robust)
+                resid[i, j] = fits[i, j][1]
+    own = np.empty(n)
+    for i in range(n):
+        if (i, i) in fits:
+            own[i] = resid[i, i]
+        else:   # what is left around a constant (and the nuisance): nothing to explain
+            own[i] = _fit(T[:, i], [ones] + list(nuisance[i]), robust)[1]
+    floor = 0.02 * float(load_max.max())
+    swapped = [None] * n
+    for i in range(n):
+        others = [j for j in range(n) if j != i and carries[j]]
+        if not others:
+            continue
+        j = min(others, key=lambda k: resid[i, k])
+        if resid[i, j] < opt['swap_ratio'] * own[i] and own[i] - resid[i, j] > floor:
+            swapped[i] = j
+    for i in range(n):
+        # k's slot holds i's torque: i's slot, if its own torque does not explain it,
+        # holds k's (a swap seen from the side of a joint that carries little)
+        partners = [k for k in range(n) if swapped[k] == i]
+        if swapped[i] is None and partners and (i, i) in fits:
+            s = fits[i, i][0][0]
+            if s < 0 or abs(abs(s) - 1) > opt['scale_fail']:
+                swapped[i] = partners[0]
+
+    checks = []
+    for i, name in enumerate(joints):
+        ke = None if k_e is None else float(k_e[i])
+        base = dict(load_rms=float(load_rms[i]), load_max=float(load_max[i]),
+                    torque_constant=float('nan') if ke is None else ke, **context[i])
+        if swapped[i] is not None:
+            other = joints[swapped[i]]
+            fit = fits.get((i, swapped[i]))
+            checks.append(JointCheck(
+                name, FAIL, f'swapped with {other}?',
+                fix=f'the torque in {name}\'s slot follows {other}\'s: check the joint '
+                'names (or --joint-map) and the order of torque_constants',
+                scale=float(fit[0][0]) if fit else float('nan'), residual_rms=float(own[i]),
+                swapped_with=other, **base))
+            continue
+        if (i, i) not in fits:
+            checks.append(JointCheck(name, UNTESTABLE, why_untestable(i, float('inf')),
+                                     residual_rms=float(own[i]), **base))
+            continue
+        coef, rms, X = fits[i, i]
+        se = _se(X, rms, opt['effective_samples'])
+        s, s_se = float(coef[0]), float(se[0])
+        b = float(coef[1]) if separable[i] else 0.0
+        b_se = float(se[1]) if separable[i] else 0.0
+        k_fric = 1 + int(separable[i])
+        c = float(coef[k_fric]) if len(nuisance[i]) else 0.0
+        mag = abs(s)
+        common = dict(scale=s, scale_se=s_se, friction=c, residual_rms=rms, **base)
+        if not s_se <= opt['max_scale_se'] * max(1.0, mag):
+            checks.append(JointCheck(name, UNTESTABLE, why_untestable(i, s_se), **common))
+            continue
+        status, verdicts, fixes = OK, [], []
+        if s < 0:
+            status = FAIL
+            verdicts.append('sign flipped')
+            fixes.append('reverse its sign (current_signs: multiply by -1)')
+        mismatch = _effort_mismatch(mag, ke, effort, opt['scale_fail'])
+        if mismatch:
+            status = FAIL
+            verdicts.append(mismatch[0])
+            fixes.append(mismatch[1])
+        elif mag < 0.1 and not _units(mag, opt):
+            status = FAIL
+            verdicts.append(f'no torque (scale x{mag:.2g})')
+            fixes.append('its effort barely follows the nominal torque: is it this joint\'s '
+                         'effort, and is the effort recorded at all?')
+        elif abs(mag - 1) > opt['scale_fail']:
+            status = FAIL
+            verdicts.append(f'scale off x{_x(mag)}' + _units(mag, opt))
+            fixes.append(_constant_fix(mag, ke))
+        elif abs(mag - 1) > opt['scale_warn']:
+            status = WARN
+            verdicts.append(f'scale x{mag:.2f}')
+            fixes.append('if a fit confirms it, ' + _constant_fix(mag, ke))
+        if separable[i] and abs(b) > opt['offset_warn'] * load_max[i] and abs(b) > 3 * b_se:
+            status = max(status, WARN, key=_RANK.get)
+            verdicts.append(f'offset {b:+.3g} N·m')
+            fixes.append(f'subtract the offset ({b:+.3g} N·m'
+                         + (f' = {b / ke:+.3g} A in current_offsets' if ke else '') + ')')
+        note = '' if separable[i] else ' (offset not separable: its torque barely varied)'
+        checks.append(JointCheck(
+            name, status, (', '.join(verdicts) if verdicts else 'ok') + note,
+            fix='; '.join(fixes), offset=b,
+            offset_current=b / ke if ke else float('nan'),
+            corrected_constant=ke / mag if ke and mag > 0 else float('nan'), **common))
+    return checks
+
+
+_RANK = {OK: 0, UNTESTABLE: 0, WARN: 1, FAIL: 2}
+
+
+def _units(mag, opt):
+    """' (currents in mA read as A?)' when the scale is near 1000 (or 1/1000), else ''."""
+    band = np.log1p(opt['units_band'])
+    if abs(np.log(mag / 1000.0)) < band:
+        return ' (currents in mA read as A?)'
+    if mag > 0 and abs(np.log(mag * 1000.0)) < band:
+        return ' (currents in A read as mA?)'
+    return ''
+
+
+def _constant_fix(mag, ke):
+    """The corrected torque constant, the right way round: measured = s x nominal, k / s."""
+    if ke:
+        return (f'fix torque_constants: {ke:.4g} -> {ke / mag:.4g} N·m/A (the measured '
+                f'torque is {_x(mag)}x the nominal: divide the constant by {_x(mag)})')
+    return (f'the effort is {_x(mag)}x the nominal torque: check its unit and scaling '
+            f'(divide it by {_x(mag)})')
+
+
+def _x(mag):
+    """A scale for a message: two decimals between 0.1 and 100, else three digits."""
+    return f'{mag:.2f}' if 0.1 <= mag < 100 else f'{mag:.3g}'
+
+
+def _effort_mismatch(mag, ke, effort, tolerance):
+    """A (verdict, fix) when the scale says the effort is the other kind."""
+    if ke is None or abs(np.log(ke)) < 2 * np.log1p(tolerance):
+        return None     # k_e too near 1: the two kinds cannot be told apart
+    other = ke if effort == 'current' else 1.0 / ke
+    if abs(np.log(mag / other)) < np.log1p(tolerance) and abs(mag - 1) > tolerance:
+        if effort == 'current':
+            return (f'looks like torque, not current (scale x{mag:.3g} ≈ k_e)',
+                    'the effort is joint torque already: pass --effort torque')
+        return (f'looks like current, not torque (scale x{mag:.3g} ≈ 1/k_e)',
+                'the effort is motor current: pass --effort current with --torque-constants')
+    return None
+
+
+def _overall(checks, effort, model):
+    failed = [c for c in checks if c.status == FAIL]
+    warned = [c for c in checks if c.status == WARN]
+    tested = [c for c in checks if c.status != UNTESTABLE]
+    untested = [c.joint for c in checks if c.status == UNTESTABLE]
+    skip = f'; untestable: {", ".join(untested)}' if untested else ''
+    what = 'the nominal gravity' if model == 'gravity' else 'the nominal URDF\'s torques'
+    if not tested:
+        return UNTESTABLE, ('no joint could be tested: record static holds at poses where '
+                            'gravity loads the joints, or a rich motion (Fourier excitation)')
+    if failed:
+        kinds = sorted({c.verdict for c in failed})
+        if len(failed) == len(tested) and all('looks like' in k for k in kinds):
+            return FAIL, (f'every joint {kinds[0].split(" (")[0]}: the effort is not '
+                          f'{effort}' + skip)
+        text = '; '.join(f'{c.joint}: {c.verdict}' for c in failed)
+        return FAIL, f'do not fit yet: {text}' + skip
+    if untested:
+        return UNTESTABLE, (f'{len(tested)} joints agree with {what}, but not every joint '
+                            f'could be tested{skip}')
+    if warned:
+        text = '; '.join(f'{c.joint}: {c.verdict}' for c in warned)
+        return WARN, f'usable, with warnings: {text}'
+    return OK, f'all {len(tested)} joints agree with {what}'
+
+
+# -- the quasi-static path -----------------------------------------------------------
 
 def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='current',
                   options=None):
@@ -210,8 +644,8 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         joint moves, so slow moves in both directions do not bias the offset.
     torque_constants : array_like, (n,), optional
         The k_e (N·m/A) used to make ``tau`` from the current; lets the check
-        tell effort that is torque from effort that is current, and give the
-        offset in A.
+        tell effort that is torque from effort that is current, give the
+        offset in A and the corrected constant.
     effort : {'current', 'torque'}
         What the driver's effort was taken to be.
     options : dict, optional
@@ -227,192 +661,26 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         Shapes disagree, too few samples, non-finite values, or no gravity at all.
     """
     opt = dict(DEFAULTS, **(options or {}))
-    joints = tuple(joints)
-    G = np.asarray(gravity, dtype=float)
-    T = np.asarray(tau, dtype=float)
+    joints, G, T, k_e = _validate(joints, gravity, tau, torque_constants, effort)
     n = len(joints)
-    if G.ndim != 2 or G.shape != T.shape or G.shape[1] != n:
-        raise DataError(f'gravity {G.shape} and tau {T.shape} must both be (N, {n}) for '
-                        f'joints {list(joints)}')
-    N = G.shape[0]
-    if N < 10:
-        raise DataError(f'only {N} quasi-static samples: hold the arm still at a few poses '
-                        '(or move it slowly) while recording')
-    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(T))):
-        raise DataError('the torques or the joint angles hold NaN or inf')
-    if effort not in ('current', 'torque'):
-        raise DataError(f'effort {effort!r} must be current or torque')
-    k_e = None if torque_constants is None else np.asarray(torque_constants, dtype=float)
-    if k_e is not None and k_e.shape != (n,):
-        raise DataError(f'{k_e.size} torque constants for {n} joints {list(joints)}')
     if dq is None:
-        fric = np.zeros_like(T)
+        nuisance = [[] for _ in range(n)]
     else:
         dq = np.asarray(dq, dtype=float)
         fric = np.where(np.abs(np.nan_to_num(dq)) > opt['moving_speed'], np.sign(dq), 0.0)
-    gmax = float(np.max(np.abs(G)))
-    if gmax <= 0:
-        raise DataError('the nominal gravity torques are zero at every sample: check the '
-                        'URDF\'s masses and the gravity direction')
-    load_rms = np.sqrt(np.mean(G ** 2, axis=0))
+        nuisance = [[fric[:, i]] if np.any(fric[:, i]) else [] for i in range(n)]
     load_max = np.max(np.abs(G), axis=0)
-    spread = np.std(G, axis=0)
-    testable = load_rms >= opt['min_load'] * gmax
-    separable = spread >= opt['min_spread'] * load_rms
-    ones = np.ones(N)
 
-    def design(i, j):
-        cols = [G[:, j]]
-        if separable[j]:
-            cols.append(ones)
-        if np.any(fric[:, i]):
-            cols.append(fric[:, i])
-        return cols
-
-    # residual of measured joint i explained by nominal joint j's gravity
-    fits = {}
-    resid = np.full((n, n), np.inf)
-    for i in range(n):
-        for j in range(n):
-            if testable[j]:
-                fits[i, j] = _fit(T[:, i], design(i, j))
-                resid[i, j] = fits[i, j][1]
-    own = np.empty(n)
-    for i in range(n):
-        if testable[i]:
-            own[i] = resid[i, i]
-        else:   # what is left around a constant (and friction): nothing to explain
-            cols = [ones] + ([fric[:, i]] if np.any(fric[:, i]) else [])
-            own[i] = _fit(T[:, i], cols)[1]
-    floor = 0.02 * gmax
-    swapped = [None] * n
-    for i in range(n):
-        others = [j for j in range(n) if j != i and testable[j]]
-        if not others:
-            continue
-        j = min(others, key=lambda k: resid[i, k])
-        if resid[i, j] < opt['swap_ratio'] * own[i] and own[i] - resid[i, j] > floor:
-            swapped[i] = j
-    for i in range(n):
-        # k's slot holds i's torque: i's slot, if its own gravity does not explain it,
-        # holds k's (a swap seen from the side of a joint that carries no gravity)
-        partners = [k for k in range(n) if swapped[k] == i]
-        if swapped[i] is None and partners and testable[i]:
-            s = abs(fits[i, i][0][0]) * np.sign(fits[i, i][0][0])
-            if s < 0 or abs(s - 1) > opt['scale_fail']:
-                swapped[i] = partners[0]
-
-    checks = []
-    for i, name in enumerate(joints):
-        ke = None if k_e is None else float(k_e[i])
-        if swapped[i] is not None:
-            other = joints[swapped[i]]
-            fit = fits.get((i, swapped[i]))
-            checks.append(JointCheck(
-                name, FAIL, f'swapped with {other}?',
-                fix=f'the torque in {name}\'s slot follows {other}\'s gravity: check the '
-                'joint names (or --joint-map) and the order of torque_constants',
-                scale=float(fit[0][0]) if fit else float('nan'), load_rms=float(load_rms[i]),
-                load_max=float(load_max[i]), residual_rms=float(own[i]),
-                swapped_with=other))
-            continue
-        if not testable[i]:
-            checks.append(JointCheck(
-                name, UNTESTABLE, 'not testable here (barely loaded by gravity)',
-                load_rms=float(load_rms[i]), load_max=float(load_max[i]),
-                residual_rms=float(own[i])))
-            continue
-        coef, rms, X = fits[i, i]
-        se = _se(X, rms, opt['effective_samples'])
-        s, s_se = float(coef[0]), float(se[0])
-        b = float(coef[1]) if separable[i] else 0.0
-        b_se = float(se[1]) if separable[i] else 0.0
-        c = float(coef[-1]) if np.any(fric[:, i]) else 0.0
-        common = dict(scale=s, scale_se=s_se, friction=c, load_rms=float(load_rms[i]),
-                      load_max=float(load_max[i]), residual_rms=rms)
-        if s_se > opt['max_scale_se']:
-            checks.append(JointCheck(name, UNTESTABLE, 'not testable here (gravity too '
-                                     f'small against the noise, scale ±{s_se:.2f})',
-                                     **common))
-            continue
-        status, verdicts, fixes = OK, [], []
-        mag = abs(s)
-        if s < 0:
-            status = FAIL
-            verdicts.append('sign flipped')
-            fixes.append('reverse its sign (current_signs: multiply by -1)')
-        mismatch = _effort_mismatch(mag, ke, effort, opt['scale_fail'])
-        if mismatch:
-            status = FAIL
-            verdicts.append(mismatch[0])
-            fixes.append(mismatch[1])
-        elif mag < 0.1:
-            status = FAIL
-            verdicts.append(f'no torque (scale x{mag:.2f})')
-            fixes.append('its effort barely follows gravity: is it this joint\'s effort, '
-                         'and is the effort recorded at all?')
-        elif abs(mag - 1) > opt['scale_fail']:
-            status = FAIL
-            verdicts.append(f'scale off x{mag:.2f}')
-            fixes.append(f'torque constant x{mag:.3g}'
-                         + (f' ({ke:.4g} -> {ke * mag:.4g} N·m/A)' if ke else ''))
-        elif abs(mag - 1) > opt['scale_warn']:
-            status = max(status, WARN, key=_RANK.get)
-            verdicts.append(f'scale x{mag:.2f}')
-            fixes.append(f'torque constant x{mag:.3g} if this persists')
-        if separable[i] and abs(b) > opt['offset_warn'] * load_max[i] and abs(b) > 3 * b_se:
-            status = max(status, WARN, key=_RANK.get)
-            verdicts.append(f'offset {b:+.3g} N·m')
-            fixes.append(f'subtract the offset ({b:+.3g} N·m'
-                         + (f' = {b / ke / mag:+.3g} A in current_offsets' if ke else '')
-                         + ')')
-        if not separable[i]:
-            verdicts.append('(one pose: offset not separable)')
-        checks.append(JointCheck(
-            name, status, ', '.join(verdicts) if verdicts and status != OK else
-            ' '.join(['ok'] + verdicts), fix='; '.join(fixes), offset=b,
-            offset_current=b / ke / max(mag, 1e-9) if ke else float('nan'), **common))
-    status, verdict = _overall(checks, effort)
-    return CheckResult(tuple(checks), status, verdict, N, effort, opt)
-
-
-_RANK = {OK: 0, UNTESTABLE: 0, WARN: 1, FAIL: 2}
-
-
-def _effort_mismatch(mag, ke, effort, tolerance):
-    """A (verdict, fix) when the scale says the effort is the other kind."""
-    if ke is None or abs(np.log(ke)) < 2 * np.log1p(tolerance):
-        return None     # k_e too near 1: the two kinds cannot be told apart
-    other = ke if effort == 'current' else 1.0 / ke
-    if abs(np.log(mag / other)) < np.log1p(tolerance) and abs(mag - 1) > tolerance:
-        if effort == 'current':
-            return (f'looks like torque, not current (scale x{mag:.3g} ≈ k_e)',
-                    'the effort is joint torque already: pass --effort torque')
-        return (f'looks like current, not torque (scale x{mag:.3g} ≈ 1/k_e)',
-                'the effort is motor current: pass --effort current with --torque-constants')
-    return None
-
-
-def _overall(checks, effort):
-    failed = [c for c in checks if c.status == FAIL]
-    warned = [c for c in checks if c.status == WARN]
-    tested = [c for c in checks if c.status != UNTESTABLE]
-    untested = [c.joint for c in checks if c.status == UNTESTABLE]
-    skip = f'; not testable here: {", ".join(untested)}' if untested else ''
-    if not tested:
-        return UNTESTABLE, ('no joint could be checked: record static holds at a few poses '
-                            'where gravity loads the joints' + skip)
-    if failed:
-        kinds = sorted({c.verdict for c in failed})
-        if len(failed) == len(tested) and all('looks like' in k for k in kinds):
-            return FAIL, (f'every joint {kinds[0].split(" (")[0]}: the effort is not '
-                          f'{effort}' + skip)
-        what = '; '.join(f'{c.joint}: {c.verdict}' for c in failed)
-        return FAIL, f'do not fit yet: {what}' + skip
-    if warned:
-        what = '; '.join(f'{c.joint}: {c.verdict}' for c in warned)
-        return WARN, f'usable, with warnings: {what}' + skip
-    return OK, f'{len(tested)} joints agree with the nominal gravity' + skip
+    def why(i, se):
+        if load_max[i] < opt['min_load'] * load_max.max() or not np.isfinite(se):
+            return (f'gravity barely loads it (|G| max {load_max[i]:.2g} N·m) and only '
+                    'still or slow samples were used: hold poses where gravity loads it, '
+                    'or record a rich motion')
+        return (f'its gravity torque is too small against the noise (scale ±{se:.2f}): '
+                'more poses, longer holds')
+    checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why)
+    status, verdict = _overall(checks, effort, 'gravity')
+    return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity')
 
 
 def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None,
@@ -443,9 +711,12 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
 
     Raises
     ------
+    URDFError
+        The URDF is implausible (:func:`check_urdf`).
     DataError
         No quasi-static sample, or what :func:`check_gravity` refuses.
     """
+    check_urdf(robot)
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
     idx = np.arange(q.shape[0]) if mask is None else np.flatnonzero(mask)
@@ -457,3 +728,188 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
     return check_gravity(robot.joint_names, nominal_gravity(robot, q[idx]), tau[idx],
                          None if velocity is None else np.asarray(velocity)[idx],
                          torque_constants=torque_constants, effort=effort, options=options)
+
+
+# -- the full rigid-body path ----------------------------------------------------------
+
+def vertical_axes(robot, q, tolerance=1e-3):
+    """Whether each joint's axis stays parallel to gravity over the samples.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    q : ndarray, (N, n)
+        rad; up to 50 evenly spread samples are looked at.
+    tolerance : float
+        ``1 - |cos|`` of the angle between the axis and gravity below which it is vertical.
+
+    Returns
+    -------
+    ndarray of bool, (n,)
+    """
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    g = np.asarray(robot.gravity_vector, dtype=float)[:3]
+    if not np.linalg.norm(g) > 0:
+        return np.zeros(robot.n_joints, dtype=bool)
+    g = g / np.linalg.norm(g)
+    model, data = robot.model, robot.model.createData()
+    vertical = np.ones(robot.n_joints, dtype=bool)
+    for row in q[::max(1, len(q) // 50)]:
+        pin.forwardKinematics(model, data, robot._pin_q(row))
+        for k, jid in enumerate(robot._jid):
+            axis = data.oMi[int(jid)].rotation @ robot._axes[int(jid) - 1]
+            vertical[k] &= 1.0 - abs(float(axis @ g)) < tolerance
+    return vertical
+
+
+def roughness_ratio(nominal, tau):
+    """How much rougher the nominal torque is than the measured one, per joint.
+
+    The roughness of a signal is the RMS of its sample-to-sample change over its
+    standard deviation (scale-free, so a wrong torque constant does not change it).
+    On well-filtered data both are smooth and the ratio is about 1 or below; when the
+    cut-off lets encoder noise into q̈, the URDF's inverse dynamics turns it into
+    torque noise that the measured torque does not have (a ratio of 10 or more).
+
+    Parameters
+    ----------
+    nominal, tau : ndarray, (M, n)
+        The URDF's torques and the measured ones at the same filtered samples (N·m).
+
+    Returns
+    -------
+    ndarray, (n,)
+        NaN where a signal is constant.
+    """
+    def rough(x):
+        sd = np.std(x, axis=0)
+        return np.where(sd > 0, np.sqrt(np.mean(np.diff(x, axis=0) ** 2, axis=0))
+                        / np.where(sd > 0, sd, 1.0), np.nan)
+    return rough(np.asarray(nominal, dtype=float)) / rough(np.asarray(tau, dtype=float))
+
+
+def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_constants=None,
+                   effort='current', max_samples=4000, options=None):
+    """Check measured torques against the nominal URDF's full rigid-body torques.
+
+    Per joint i, a (robust) least-squares fit of the measured torque::
+
+        tau_i ≈ s_i τ_i(q, q̇, q̈) + b_i + fc_i tanh(q̇_i / v) + fv_i q̇_i + Ia_i q̈_i
+
+    with τ the URDF's inverse dynamics: scale and sign from every sample, gravity
+    where the arm holds, inertia where it moves fast; Coulomb, viscous friction and
+    a rotor inertia (the URDF carries none) as nuisance terms, so that they do not
+    bias the scale.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        The nominal arm at the gravity the data was recorded under.
+    q, dq, ddq : ndarray, (M, n)
+        Filtered positions (rad), velocities (rad/s) and accelerations (rad/s²):
+        :func:`arm_dyn_id.data.preparation.prepare`'s.
+    tau : ndarray, (M, n)
+        Measured torques through the same filter (N·m).
+    columns : ndarray, (M, n, 2 or 3)
+        :func:`nominal_columns`' output at the samples, through the same filter
+        (``prepare(..., regressor=nominal_columns(robot))``).
+    features : ndarray, (M, n, 2), optional
+        :func:`friction_features`' output, filtered likewise; without it no
+        friction is fitted.
+    torque_constants, effort, options
+        As :func:`check_gravity`.
+    max_samples : int
+        Evenly thinned to at most this many samples for the fits (the standard
+        errors assume at most ``effective_samples`` independent ones anyway).
+
+    Returns
+    -------
+    CheckResult
+
+    Raises
+    ------
+    URDFError
+        The URDF is implausible (:func:`check_urdf`).
+    DataError
+        Shapes disagree, too few samples, non-finite values, zero nominal torques, or
+        derivatives that are noise (:func:`roughness_ratio` above
+        ``derivative_noise`` on most joints): the filter's cut-off is too high.
+    """
+    check_urdf(robot)
+    opt = dict(DEFAULTS, **(options or {}))
+    cols = np.asarray(columns, dtype=float)
+    q, dq, ddq = (np.asarray(a, dtype=float) for a in (q, dq, ddq))
+    if cols.ndim == 3 and cols.shape[:2] == q.shape and np.shape(tau) == q.shape:
+        ratio = roughness_ratio(cols[:, :, 0], tau)
+        typical = float(np.nanmedian(ratio)) if np.any(np.isfinite(ratio)) else 0.0
+        if typical > opt['derivative_noise']:
+            raise DataError('derivatives are noise: the URDF\'s torque on the filtered samples '
+                            f'is {typical:.3g}x rougher than the measured torque (the cut-off '
+                            'is too high for the encoder noise)')
+    every = slice(None, None, max(1, -(-q.shape[0] // max_samples)))
+    q, dq, ddq, cols, tau = q[every], dq[every], ddq[every], cols[every], \
+        np.asarray(tau, dtype=float)[every]
+    features = None if features is None else np.asarray(features, dtype=float)[every]
+    n = robot.n_joints
+    if cols.ndim != 3 or cols.shape[:2] != q.shape or cols.shape[2] < 2:
+        raise DataError(f'nominal columns {cols.shape} must be (M, {n}, 2 or 3) like the '
+                        f'positions {q.shape}')
+    joints, G, T, k_e = _validate(robot.joint_names, cols[:, :, 0], tau, torque_constants,
+                                  effort)
+    gravity = cols[:, :, 1]
+    moving = np.max(np.abs(dq), axis=0) > opt['moving_speed']
+    nuisance = []
+    for i in range(n):
+        extra = []
+        if moving[i]:
+            if features is not None:
+                extra += [features[:, i, k] for k in range(features.shape[2])]
+            if opt['armature'] and cols.shape[2] > 2:
+                extra.append(cols[:, i, 2])
+        nuisance.append(extra)
+    gravity_max = np.max(np.abs(gravity), axis=0)
+    inertial_rms = np.sqrt(np.mean((G - gravity) ** 2, axis=0))
+    vertical = vertical_axes(robot, q)
+    top = float(np.sqrt(np.mean(G ** 2, axis=0)).max())
+
+    def why(i, se):
+        little = opt['min_load'] * top
+        if vertical[i]:
+            g_part = 'its axis is vertical, gravity never loads it'
+        elif gravity_max[i] <= 1e-9 * top:
+            g_part = ('gravity never loads it (what it carries has its centre of mass on '
+                      'its axis)')
+        elif gravity_max[i] < little:
+            g_part = f'gravity barely loads it (|G| max {gravity_max[i]:.2g} N·m)'
+        else:
+            g_part = None
+        if not moving[i]:
+            i_part = 'and it does not move'
+        elif inertial_rms[i] < little or (opt['armature'] and g_part):
+            i_part = 'and the motion gives too little inertial torque'
+        else:
+            i_part = None
+        if g_part and i_part:
+            text = f'{g_part}, {i_part}'
+        elif g_part:
+            text = f'{g_part}, and its inertial torque is too small against the noise'
+        else:
+            text = 'its nominal torque is too small against the noise and friction'
+        scale = f' (scale ±{se:.2g})' if np.isfinite(se) else ''
+        if g_part and (vertical[i] or gravity_max[i] <= 1e-9 * top):
+            todo = 'move it faster (a Fourier excitation): only inertia can load it'
+        else:
+            todo = 'record poses where gravity loads it, or move it faster (a Fourier excitation)'
+        return f'{text}{scale}: {todo}'
+    context = [dict(gravity_max=float(gravity_max[i]), inertial_rms=float(inertial_rms[i]))
+               for i in range(n)]
+    checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, robust=opt['robust'],
+                    context=context)
+    status, verdict = _overall(checks, effort, 'full')
+    return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full')
+
+
+__all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'JointCheck', 'CheckResult',
+           'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
+           'friction_features', 'vertical_axes', 'roughness_ratio', 'check_gravity',
+           'check_samples', 'check_dynamics']
