@@ -138,7 +138,8 @@ def test_method_choice_is_scored_on_held_out_blocks(robot, base):
 # ---------------------------------------------------------------------------
 # fit_full / validate_full / data preparation
 # ---------------------------------------------------------------------------
-from arm_dyn_id.data.preparation import choose_cutoff, prepare, resample  # noqa: E402
+from arm_dyn_id.data.preparation import (  # noqa: E402
+    choose_band, choose_cutoff, prepare, resample)
 from arm_dyn_id.errors import ConfigError  # noqa: E402
 from arm_dyn_id.identification.full_dynamics import fit_full, validate_full  # noqa: E402
 from arm_dyn_id.model import load_model  # noqa: E402
@@ -239,9 +240,11 @@ def test_preparation_resamples_chooses_cutoff_and_refuses_gaps():
     assert info['resampled'] and info['dropped'] == 2
     assert np.allclose(np.diff(tu), 1 / info['rate_hz'])
     np.testing.assert_allclose(qu[:, 0], np.sin(2 * np.pi * 0.5 * tu), atol=2e-3)
-    # from the spectrum: 5 x the top of the motion's band (1.5 Hz), not the noise
-    cut, source = choose_cutoff(qu + 1e-5 * rng.standard_normal(qu.shape), rate)
-    assert 5 * 1.4 <= cut <= 5 * 1.7, (cut, source)
+    # from the spectrum: 3-20 x the top of the motion's band (1.5 Hz), not the noise
+    noisy = qu + 1e-5 * rng.standard_normal(qu.shape)
+    cut, source = choose_cutoff(noisy, rate)
+    band = choose_band(noisy, rate).band_hz
+    assert 1.4 <= band <= 1.7 and 3 * band <= cut <= 20 * band, (cut, source)
     assert choose_cutoff(qu, rate, harmonic_hz=2.0)[0] == pytest.approx(10.0)
     prepared = prepare(t, q, q, features=FrictionModel().features)
     assert prepared.info['cutoff_hz'] == pytest.approx(cut, rel=0.1)

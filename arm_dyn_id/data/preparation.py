@@ -8,21 +8,38 @@ Only q and τ are measured; the model also needs q̇ and q̈. The steps, in orde
    interpolated linearly onto a uniform grid at the median rate. A gap longer
    than ``max_gap`` (default 10 median steps) is refused: interpolating across it
    would invent motion.
-2. **Cut-off** (:func:`choose_cutoff`). When the excitation's highest harmonic is
+2. **Cut-off** (:func:`choose_band`). When the excitation's highest harmonic is
    known (a Fourier plan), the cut-off is ``HARMONIC_FACTOR`` (5) times it.
-   Otherwise it comes from the data: the velocity power spectrum (Welch) summed
-   over the joints, and the frequency below which it holds all but
-   ``POWER_LEFT`` (1e-4, -40 dB) of its power; the cut-off is 5 times that
-   frequency, within ``[MIN_CUTOFF_HZ, 0.4·rate]``. Summing the joints lets the
-   moving ones decide (a still joint's spectrum is noise). On the real UR10e
-   30 s Fourier run this gives 1.07 Hz x 5 = 5.4 Hz; isolated vibration and
-   stamp-jitter peaks at 7-25 Hz, 60 dB below the motion, do not count (a
-   noise-floor rule, tried first, put the cut-off at the 40 Hz limit because of
-   them). Why 5: on simulated seed 001 records (TX-60, 6 harmonics of 0.1 Hz,
-   10 s) a 3x cut-off trims 3/f_c = 1.7 s of edges at each end and doubled the
-   model error against 5x-10x; above 5x the derivatives of real, quantised
-   encoder readings get noisier (q̈ noise grows as f_c^2.5) for no gain. How the
-   cut-off was chosen is stated in the model file (``preparation.cutoff_source``).
+   Otherwise it comes from the data, joint by joint. The spectrum of q
+   (:func:`q_spectrum`: Welch of the first differences, their gain divided out)
+   has a flat floor where white encoder, quantisation or interpolation noise
+   dominates; the floor (:func:`noise_floor`) is its median over 0.1-0.3 x the
+   rate. What stands above ``FLOOR_FACTOR`` (30) x the floor is the motion.
+   Two numbers come from it:
+
+   - the top of the motion's band: turned into velocity and summed over the
+     moving joints, the frequency below which it holds all but ``POWER_LEFT``
+     (1e-4, -40 dB) of its power (earlier versions took this of the raw velocity
+     spectrum, which white noise fills up to the Nyquist frequency: at 500 Hz-2 kHz
+     with encoder noise the cut-off became the rate limit);
+   - the noise's limit: the cut-off at which the noise of q̈ below it,
+     ``floor (2π)⁴ f_c⁵ / 5``, reaches ``ACCEL_NOISE`` (1e-4) of the motion's q̈
+     power, for the joint that allows least (noise in the regressor biases the
+     least-squares fit by about that fraction).
+
+   The cut-off is the noise's limit, kept within ``LOW_BAND_FACTOR`` (3) and
+   ``BAND_FACTOR`` (20) x the top of the band: as high as the noise allows (less
+   of the record lost to the filter's edges, friction steps kept sharper in τ and
+   the regressor alike), never into the motion. On the simulated realism matrix
+   (bench/realism_matrix.py: three arms, 100 Hz-2 kHz, encoder noise 0-5e-4 rad
+   and 17-bit quantisation, uneven stamps, dropped samples) the held-out error of
+   this choice is within 1.25x of the best cut-off of a sweep in every cell. On the
+   real UR10e Fourier runs (100 Hz) the top of the band is 0.7-1.2 Hz. A choice
+   clipped to ``MIN_CUTOFF_HZ``, ``MAX_CUTOFF_HZ`` or ``RATE_LIMIT`` x the rate,
+   or a record with no motion above the noise, carries a warning that names
+   ``--cutoff`` (``CutoffChoice.warning``, ``info['cutoff_warning']``, and after
+   ``WARNING:`` in ``cutoff_source``). How the cut-off was chosen is stated in
+   the model file (``preparation.cutoff_source``).
 3. **Zero-phase low-pass** (:func:`lowpass`): Butterworth of ``order`` run
    forward and backward (``sosfiltfilt``): no phase lag, so q, q̇, q̈ and τ stay
    aligned in time. τ gets the same filter as q for the fit (both sides of the
@@ -35,7 +52,11 @@ Only q and τ are measured; the model also needs q̇ and q̈. The steps, in orde
    side of ``τ = Y θ`` only. (On the simulated TX-60 the difference is small:
    the rigid-body torque of a Fourier motion stays mostly inside the band; the
    step ``sign(q̇)`` is what needs it most, see ``features``.)
-4. **Differentiation**: central differences of the filtered q (``np.gradient``).
+4. **Differentiation** (:func:`differentiate`): fourth-order central differences
+   of the filtered q (5-point stencils for q̇ and q̈), taken before the last
+   decimation. At a frequency f their relative errors are (ωh)⁴/30 and (ωh)⁴/90
+   (ω = 2πf, h the step); ``np.gradient`` twice, used before, has (ωh)²/3 in q̈:
+   for a 1 Hz harmonic at 100 Hz, 1.3e-3 against 2e-7.
 5. **Edge trimming**: ``filtfilt`` transients reach about ``3 / cutoff`` seconds
    into the record; those samples are dropped at both ends.
 6. **Decimation** (:func:`default_decimation`): after the filter nothing is left
@@ -68,7 +89,28 @@ from arm_dyn_id.errors import DataError
 HARMONIC_FACTOR = 5.0
 #: The motion's band holds all but this fraction of the velocity power (-40 dB).
 POWER_LEFT = 1e-4
+#: Limits of a chosen cut-off (Hz); a choice clipped to one of them (or to
+#: ``RATE_LIMIT`` x the rate) comes with a warning that names ``--cutoff``.
 MIN_CUTOFF_HZ = 0.5
+MAX_CUTOFF_HZ = 50.0
+RATE_LIMIT = 0.4
+#: The noise floor of q is the median of its spectrum over this band (fractions of the
+#: rate): above any arm's motion, below the roll-off of resampling near Nyquist.
+FLOOR_BAND = (0.1, 0.3)
+#: From the data, the cut-off lies between these factors x the top of the motion's
+#: band: as high as the noise of q allows (less of the record lost to the filter's
+#: edges, sharper friction steps kept alike in τ and the regressor).
+LOW_BAND_FACTOR = 3.0
+BAND_FACTOR = 20.0
+#: The noise of q̈ below the cut-off may reach this fraction of the motion's q̈ power
+#: (errors in the regressor bias the fit by about as much).
+ACCEL_NOISE = 1e-4
+#: A joint moves when the variance of its motion is this multiple of its noise's.
+MOVING_SNR = 100.0
+#: Bins averaged before the median is taken (:func:`noise_floor`).
+FLOOR_GROUP = 8
+#: Spectrum of q less this multiple of its floor (15 dB) is the motion's.
+FLOOR_FACTOR = 30.0
 #: Decimate so that at least this many samples per cut-off period remain.
 SAMPLES_PER_CUTOFF = 10.0
 DEFAULT_ORDER = 4
@@ -187,8 +229,184 @@ def resample(t, q, tau=None, rate=None, max_gap=None):
     return tu, qu, tauu, {'rate_hz': float(rate), 'resampled': True, 'dropped': dropped}
 
 
+@dataclass(frozen=True)
+class CutoffChoice:
+    """A low-pass cut-off and how it was chosen (:func:`choose_band`).
+
+    Attributes
+    ----------
+    cutoff_hz : float
+    source : str
+        In words, for the model file and the fit's output.
+    warning : str or None
+        Set when the choice landed on a limit (``MIN_CUTOFF_HZ``,
+        ``MAX_CUTOFF_HZ``, ``RATE_LIMIT`` x the rate) or the record shows no
+        motion: the data did not decide, and the text names ``--cutoff``.
+    band_hz : float or None
+        Top of the motion's band (Hz) when it came from the data.
+    q_noise_rad : tuple of float
+        White-noise level of q per joint (rad, from the floor of its spectrum;
+        empty when the plan decided).
+    """
+
+    cutoff_hz: float
+    source: str
+    warning: str = None
+    band_hz: float = None
+    q_noise_rad: tuple = ()
+
+
+def q_spectrum(q, rate):
+    """Power spectrum of q per joint, from its first differences (Welch, Hann).
+
+    Differencing first whitens the spectrum (the motion's low-frequency power is
+    reduced by f² before the window is applied, so its leakage stays far below
+    any encoder's floor); the difference's gain ``(2·rate·sin(π f / rate))²`` is
+    then divided out, so white noise on q gives a flat floor.
+
+    Parameters
+    ----------
+    q : ndarray, (N, n)
+        rad, uniform at ``rate``.
+    rate : float
+        Hz.
+
+    Returns
+    -------
+    f : ndarray, (F,)
+        Hz.
+    power : ndarray, (F, n)
+        rad²/Hz (one-sided; 0 at f = 0).
+    """
+    v = np.diff(np.asarray(q, dtype=float), axis=0) * rate
+    nper = int(min(len(v), max(256, 2 ** int(np.ceil(np.log2(20 * rate))))))
+    f, p = scipy.signal.welch(v, fs=rate, nperseg=nper, axis=0, detrend='linear')
+    gain = (2.0 * rate * np.sin(np.pi * f / rate)) ** 2
+    power = np.zeros_like(p)
+    power[1:] = p[1:] / gain[1:, None]
+    return f, power
+
+
+def noise_floor(f, power, rate):
+    """The flat floor of q's spectrum per joint (rad²/Hz): the median, over
+    ``FLOOR_BAND``, of the spectrum averaged over groups of ``FLOOR_GROUP`` bins.
+
+    The median keeps isolated peaks (vibration, stamp jitter) out; the averaging
+    first makes each value nearly Gaussian, so that the median is the mean (a
+    single periodogram bin is exponential, and its median only ln 2 of its mean).
+    """
+    inside = power[(f >= FLOOR_BAND[0] * rate) & (f <= FLOOR_BAND[1] * rate)]
+    if not len(inside):
+        return np.zeros(power.shape[1])
+    groups = max(1, len(inside) // FLOOR_GROUP)
+    means = inside[:groups * (len(inside) // groups)].reshape(groups, -1, power.shape[1])
+    return np.median(means.mean(axis=1), axis=0)
+
+
+def _limited(cut, rate, why, band_hz=None, noise=()):
+    """Clip ``cut`` to the limits; a clipped choice gets a warning naming --cutoff."""
+    limits = [(MIN_CUTOFF_HZ, f'the minimum ({MIN_CUTOFF_HZ:g} Hz)'),
+              (MAX_CUTOFF_HZ, f'the maximum ({MAX_CUTOFF_HZ:g} Hz)'),
+              (RATE_LIMIT * rate, f'the rate limit ({RATE_LIMIT:g} x {rate:.6g} Hz)')]
+    top = min(MAX_CUTOFF_HZ, RATE_LIMIT * rate)
+    clipped = float(np.clip(cut, min(MIN_CUTOFF_HZ, top), top))
+    warning = None
+    if clipped != cut:
+        limit = min(limits, key=lambda item: abs(item[0] - clipped))[1]
+        warning = (f'the cut-off {clipped:.3g} Hz is {limit}, not what the data asked for '
+                   f'({cut:.3g} Hz): check the motion and its spectrum, and give the cut-off '
+                   'with --cutoff HZ (a few times the highest frequency the motion carries)')
+    return CutoffChoice(clipped, why, warning, band_hz, tuple(float(v) for v in noise))
+
+
+def choose_band(q, rate, harmonic_hz=None):
+    """Low-pass cut-off for a uniform record: the motion's band, above the noise.
+
+    With a known excitation (a Fourier plan) its highest harmonic decides:
+    ``HARMONIC_FACTOR`` x ``harmonic_hz``. Otherwise, joint by joint, the
+    spectrum of q (:func:`q_spectrum`) has a flat floor where white encoder,
+    quantisation or interpolation noise dominates (:func:`noise_floor`); the
+    motion's spectrum is what stands above ``FLOOR_FACTOR`` x that floor. Its top
+    (``band_hz``): turned into velocity (x (2πf)²) and summed over the moving
+    joints, the frequency below which it holds all but ``POWER_LEFT`` of its
+    power. The noise's limit: the cut-off at which the noise of q̈ below it,
+    ``floor (2π)⁴ f_c⁵ / 5``, reaches ``ACCEL_NOISE`` x the motion's q̈ power, for
+    the joint that allows least. The cut-off is that limit, within
+    ``LOW_BAND_FACTOR`` and ``BAND_FACTOR`` x the top of the band, then within
+    ``MIN_CUTOFF_HZ``, ``MAX_CUTOFF_HZ`` and ``RATE_LIMIT`` x the rate. Noise never
+    counts as motion, at any rate or level.
+
+    Parameters
+    ----------
+    q : ndarray, (N, n)
+        rad, uniform at ``rate``.
+    rate : float
+        Hz.
+    harmonic_hz : float, optional
+        Highest harmonic of a known excitation (Fourier plan, ``L·ω_f / 2π``).
+
+    Returns
+    -------
+    CutoffChoice
+        With a warning when the choice is clipped to a limit or the record does
+        not move.
+
+    Raises
+    ------
+    DataError
+        A non-positive ``harmonic_hz``.
+    """
+    if harmonic_hz is not None:
+        if not (np.isfinite(harmonic_hz) and harmonic_hz > 0):
+            raise DataError(f'highest harmonic {harmonic_hz} Hz must be positive')
+        return _limited(HARMONIC_FACTOR * harmonic_hz, rate,
+                        f'{HARMONIC_FACTOR:g} x the excitation\'s highest harmonic '
+                        f'({harmonic_hz:.4g} Hz)')
+    f, power = q_spectrum(q, rate)
+    floor = noise_floor(f, power, rate)
+    noise = np.sqrt(floor * rate / 2.0)          # white noise σ: floor = 2σ² / rate
+    df = float(f[1] - f[0]) if len(f) > 1 else 1.0
+    motion = np.clip(power - FLOOR_FACTOR * floor, 0.0, None)
+    # a joint moves when its motion stands well above its noise (a still joint's
+    # spectrum leaks a little above the floor in the lowest bins)
+    moving = np.sum(motion, axis=0) * df > MOVING_SNR * noise ** 2
+    velocity = motion[:, moving] * (2 * np.pi * f[:, None]) ** 2
+    total = np.sum(velocity, axis=1)
+    if not np.any(total > 0):
+        choice = _limited(rate / 20, rate, 'no motion above the noise in the record: rate / 20',
+                          noise=noise)
+        warning = choice.warning or (
+            f'no motion above the noise of q in the record; the cut-off {choice.cutoff_hz:.3g}'
+            ' Hz (rate / 20) is a guess: give it with --cutoff HZ')
+        return CutoffChoice(choice.cutoff_hz, choice.source, warning, None, choice.q_noise_rad)
+    cumulative = np.cumsum(total) / np.sum(total)
+    highest = float(f[int(np.argmax(cumulative >= 1.0 - POWER_LEFT))])
+    # the noise's limit: q̈ noise power below the cut-off, floor (2π)⁴ f_c⁵ / 5, at most
+    # ACCEL_NOISE x the motion's q̈ power, for every moving joint
+    accel = np.sum(motion[:, moving] * (2 * np.pi * f[:, None]) ** 4, axis=0) * df
+    with np.errstate(divide='ignore'):
+        limits = (5 * ACCEL_NOISE * accel / ((2 * np.pi) ** 4 * floor[moving])) ** 0.2
+    noise_hz = float(np.min(limits))
+    low, high = LOW_BAND_FACTOR * highest, BAND_FACTOR * highest
+    cut = float(np.clip(noise_hz, low, high))
+    band = (f'the top of the motion\'s band is {highest:.3g} Hz (the velocity spectrum above '
+            f'{FLOOR_FACTOR:g} x the noise floor of q holds all but {POWER_LEFT:.0e} of its '
+            f'power below it; q noise {np.median(noise[moving]):.2g} rad)')
+    if cut == low:
+        why = f'{LOW_BAND_FACTOR:g} x the top of the motion\'s band: {band}'
+    elif cut == high:
+        why = f'{BAND_FACTOR:g} x the top of the motion\'s band: {band}'
+    else:
+        why = (f'where the noise of q̈ reaches {ACCEL_NOISE:.0e} of the motion\'s (within '
+               f'{LOW_BAND_FACTOR:g}-{BAND_FACTOR:g} x the top of the band): {band}')
+    return _limited(cut, rate, why, band_hz=highest, noise=noise)
+
+
 def choose_cutoff(q, rate, harmonic_hz=None):
     """Low-pass cut-off (Hz) for a uniform record, and how it was chosen.
+
+    :func:`choose_band` as a pair; a warning (a choice on a limit) is appended
+    to the source.
 
     Parameters
     ----------
@@ -205,27 +423,12 @@ def choose_cutoff(q, rate, harmonic_hz=None):
     source : str
         In words, for the model file.
     """
-    top = 0.4 * rate
-    if harmonic_hz is not None:
-        if not (np.isfinite(harmonic_hz) and harmonic_hz > 0):
-            raise DataError(f'highest harmonic {harmonic_hz} Hz must be positive')
-        cut = float(np.clip(HARMONIC_FACTOR * harmonic_hz, MIN_CUTOFF_HZ, top))
-        return cut, (f'{HARMONIC_FACTOR:g} x the excitation\'s highest harmonic '
-                     f'({harmonic_hz:.4g} Hz)')
-    q = np.asarray(q, dtype=float)
-    dq = np.gradient(q, 1.0 / rate, axis=0)
-    nper = int(min(len(q), max(256, 2 ** int(np.ceil(np.log2(20 * rate))))))
-    f, p = scipy.signal.welch(dq, fs=rate, nperseg=nper, axis=0, detrend='linear')
-    # the joints' velocity power together: a still joint adds (almost) nothing
-    total = np.sum(p, axis=1)
-    if not np.any(total > 0):
-        cut = float(np.clip(rate / 20, MIN_CUTOFF_HZ, top))
-        return cut, 'no motion in the record: rate / 20'
-    cumulative = np.cumsum(total) / np.sum(total)
-    highest = float(f[int(np.argmax(cumulative >= 1.0 - POWER_LEFT))])
-    cut = float(np.clip(HARMONIC_FACTOR * highest, MIN_CUTOFF_HZ, top))
-    return cut, (f'{HARMONIC_FACTOR:g} x the frequency below which the velocity spectrum '
-                 f'holds all but {POWER_LEFT:.0e} of its power ({highest:.3g} Hz)')
+    choice = choose_band(q, rate, harmonic_hz)
+    return choice.cutoff_hz, _stated(choice)
+
+
+def _stated(choice):
+    return choice.source if not choice.warning else f'{choice.source}; WARNING: {choice.warning}'
 
 
 def default_decimation(rate, cutoff_hz):
@@ -238,6 +441,45 @@ def _fir_decimate(x, factor):
     """Every ``factor``-th sample after a linear-phase FIR low-pass at the new Nyquist
     frequency (``scipy.signal.resample_poly``, delay compensated), along axis 0."""
     return scipy.signal.resample_poly(x, 1, int(factor), axis=0, padtype='line')
+
+
+#: How q̇ and q̈ are formed (stated in the model file).
+DIFFERENTIATION = ('fourth-order central differences of the filtered q (5-point stencils '
+                   'for q̇ and q̈, second order at the two ends)')
+
+
+def differentiate(q, rate):
+    """q̇ and q̈ of a filtered, uniform record by fourth-order central differences.
+
+    ``q̇_k = (q_{k-2} - 8 q_{k-1} + 8 q_{k+1} - q_{k+2}) / 12h`` and
+    ``q̈_k = (-q_{k-2} + 16 q_{k-1} - 30 q_k + 16 q_{k+1} - q_{k+2}) / 12h²``:
+    their relative errors at a frequency f are about (ωh)⁴/30 and (ωh)⁴/90
+    (ω = 2πf, h = 1/rate), against (ωh)²/6 and (ωh)²/3 for ``np.gradient``
+    applied twice: for a 1 Hz harmonic at 100 Hz, 2e-7 in q̈ against 1.3e-3. The
+    two samples at each end use ``np.gradient``'s second-order one-sided formulas
+    (they are trimmed with the filter's edges).
+
+    Parameters
+    ----------
+    q : ndarray, (N, n)
+        rad, uniform at ``rate`` (N ≥ 5).
+    rate : float
+        Hz.
+
+    Returns
+    -------
+    dq, ddq : ndarray, (N, n)
+        rad/s, rad/s².
+    """
+    q = np.asarray(q, dtype=float)
+    h = 1.0 / rate
+    dq = np.gradient(q, h, axis=0, edge_order=2)
+    ddq = np.gradient(dq, h, axis=0, edge_order=2)
+    if len(q) >= 5:
+        a, b, c, d, e = q[:-4], q[1:-3], q[2:-2], q[3:-1], q[4:]
+        dq[2:-2] = (a - 8.0 * b + 8.0 * d - e) / (12.0 * h)
+        ddq[2:-2] = (-a + 16.0 * b - 30.0 * c + 16.0 * d - e) / (12.0 * h * h)
+    return dq, ddq
 
 
 def lowpass(x, rate, cutoff_hz, order=DEFAULT_ORDER):
@@ -298,8 +540,10 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
     t_raw = np.asarray(t)
     tu, qu, tauu, info = resample(t, q, tau, rate=rate, max_gap=max_gap)
     fs = info['rate_hz']
+    warning = None
     if cutoff_hz is None:
-        cutoff_hz, source = choose_cutoff(qu, fs, harmonic_hz)
+        choice = choose_band(qu, fs, harmonic_hz)
+        cutoff_hz, source, warning = choice.cutoff_hz, _stated(choice), choice.warning
     else:
         cutoff_hz, source = float(cutoff_hz), 'given'
     if not 0 < cutoff_hz < fs / 2:
@@ -325,8 +569,7 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
             tau_raw, tauu = tauu[::pre], _fir_decimate(tauu, pre)
         fs, step, n_edge = fs / pre, step // pre, -(-n_edge // pre)
     qf = lowpass(qu, fs, cutoff_hz, order)
-    dq = np.gradient(qf, 1.0 / fs, axis=0)
-    ddq = np.gradient(dq, 1.0 / fs, axis=0)
+    dq, ddq = differentiate(qf, fs)
     feats = None
     if features is not None:
         if pre > 1:
@@ -361,7 +604,9 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
                            order).reshape(shape)
         first = n_edge // step                          # where ``keep`` starts on it
         regr = regr[first:first + len(tu[keep])]
-    info.update({'cutoff_hz': float(cutoff_hz), 'cutoff_source': source, 'order': int(order),
+    info.update({'cutoff_hz': float(cutoff_hz), 'cutoff_source': source,
+                 'cutoff_warning': warning, 'differentiation': DIFFERENTIATION,
+                 'order': int(order),
                  'filter': 'Butterworth, zero-phase (forward-backward)',
                  'decimate': int(step * pre), 'pre_decimate': int(pre),
                  'edge_s': float(n_edge / fs),
@@ -375,4 +620,6 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
                     info=info)
 
 
-__all__ = ['Prepared', 'resample', 'choose_cutoff', 'default_decimation', 'lowpass', 'prepare']
+__all__ = ['CutoffChoice', 'DIFFERENTIATION', 'Prepared', 'choose_band', 'choose_cutoff',
+           'default_decimation', 'differentiate', 'lowpass', 'prepare', 'q_spectrum',
+           'resample']
