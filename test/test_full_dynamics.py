@@ -16,8 +16,9 @@ URDF = Path(__file__).resolve().parent.parent / 'urdf' / 'staubli_tx60.urdf'
 OMEGA = 2 * np.pi * 0.1            # seed 001 §4.1: ω_f = 0.1 Hz, L = 6
 HARMONICS = 6
 ACCEL_LIMIT = 69.8                 # rad/s², seed 001 Table 2
-# seed 001 Table 3, taken as the "true" friction (f_c2 < 0 as published)
-COULOMB = np.array([8.787878, -0.628912, 6.496318, 2.763219, 3.852696, 0.169843])
+# seed 001 Table 3, taken as the "true" friction; f_c2 is published as -0.628912, but a
+# Coulomb coefficient is never negative (the fits bound friction at >= 0): its magnitude
+COULOMB = np.array([8.787878, 0.628912, 6.496318, 2.763219, 3.852696, 0.169843])
 VISCOUS = np.array([0.269583, 0.300543, 0.141414, 0.029742, 0.050831, 0.027561])
 NOISE = 0.5                        # N·m
 

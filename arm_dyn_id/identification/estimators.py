@@ -32,7 +32,7 @@ joint) does the in-sample residual decide, and the :class:`Selection` says so.
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -449,6 +449,79 @@ def fit_wls(Yb, tau, names, noise=None, mask=None, method='wls'):
     beta, cov_unit, condition = solve_normal_equations(A, b, names)
     return _finish(method, names, Yb, tau, beta, cov_unit, condition, mask, w, t0,
                    info={'weights': w.tolist()})
+
+
+def bounded_solve(A, b, nonnegative):
+    """β minimising β'Aβ - 2b'β with ``β[nonnegative] ≥ 0`` (weighted least squares from
+    its normal equations, some coefficients bounded below by zero).
+
+    Bounded-variable least squares (Stark and Parker's BVLS, as in
+    :func:`scipy.optimize.lsq_linear`) on a square-root factor of the column-scaled A:
+    the unbounded solution when it already satisfies the bounds (no extra work).
+
+    Parameters
+    ----------
+    A : ndarray, (r, r)
+        Symmetric positive (semi-)definite normal matrix.
+    b : ndarray, (r,)
+    nonnegative : ndarray of bool, (r,)
+        The coefficients bounded below by 0 (friction coefficients).
+
+    Returns
+    -------
+    beta : ndarray, (r,)
+    at_bound : ndarray of bool, (r,)
+        The bounded coefficients held at 0.
+    """
+    from scipy.optimize import lsq_linear
+    A = np.asarray(A, dtype=float)
+    b = np.asarray(b, dtype=float)
+    d = np.sqrt(np.where(np.diag(A) > 0, np.diag(A), 1.0))
+    As = A / np.outer(d, d)
+    bs = b / d
+    s, V = np.linalg.eigh(As)
+    keep = s > s.max() * 1e-13
+    R = np.sqrt(s[keep])[:, None] * V[:, keep].T
+    y = (V[:, keep].T @ bs) / np.sqrt(s[keep])
+    lower = np.where(nonnegative, 0.0, -np.inf)
+    upper = np.full(len(b), np.inf)
+    z = lsq_linear(R, y, bounds=(lower, upper), method='bvls', tol=1e-12).x
+    beta = z / d
+    beta[nonnegative] = np.maximum(beta[nonnegative], 0.0)
+    return beta, np.asarray(nonnegative, dtype=bool) & (beta <= 0.0)
+
+
+def nonnegative_friction(result, A, b, nonnegative, neq=None):
+    """``result`` with its friction coefficients (``nonnegative``) bounded at ≥ 0.
+
+    Unchanged when no bounded coefficient is negative; else the coefficients are
+    refitted from the normal equations (A, b) of the samples it was fitted on by
+    :func:`bounded_solve`, ``info['friction_at_zero']`` naming those held at 0. The
+    covariance is the unbounded fit's (the bound is not a measurement).
+
+    Parameters
+    ----------
+    result : IdentificationResult
+    A, b : ndarray
+        Weighted normal equations of the fitted samples.
+    nonnegative : ndarray of bool, (r,)
+    neq : NormalEquations, optional
+        The moments (A, b) came from: the residual RMS per joint is recomputed.
+
+    Returns
+    -------
+    IdentificationResult
+    """
+    nonnegative = np.asarray(nonnegative, dtype=bool)
+    if not np.any(result.beta[nonnegative] < 0):
+        return result
+    beta, at_bound = bounded_solve(A, b, nonnegative)
+    info = dict(result.info, friction_at_zero=[result.names[i] for i in
+                                                np.flatnonzero(at_bound)])
+    if neq is None:
+        return replace(result, beta=beta, info=info)
+    return replace(result, beta=beta, info=info,
+                   noise_std=np.sqrt(_row_rss(neq, beta) / max(neq.count, 1)))
 
 
 def parameter_owners(Yb, tol=1e-12):

@@ -45,8 +45,8 @@ from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 from arm_dyn_id.identification import consistent as cons
 from arm_dyn_id.identification.estimators import (
     ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS, IdentificationResult, NormalEquations,
-    _predict, _row_rss, _weights, fit_best, identifiability, sample_moments, select,
-    time_blocks)
+    _predict, _row_rss, _weights, fit_best, identifiability, nonnegative_friction,
+    sample_moments, select, time_blocks)
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
                                        nominal_standard_parameters, rigid_base_parameters,
@@ -521,6 +521,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                   'min_pseudo_inertia_eigenvalues': sol.min_eigenvalues.tolist()})
 
     cache = {}
+    nonnegative = np.zeros(len(names), dtype=bool)
+    nonnegative[r:] = [f in ('fc', 'fv') for f in fterms]
 
     def fit(method, fold):
         key = (method, fold)
@@ -534,6 +536,11 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
             else:
                 mask = None if fold is None else groups != fold
                 cache[key] = ESTIMATORS[method](W, target, names, noise=noise, mask=mask)
+            if method != 'consistent' and np.any(cache[key].beta[nonnegative] < 0):
+                # Coulomb and viscous friction are never negative: refit with them ≥ 0
+                neq = total if fold is None else NormalEquations.total(
+                    p for g, p in parts.items() if g != fold)
+                cache[key] = nonnegative_friction(cache[key], neq.A, neq.b, nonnegative, neq)
         return cache[key]
 
     def score(result, fold):

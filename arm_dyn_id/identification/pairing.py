@@ -12,6 +12,7 @@ and half their difference is the friction torque of the moving joint.
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import nnls
 
 from arm_dyn_id.errors import DataError
 
@@ -219,11 +220,20 @@ def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
                       moving_joint=moving[:filled], pair_id=pair[:filled])
 
 
+#: Sweeps whose |q̇| spreads by less than this fraction of its mean have a single speed:
+#: their friction is fitted as Coulomb only.
+SINGLE_SPEED = 0.2
+
+
 def coulomb_viscous_from_pairs(paired, n_joints):
     """Per-joint Coulomb and viscous friction from the half differences.
 
     Fits ``friction_j = f_c sign(q̇_j) + f_v q̇_j`` on the samples where joint j
-    moves (seed 001 eq. 2). Joints that never move get NaN.
+    moves (seed 001 eq. 2), with f_c, f_v ≥ 0 (non-negative least squares). Sweeps
+    at a single speed (the spread of |q̇| below :data:`SINGLE_SPEED` of its mean)
+    cannot separate the two: unbounded least squares then trades a negative viscous
+    coefficient for a larger Coulomb one; the friction is taken as Coulomb only
+    (f_v = 0). Joints that never move get NaN.
 
     Returns
     -------
@@ -237,11 +247,19 @@ def coulomb_viscous_from_pairs(paired, n_joints):
         if sel.sum() < 3:
             continue
         v = paired.dq[sel, j]
-        A = np.column_stack([np.sign(v), v])
-        if np.linalg.matrix_rank(A) < 2:
-            A = A[:, :1]
-            coulomb[j] = np.linalg.lstsq(A, paired.friction[sel, j], rcond=None)[0][0]
-            viscous[j] = 0.0
+        f = paired.friction[sel, j]
+        ok = np.isfinite(v) & np.isfinite(f)
+        v, f = v[ok], f[ok]
+        if len(v) < 3:
             continue
-        coulomb[j], viscous[j] = np.linalg.lstsq(A, paired.friction[sel, j], rcond=None)[0]
+        A = np.column_stack([np.sign(v), v])
+        speed = np.abs(v)
+        if np.linalg.matrix_rank(A) < 2 or \
+                speed.std() < SINGLE_SPEED * max(speed.mean(), 1e-300):
+            coulomb[j], viscous[j] = max(float(np.linalg.lstsq(A[:, :1], f, rcond=None)[0][0]),
+                                         0.0), 0.0
+            continue
+        scale = np.maximum(np.abs(A).max(axis=0), 1e-300)
+        x, _ = nnls(A / scale, f)
+        coulomb[j], viscous[j] = x / scale
     return coulomb, viscous

@@ -517,11 +517,19 @@ class QuasiStaticFit:
     excitation: dict = field(default_factory=dict)
 
 
-def _solve(A, b):
+def _solve(A, b, r=None):
+    """θ and the unit covariance; with ``r``, the friction columns after the r gravity
+    ones (Coulomb, viscous) bounded at ≥ 0 (bounded least squares when needed)."""
     s = 1.0 / np.sqrt(np.diag(A))
     As = A * s[:, None] * s[None, :]
     inv = np.linalg.inv(As)
-    return s * (inv @ (b * s)), s[:, None] * inv * s[None, :]
+    theta = s * (inv @ (b * s))
+    if r is not None and np.any(theta[r:] < 0):
+        from arm_dyn_id.identification.estimators import bounded_solve
+        bounded = np.zeros(len(theta), dtype=bool)
+        bounded[r:] = True
+        theta, _ = bounded_solve(A, b, bounded)
+    return theta, s[:, None] * inv * s[None, :]
 
 
 def fit_quasi_static(robot, base, samples, train, noise, rest_friction=None, where=''):
@@ -567,7 +575,7 @@ def fit_quasi_static(robot, base, samples, train, noise, rest_friction=None, whe
     noise = np.where(np.isfinite(noise) & (noise > 0), noise, 1e-3 * np.maximum(tau_max, 1))
     A, b = normal_equations(Y, sub.tau, row_weights(sub, noise, bound, fj))
     condition = check_identifiable(robot, base, sub.q, A, names, where)
-    theta, cov_unit = _solve(A, b)
+    theta, cov_unit = _solve(A, b, r)
     if rest_friction is None and fj:
         for k, j in enumerate(fj):
             bound[j] = max(abs(theta[r + 2 * k]), 1e-6)
@@ -575,7 +583,7 @@ def fit_quasi_static(robot, base, samples, train, noise, rest_friction=None, whe
         w = row_weights(sub, noise, bound, fj)
         A, b = normal_equations(Y, sub.tau, w)
         condition = check_identifiable(robot, base, sub.q, A, names, where)
-        theta, cov_unit = _solve(A, b)
+        theta, cov_unit = _solve(A, b, r)
     w = row_weights(sub, noise, bound, fj)
     res = sub.tau - np.einsum('mjp,p->mj', Y, theta)
     dof = max(res.size - len(theta), 1)
