@@ -38,9 +38,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from arm_dyn_id.config import ArmConfig, load_arm_config
 from arm_dyn_id.data.joint_states import Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
-from arm_dyn_id.model import load_model
-from arm_dyn_id.model.dynamics import DynamicsModel
-from arm_dyn_id.model.gravity import GravityModel
+from arm_dyn_id.model.gate import ModelRefused, admit_doc, admit_model, admit_urdf
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, try_publish)
@@ -48,7 +46,7 @@ from arm_dyn_id.nodes.params import (
     Param, declare_arm_parameters, declare_parameters, descriptor, given_arm_parameters, plain)
 from arm_dyn_id.nodes.qos import LATCHED_QOS
 from arm_dyn_id.service.compensation import (
-    ACTIVE, OUTPUTS, STALE, Compensator, FrictionFeedforward, GravityTorques,
+    ACTIVE, OUTPUTS, STALE, Compensator, GravityTorques, friction_feedforward,
     gravity_vector_from, model_friction)
 from arm_dyn_id.service.gravity import payload_from
 
@@ -83,6 +81,7 @@ class GravityCompensationNode(Node):
         self.model_source = 'none yet'
         self.compensator = None
         self.notes = []
+        self.reload_error = ''
         self._stale_since = None
         self._last_rejection = ''
         self._extra = {'publish_failures': 0}
@@ -103,14 +102,22 @@ class GravityCompensationNode(Node):
                                   stride=self.config.n_joints)
         self._msg.layout.dim = [dim]
 
+        # every model passes the model gate (arm_dyn_id.model.gate): a refusal at start is
+        # one FATAL line and exit 2, a refused model_topic message keeps the served model
+        self.accept = {'allow_rejected': p['accept_rejected'],
+                       'allow_other_urdf': p['accept_other_urdf']}
         if p['nominal_urdf']:
+            try:
+                admit_urdf(self.config.urdf)
+            except ModelRefused as exc:
+                raise ConfigError(f'nominal_urdf: {exc}') from exc
             self._use(None, 'URDF nominal parameters')
         elif p['model_file']:
             try:
-                model = load_model(p['model_file'], self.config.urdf)
-            except (ConfigError, DataError, URDFError, JointNameError, KeyError, TypeError,
-                    ValueError) as exc:
-                raise ConfigError(f'parameter model_file = {p["model_file"]!r}: {exc}') from exc
+                model = self._joints_of(admit_model(
+                    p['model_file'], urdf=self.config.urdf, what='model_file', **self.accept))
+            except ModelRefused as exc:
+                raise ConfigError(str(exc)) from exc
             self._use(model, f'model file {p["model_file"]}')
         elif p['model_topic']:
             self.commands.create_subscription(String, p['model_topic'], self._on_model,
@@ -151,6 +158,10 @@ class GravityCompensationNode(Node):
                   'e.g. /identifier_node/model; used when model_file is empty', read_only=True),
             Param('nominal_urdf', False, 'compensate with the URDF\'s nominal inertial '
                   'parameters instead of an identified model', read_only=True),
+            Param('accept_rejected', False, 'use a model marked rejected (arm-dyn-id fit '
+                  '--force wrote it although the data could not support it)', read_only=True),
+            Param('accept_other_urdf', False, 'use a model fitted with another URDF than the '
+                  'config\'s (kinematics may not match)', read_only=True),
             Param('gravity_vector', [float(v) for v in config.gravity_vector],
                   'gravity [gx, gy, gz] in the URDF root frame (m/s^2): floor [0, 0, -9.81]; '
                   'tilted, wall or ceiling mounts rotate it. Changeable at run time'),
@@ -198,24 +209,29 @@ class GravityCompensationNode(Node):
         except (JointNameError, URDFError) as exc:
             raise ConfigError(f'{NODE_NAME}: {exc}') from exc
 
+    def _joints_of(self, model):
+        """``model`` if it has the config's joints (in any order: the controller's), else
+        ModelRefused ``other_robot``."""
+        if sorted(model.joint_names) != sorted(self.config.joints):
+            raise ModelRefused(f'model {model.gate["file"]} is of joints '
+                               f'{list(model.joint_names)}, the config has '
+                               f'{list(self.config.joints)}: a model of another robot',
+                               'other_robot', model.gate['file'])
+        return model
+
     def _friction(self, model, values):
+        """(FrictionFeedforward, notes): the model's friction where it is physical, the
+        values given by the user where given (service.compensation.friction_feedforward)."""
         n = self.config.n_joints
         fc, fv = (model_friction(model) if model is not None else
                   (np.full(n, np.nan), np.full(n, np.nan)))
         order = [list(self.robot.joint_names).index(j) for j in self.config.joints] \
             if model is None else [list(model.joint_names).index(j) for j in self.config.joints]
-        fc, fv = fc[order], fv[order]
-        if values.get('friction_coulomb') is not None:
-            fc = np.asarray(values['friction_coulomb'], dtype=float)
-        if values.get('friction_viscous') is not None:
-            fv = np.asarray(values['friction_viscous'], dtype=float)
-        for name, arr in (('friction_coulomb', fc), ('friction_viscous', fv)):
-            if arr.shape != (n,):
-                raise ConfigError(f'parameter {name} = {arr.tolist()} needs {n} values (one '
-                                  'per joint)')
-        return FrictionFeedforward(np.nan_to_num(fc), np.nan_to_num(fv),
-                                   float(values['friction_breakaway_velocity']),
-                                   float(values['friction_compensation']))
+        return friction_feedforward(fc[order], fv[order], self.config.joints,
+                                    values.get('friction_coulomb'),
+                                    values.get('friction_viscous'),
+                                    values['friction_breakaway_velocity'],
+                                    values['friction_compensation'])
 
     def _gravity(self, model, gravity_vector, payload):
         if model is None:
@@ -225,17 +241,18 @@ class GravityCompensationNode(Node):
     def _build(self, model, gravity_vector, payload, friction_values):
         """A new Compensator (slow part: pinocchio copies), not yet in use."""
         gravity = self._gravity(model, gravity_vector, payload)
+        friction, notes = self._friction(model, friction_values)
         compensator = Compensator(
             gravity, joints=self.config.joints, effort_limits=self._effort_limits,
             output=self.output,
             torque_gains=self.config.joint_torque_gains if self.output == 'current' else None,
-            friction=self._friction(model, friction_values),
+            friction=friction,
             stale_timeout=float(self.get_parameter('stale_timeout').value))
-        return compensator
+        return compensator, notes
 
     def _use(self, model, source):
-        compensator = self._build(model, self.gravity_vector, self.payload,
-                                  self._friction_values)
+        compensator, friction_notes = self._build(model, self.gravity_vector, self.payload,
+                                                  self._friction_values)
         with self._lock:
             old = self.compensator
             if old is not None:
@@ -243,28 +260,31 @@ class GravityCompensationNode(Node):
                 compensator._last, compensator.state = old._last, old.state
                 compensator.counts = old.counts
             self.model, self.model_source, self.compensator = model, source, compensator
-            self.notes = list(compensator.gravity.notes) + list(
+            self.notes = list(compensator.gravity.notes) + friction_notes + list(
                 (getattr(model, 'metadata', None) or {}).get('warnings', []))
+            self.reload_error = ''
         self.get_logger().info(f'compensating with {source}; effort limits '
                                f'{compensator.effort_limits.tolist()} N·m')
         for note in self.notes:
             self.get_logger().warning(note)
 
     def _on_model(self, msg):
+        topic = self.get_parameter('model_topic').value
         try:
-            doc = yaml.safe_load(msg.data)
-            kind = doc.get('dynamics', 'gravity') if isinstance(doc, dict) else None
-            cls = DynamicsModel if kind == 'full' else GravityModel
-            model = cls.from_dict(doc, urdf=self.config.urdf, source='model_topic')
-            if sorted(model.joint_names) != sorted(self.config.joints):
-                raise DataError(f'model joints {list(model.joint_names)} differ from joints '
-                                f'{list(self.config.joints)}')
-            self._use(model, 'model from ' + self.get_parameter('model_topic').value)
-        except (ConfigError, DataError, URDFError, JointNameError, KeyError, TypeError,
-                ValueError, AttributeError, yaml.YAMLError) as exc:
-            self.get_logger().error(f'model on {self.get_parameter("model_topic").value} '
-                                    f'refused: {exc}; keeping '
-                                    f'{"the previous one" if self.compensator else "none"}')
+            try:
+                doc = yaml.safe_load(msg.data)
+            except yaml.YAMLError as exc:
+                raise ModelRefused(f'model on {topic} is not valid YAML '
+                                   f'({getattr(exc, "problem", None) or type(exc).__name__})',
+                                   'unreadable', topic) from None
+            model = self._joints_of(admit_doc(doc, source=topic, urdf=self.config.urdf,
+                                              what='model on', **self.accept))
+            self._use(model, 'model from ' + topic)
+        except (ConfigError, DataError, URDFError, JointNameError, ValueError) as exc:
+            # one error line; the model served so far (if any) stays in use
+            self.reload_error = str(exc)
+            self.get_logger().error(f'{exc}; still compensating with '
+                                    f'{self.model_source if self.compensator else "no model"}')
 
     def _on_set_parameters(self, params):
         changes = {p.name: plain(p.value) for p in params}
@@ -277,9 +297,10 @@ class GravityCompensationNode(Node):
             payload = self._payload(values)
             friction_values = {k: values[k] for k in RUNTIME if k.startswith('friction')}
             if self.compensator is not None or self.model is not None:
-                compensator = self._build(self.model, gravity_vector, payload, friction_values)
+                compensator, friction_notes = self._build(self.model, gravity_vector, payload,
+                                                          friction_values)
             else:
-                compensator = None
+                compensator, friction_notes = None, []
         except (ConfigError, ValueError, TypeError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         with self._lock:
@@ -290,7 +311,7 @@ class GravityCompensationNode(Node):
                 compensator._last, compensator.state = old._last, old.state
                 compensator.counts = old.counts
                 self.compensator = compensator
-                self.notes = list(compensator.gravity.notes)
+                self.notes = list(compensator.gravity.notes) + friction_notes
         what = 'none' if payload is None else f'{payload.mass:g} kg at {list(payload.com)} m'
         self.get_logger().info(f'now: gravity {gravity_vector.tolist()} m/s², payload {what}, '
                                f'friction fraction {values["friction_compensation"]:g}')
@@ -358,6 +379,10 @@ class GravityCompensationNode(Node):
             status.level = DiagnosticStatus.WARN
             status.message = ('no model yet' if compensator is None else
                               'waiting for joint_states')
+        if self.reload_error:
+            status.level = DiagnosticStatus.WARN
+            status.message += (f'; model refused (still compensating with '
+                               f'{self.model_source}): {self.reload_error}')
         counts = compensator.counts if compensator is not None else {}
         values = {
             'state': state,
@@ -371,6 +396,7 @@ class GravityCompensationNode(Node):
             'joint_state_age_s': f'{compensator.age(time.monotonic()):.4f}'
             if compensator is not None else 'inf',
             'last_rejection': self._last_rejection,
+            'reload_error': self.reload_error,
             'notes': json.dumps(self.notes),
             'publish_failures': self._extra['publish_failures'],
         }

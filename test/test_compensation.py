@@ -15,7 +15,7 @@ from arm_dyn_id.model.robot import Payload, RobotModel
 from arm_dyn_id.paths import resolve_data_file
 from arm_dyn_id.service.compensation import (
     ACTIVE, STALE, WAITING, Compensator, FrictionFeedforward, GravityTorques,
-    gravity_vector_from, model_friction)
+    friction_feedforward, gravity_vector_from, model_friction)
 
 JOINTS = tuple(f'joint_{i}' for i in range(1, 7))
 PAYLOAD = Payload(mass=0.4, com=(0.0, 0.02, 0.05), frame='flange')
@@ -228,6 +228,26 @@ def test_friction_feedforward_smooth_breakaway(robot):
 
 
 # -- stale input -> zeros -------------------------------------------------------------
+def test_a_models_negative_friction_is_not_fed_forward_and_said_once():
+    """A gravity fit from single-speed sweeps wrote negative viscous friction: those terms
+    get no feed-forward (one note naming them), the rest is served; only a value the user
+    gave is refused, and the error names that parameter."""
+    coulomb = np.array([0.05, 0.05, np.nan, 0.05, 0.05, 0.05])
+    viscous = np.array([0.01, -0.02, 0.01, -0.003, 0.0, 0.001])
+    friction, notes = friction_feedforward(coulomb, viscous, JOINTS, fraction=1.0)
+    np.testing.assert_array_equal(friction.viscous, [0.01, 0.0, 0.01, 0.0, 0.0, 0.001])
+    np.testing.assert_array_equal(friction.coulomb, [0.05, 0.05, 0.0, 0.05, 0.05, 0.05])
+    assert len(notes) == 1
+    assert 'joint_2 viscous -0.02' in notes[0] and 'joint_4 viscous -0.003' in notes[0]
+    # the user's values win over the model's, and need no note
+    given, notes = friction_feedforward(coulomb, viscous, JOINTS, viscous=[0.1] * 6)
+    np.testing.assert_array_equal(given.viscous, [0.1] * 6)
+    assert notes == []
+    with pytest.raises(ConfigError, match='friction_coulomb') as info:
+        friction_feedforward(coulomb, viscous, JOINTS, coulomb=[0.1] * 5 + [-0.1])
+    assert 'friction_viscous' not in str(info.value)
+
+
 def test_stale_joint_states_give_zeros_until_fresh_ones_come_back(robot):
     comp = Compensator(GravityTorques.from_robot(robot), stale_timeout=0.1)
     q = np.array([0.0, 1.0, 0.0, 0.5, 0.0, 0.0])

@@ -122,10 +122,13 @@ def test_commands_follow_the_model_switch_payload_and_gravity_and_go_to_zero(ros
                              'diagnostics_period': 0.2}, ros_env, name='comp')
     current = start_node(NODE, {'config_file': 'humanoid_arm.yaml', 'nominal_urdf': True,
                                 'output': 'current', 'controller': 'current_controller'},
-                         ros_env, name='comp_current')
+                         ros_env, name='comp_current',
+                         ros_args=['-r', '__node:=compensation_current'])
+    # one node per name: the parameter services below must reach the first node only
     from_topic = start_node(NODE, {'config_file': 'humanoid_arm.yaml',
                                    'model_topic': '/identifier_node/model',
-                                   'controller': 'topic_controller'}, ros_env, name='comp_topic')
+                                   'controller': 'topic_controller'}, ros_env, name='comp_topic',
+                            ros_args=['-r', '__node:=compensation_topic'])
     try:
         with RosHarness(ros_env.domain_id) as ros:
             effort = Listener(ros.node, 'effort_controller/commands')

@@ -292,6 +292,73 @@ class FrictionFeedforward:
                                 + self.viscous * dq)
 
 
+def friction_feedforward(model_coulomb, model_viscous, joints, coulomb=None, viscous=None,
+                         breakaway_velocity=0.05, fraction=0.0):
+    """The friction feed-forward from a model's friction and the values a user gave.
+
+    A user's value wins over the model's. A model's coefficient that is negative (a
+    gravity fit from single-speed sweeps could write one: it cannot tell viscous friction
+    from an offset) or unknown (NaN) is not physically signed: that joint gets no such
+    feed-forward, and a note says so; the model is still served. Only a value the user
+    gave is refused, and the error names its parameter.
+
+    Parameters
+    ----------
+    model_coulomb, model_viscous : array_like (n,)
+        The model's coefficients in the output order (N·m, N·m·s/rad), NaN where unknown.
+    joints : sequence of str
+        Output joint names (n,), for the note.
+    coulomb, viscous : array_like (n,), optional
+        ``friction_coulomb`` / ``friction_viscous`` given by the user.
+    breakaway_velocity, fraction : float
+        As :class:`FrictionFeedforward`.
+
+    Returns
+    -------
+    (FrictionFeedforward, list of str)
+        The feed-forward and the notes (one line at most).
+
+    Raises
+    ------
+    ConfigError
+        A value the user gave (``friction_coulomb``, ``friction_viscous``,
+        ``friction_breakaway_velocity``, ``friction_compensation``) is wrong.
+    """
+    n = len(joints)
+    out, dropped = {}, []
+    for key, model_values, given in (('coulomb', model_coulomb, coulomb),
+                                     ('viscous', model_viscous, viscous)):
+        name = f'friction_{key}'
+        if given is not None:
+            values = np.asarray(given, dtype=float).reshape(-1)
+            if values.shape != (n,) or not np.all(np.isfinite(values)) or np.any(values < 0):
+                raise ConfigError(f'parameter {name} = {values.tolist()} must be {n} finite '
+                                  'values >= 0 (one per joint)')
+            out[key] = values
+            continue
+        values = np.asarray(model_values, dtype=float).reshape(-1)
+        if values.shape != (n,):
+            raise ConfigError(f'the model\'s {key} friction has {values.size} values for {n} '
+                              f'joints {list(joints)}')
+        negative = np.isfinite(values) & (values < 0)
+        dropped += [f'{j} {key} {v:.4g}' for j, v, bad in zip(joints, values, negative) if bad]
+        out[key] = np.where(np.isfinite(values) & ~negative, values, 0.0)
+    try:
+        breakaway_velocity = float(breakaway_velocity)
+        fraction = float(fraction)
+    except (TypeError, ValueError):
+        raise ConfigError(f'parameters friction_breakaway_velocity = {breakaway_velocity!r} '
+                          f'and friction_compensation = {fraction!r} must be numbers') from None
+    notes = []
+    if dropped:
+        notes.append(f'the model\'s friction is negative for {", ".join(dropped)} (not '
+                     'physical: a fit from single-speed sweeps cannot separate it): no friction '
+                     'feed-forward for these terms; give friction_coulomb / friction_viscous '
+                     'to feed some forward')
+    return FrictionFeedforward(out['coulomb'], out['viscous'], breakaway_velocity,
+                               fraction), notes
+
+
 class Command(NamedTuple):
     """One compensation command.
 
@@ -471,4 +538,5 @@ class Compensator:
 
 
 __all__ = ['GravityTorques', 'FrictionFeedforward', 'Compensator', 'Command',
-           'gravity_vector_from', 'model_friction', 'OUTPUTS', 'WAITING', 'ACTIVE', 'STALE']
+           'gravity_vector_from', 'model_friction', 'friction_feedforward', 'OUTPUTS',
+           'WAITING', 'ACTIVE', 'STALE']
