@@ -7,7 +7,9 @@ as motor current (A). The runs may start at different times: they are aligned
 on the joint angles first. In the difference of the currents at the same q, q̇,
 q̈ the arm's own dynamics and friction cancel, leaving k_j Δi_j = the load's
 torque on joint j; the load's centre of mass (and its inertia, when the motion
-excites it) is fitted with the constants. See docs/calibrate.md.
+excites it) is fitted with the constants, and so are per-joint Coulomb and
+viscous friction terms that differ between the runs (--friction-difference). See
+docs/calibrate.md.
 
 Prints per joint k ± its standard error and how well it is determined
 (relative standard error: determined <= 5 %, poorly determined <= 20 %,
@@ -53,6 +55,12 @@ def add_arguments(parser):
     parser.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
                         help='fit the load\'s inertia too: when the motion excites it (auto, '
                         'default), always, or never (a point mass)')
+    parser.add_argument('--friction-difference', default='coulomb,viscous',
+                        metavar='TERMS',
+                        help='per-joint friction terms that may differ between the runs '
+                        '(another day, another temperature, a loaded gear), fitted and left '
+                        'out: comma-separated from coulomb, viscous, offset, or none '
+                        '(default coulomb,viscous)')
     parser.add_argument('--cutoff', type=float, metavar='HZ',
                         help='low-pass cut-off of both runs (default: from the unloaded run)')
     parser.add_argument('--recover', action='store_true',
@@ -83,8 +91,14 @@ def run(args):
     from arm_dyn_id.model.robot import RobotModel
     import numpy as np
     progress = Progress(quiet=args.quiet)
+    from arm_dyn_id.identification.calibration import FRICTION_TERMS
     if not (np.isfinite(args.mass) and args.mass > 0):
         raise ConfigError(f'--mass {args.mass:g}: give the load\'s mass in kg (> 0)')
+    friction = tuple(t.strip() for t in args.friction_difference.split(',') if t.strip())
+    friction = () if friction == ('none',) else friction
+    if set(friction) - set(FRICTION_TERMS):
+        raise ConfigError(f'--friction-difference {args.friction_difference}: give none or '
+                          f'terms from {", ".join(FRICTION_TERMS)}, comma-separated')
     bags = [args.unloaded.expanduser(), args.loaded.expanduser()]
     for bag in bags:
         if not bag.exists():
@@ -106,7 +120,7 @@ def run(args):
                    f'{frame!r}')
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
     cal = calibrate(robot, *[(r.t, r.q, r.tau) for r in recs], mass=args.mass, frame=frame,
-                    inertia=inertia, cutoff_hz=args.cutoff)
+                    inertia=inertia, cutoff_hz=args.cutoff, friction=friction)
     doc = cal.to_dict()
     doc['bags'] = {'unloaded': str(bags[0]), 'loaded': str(bags[1])}
     doc['urdf'] = str(config.urdf)
