@@ -18,8 +18,13 @@ friction apart) and streams, for every ``joint_states``, ``model_torques``,
 ``external_torques`` (the momentum-observer residual) and ``contact``
 (arm_dyn_id.service.dynamics). With ``serve_only: true`` it only serves
 ``model_file`` (default ``<model_dir>/latest/model.yaml``) and reloads it when it
-changes. ``~/identify_payload`` / ``~/apply_payload`` identify a payload from the
-recent samples with the arm model frozen and add it to the served model.
+changes; without ``config_file`` the model file's own URDF and joints are used (any arm).
+Every model file passes the model gate (arm_dyn_id.model.gate): one refused at start, or
+nothing to serve in serve_only, is one FATAL line and exit 2; at a reload the previous
+model stays served and the log and diagnostics (``reload_error``) say why.
+``accept_rejected`` / ``accept_other_urdf`` are the opt-ins. ``~/identify_payload`` /
+``~/apply_payload`` identify a payload from the recent samples with the arm model frozen
+and add it to the served model.
 
 ``~/check`` runs the pre-flight check (arm_dyn_id.validation.check) on the samples
 held: the measured torques of the still or slow parts against the URDF's gravity,
@@ -56,8 +61,8 @@ from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
 from arm_dyn_id.identification.payload import identify_payload_samples
 from arm_dyn_id.identification.pipeline import choose_dynamics, fit_gravity
-from arm_dyn_id.model import load_model
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
+from arm_dyn_id.model.gate import ModelRefused, admit_model
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, try_publish)
@@ -152,6 +157,12 @@ class IdentifierNode(Node):
         self._stopping = False
         self._seen_stat = None
         self._throttle = 5.0
+        # what a model file must match: the config's URDF and joints, else (serve_only
+        # without a config) those of the model admitted at start
+        self.urdf = self.config.urdf if self.config else None
+        self.joints = tuple(self.config.joints) if self.config else None
+        self.accept = {'allow_rejected': p('accept_rejected').value,
+                       'allow_other_urdf': p('accept_other_urdf').value}
 
         depth = p('queue_depth').value
         streams = stream_qos(depth)
@@ -174,17 +185,39 @@ class IdentifierNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.commands = self._create_command_node()
 
-        if self.model_file and Path(self.model_file).is_file():
-            self.request_reload('start')
-        elif self.serve_only:
-            self.get_logger().error(
-                f'serve_only: model_file {self.model_file!r} does not exist yet; queries get '
-                'error replies until it appears (polled every '
-                f'{p("model_poll_period").value} s)')
+        if self.serve_only or (self.model_file and Path(self.model_file).exists()):
+            self._load_at_start()
         what = 'serving only' if self.serve_only else \
             f'fitting {list(self.config.joints)} ({self.dynamics_mode} dynamics) with ' \
             f'{list(self.methods)}; every fit written under {self.model_root}'
         self.get_logger().info(f'{what}; model_file {self.model_file or "(none)"}')
+
+    def _load_at_start(self):
+        """Admit ``model_file`` through the model gate before anything is served.
+
+        A file that the gate refuses, or none to serve in serve_only, is a configuration
+        error (one FATAL line, exit 2): the node never runs serving nothing or a wrong model.
+        """
+        path = Path(self.model_file)
+        if self.serve_only and not path.exists():
+            given = self.get_parameter('model_file').value
+            if not given and self.config is None:
+                why = 'serve_only with neither model_file nor config_file: nothing to serve'
+            else:
+                why = f'serve_only: model_file {path} does not exist: nothing to serve' + (
+                    '' if given else ' (no fit of this robot under model_dir yet)')
+            raise ConfigError(f'{NODE_NAME}: {why}; give model_file:=<fit folder>/model.yaml')
+        try:
+            self._seen_stat = self._stat(path)
+        except OSError:
+            pass
+        prepared, message = self._reload_job(str(path))
+        with self._lock:
+            self._apply_model(prepared)
+        if self.config is None:
+            self.urdf = prepared['model'].robot.source
+            self.joints = tuple(prepared['model'].joint_names)
+        self.get_logger().info(message)
 
     # -- parameters -------------------------------------------------------
     def _load_config(self):
@@ -213,16 +246,22 @@ class IdentifierNode(Node):
                   f'({", ".join(sorted(ESTIMATORS))})'),
             Param('fit_on_done', True,
                   'fit automatically when a segment marker with phase "done" arrives'),
-            Param('model_file', '', 'model YAML written by ~/save and read by ~/reload (path)',
+            Param('model_file', '', 'model YAML written by ~/save and read by ~/reload (path); '
+                  'served from the start when it exists (serve_only: it must)',
                   read_only=True),
+            Param('accept_rejected', False, 'serve a model file marked rejected (arm-dyn-id '
+                  'fit --force wrote it although the data could not support it)',
+                  read_only=True),
+            Param('accept_other_urdf', False, 'serve a model file fitted with another URDF '
+                  'than the config\'s (kinematics may not match)', read_only=True),
             Param('model_poll_period', 1.0, 'serve_only: period of the model_file '
                   'modification check (s)', read_only=True, low=0.05, high=3600.0),
             Param('diagnostics_period', 1.0, 'period of diagnostics messages (s)',
                   read_only=True, low=0.05, high=60.0),
             Param('queue_depth', 1000, 'QoS depth of joint_torques, joint_states, gravity_* '
-                  'topics (messages)', read_only=True),
+                  'topics (messages)', read_only=True, low=1, high=100000),
             Param('initial_capacity', 65536, 'initial sample buffer size (samples); it '
-                  'doubles when full', read_only=True),
+                  'doubles when full', read_only=True, low=1, high=100000000),
             Param('full_methods', ['wls', 'irls', 'consistent'], 'estimators of a full-dynamics '
                   'fit; the best held-out score is kept (consistent: every link physically '
                   'consistent, needed for the identified URDF)'),
@@ -572,11 +611,13 @@ class IdentifierNode(Node):
         return done
 
     def _reload_job(self, path):
-        model = load_model(path)
-        if model.metadata.get('rejected'):
-            # arm-dyn-id fit --force wrote it although the data could not support it
-            raise DataError(f'{path} is marked rejected ({model.metadata["rejected"]}); '
-                            'it is not served: refit with better data')
+        """Admit ``path`` through the model gate (ModelRefused: one line, the reason) and
+        prepare it for serving."""
+        try:
+            model = admit_model(path, urdf=self.urdf, joints=self.joints,
+                                kinds=('gravity', 'full'), what='model_file', **self.accept)
+        except ModelRefused as exc:
+            raise ConfigError(f'{NODE_NAME}: {exc}') from exc
         for warning in model.metadata.get('warnings', []):
             self.get_logger().warning(warning)
         kind = 'full-dynamics' if is_full(model) else 'gravity'
@@ -588,7 +629,8 @@ class IdentifierNode(Node):
         def finished(job):
             exc = job.exception()
             if exc is not None:
-                outcome = (False, f'{type(exc).__name__}: {exc}')
+                outcome = (False, str(exc) if isinstance(exc, ConfigError) else
+                           f'{type(exc).__name__}: {exc}')
                 self._failed(kind, outcome[1])
             else:
                 prepared, message = job.result()

@@ -412,12 +412,12 @@ def test_serve_only_reloads_changed_model_file_and_keeps_old_on_bad_file(ros_env
 
         # a broken file: keep serving B, say why
         path.write_text('schema: something else\n')
-        h.wait_for(lambda: 'not an arm_dyn_id gravity model' in (probe.diag('reload_error')
-                                                                 or ''),
+        h.wait_for(lambda: 'not an arm_dyn_id model file' in (probe.diag('reload_error')
+                                                              or ''),
                    30.0, what='reload error in diagnostics')
         np.testing.assert_allclose(c.call(JOINTS, pose, 30.0), expected_b, rtol=1e-9)
         res = h.trigger('reload')
-        assert not res.success and 'not an arm_dyn_id gravity model' in res.message
+        assert not res.success and 'not an arm_dyn_id model file' in res.message
 
         # a model that arm-dyn-id fit --force wrote as rejected is never served
         text = model_a.to_yaml().replace('schema:', 'rejected: gravity 1000x the URDF\nschema:',
