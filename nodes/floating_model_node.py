@@ -21,7 +21,10 @@ and serves, through :class:`arm_dyn_id.service.floating.ServedFloating`:
 
 Without a model file and no fit in the model directory it serves the nominal URDF's
 parameters with a warning, and switches to the fit as soon as one appears (the
-file is polled). See docs/floating_base.md ("Serving").
+file is polled). Every model file passes the model gate (arm_dyn_id.model.gate): one
+that fails at start (the one named, or the latest fit) is one FATAL line and exit 2; at
+a reload the served model stays. ``accept_rejected`` / ``accept_other_urdf`` are the
+opt-ins. See docs/floating_base.md ("Serving").
 """
 
 import json
@@ -44,6 +47,7 @@ from arm_dyn_id.config import file_sha256
 from arm_dyn_id.data.joint_states import Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.model.floating import FloatingIdentification, FloatingModel
+from arm_dyn_id.model.gate import ModelRefused, admit_model, admit_urdf
 from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, try_publish)
 from arm_dyn_id.nodes.params import (
@@ -94,7 +98,14 @@ class FloatingModelNode(Node):
                   read_only=True, low=0.05, high=60.0),
             Param('queue_depth', 1000, 'QoS depth of joint_states, odometry, query and '
                   'stream topics (messages)', read_only=True, low=1, high=100000),
+            Param('accept_rejected', False, 'serve a model file marked rejected (arm-dyn-id '
+                  'fit --force wrote it although it predicts worse than the URDF)',
+                  read_only=True),
+            Param('accept_other_urdf', False, 'serve a model file fitted with another URDF '
+                  'than the config\'s (kinematics may not match)', read_only=True),
         ], self.config)
+        self.accept = {'allow_rejected': values['accept_rejected'],
+                       'allow_other_urdf': values['accept_other_urdf']}
         self.world_frame = values['world_frame']
         try:
             self.model_root = resolve_model_dir(values['model_dir'], self.config.robot_name)
@@ -142,14 +153,12 @@ class FloatingModelNode(Node):
         self.commands = self._create_command_node(values)
 
         ok, message = self.load()
-        if not ok and self.explicit:
-            # a model file the user named that cannot be served is a configuration error
-            raise ConfigError(f'{NODE_NAME}: model_file: {message}')
-        if self.served is None:     # the default file exists but is broken
-            self._install(self._nominal(), NOMINAL)
-            message = f'{self.model_file} not served ({message}): serving the nominal URDF'
-            self.warnings = [message]
-            self.get_logger().error(message)
+        if not ok:
+            # a model file that cannot be served (the one named, or the latest fit) is a
+            # configuration error: the node does not run serving something else instead
+            raise ConfigError(f'{NODE_NAME}: {message}' + (
+                '' if self.explicit else '; fix or remove that fit (the nominal URDF is '
+                'served only when model_dir holds no fit)'))
         self.get_logger().info(f'{message}; base state from {self.base_source}')
         if self.base_source == 'none':
             self.get_logger().warning(
@@ -177,8 +186,12 @@ class FloatingModelNode(Node):
                 self._seen_stat = None
             if not path.is_file():
                 if self.explicit:
-                    return False, f'{path} does not exist'
+                    return False, f'model_file {path} does not exist'
                 if self.served is None:
+                    try:
+                        admit_urdf(self.config.urdf)
+                    except ModelRefused as exc:
+                        return False, f'no fitted model at {path}, and the nominal {exc}'
                     self._install(self._nominal(), NOMINAL)
                     message = (f'no fitted model at {path}: serving the nominal URDF '
                                f'{self.config.urdf} until a fit appears there')
@@ -187,11 +200,14 @@ class FloatingModelNode(Node):
                     return True, message
                 return False, f'{path} does not exist (still serving {self.model_source})'
             try:
-                ident = FloatingIdentification.load(path, urdf_dir=self.config.urdf)
-                if ident.metrics.get('rejected'):
+                ident = admit_model(path, urdf=self.config.urdf, kinds=('floating',),
+                                    what='model_file', **self.accept)
+                rejected = ident.metrics.get('rejected')
+                if rejected and not self.accept['allow_rejected']:
                     # arm-dyn-id fit --force wrote it although it predicts worse than the URDF
-                    raise DataError(f'{path} is marked rejected ({ident.metrics["rejected"]}); '
-                                    'it is not served: refit with better data')
+                    raise ModelRefused(f'model_file {path} is marked rejected ({rejected}); '
+                                       'accept_rejected:=true serves it anyway', 'rejected',
+                                       path)
                 model = ident.model()
                 if set(model.joint_names) != set(self.config.joints):
                     raise DataError(f'{path}: model joints {list(model.joint_names)} are not '

@@ -343,11 +343,11 @@ def test_biped_nominal_until_a_fit_appears_and_com_from_the_stance_foot(ros_env,
                    what='diagnostics naming the fit')
         # a broken fit: the previous one kept, the reason in diagnostics and ~/reload
         (root / 'run1' / 'model.yaml').write_text('schema: something else\n')
-        h.wait_for(lambda: 'not an arm_dyn_id floating model' in (h.diag('reload_error') or ''),
+        h.wait_for(lambda: 'not an arm_dyn_id model file' in (h.diag('reload_error') or ''),
                    30.0, what='reload error in diagnostics')
         np.testing.assert_allclose(value(h.ask('com', names, position)), expected, atol=1e-12)
         res = h.call(h.reload, Trigger.Request(), timeout=30.0)
-        assert not res.success and 'not an arm_dyn_id floating model' in res.message
+        assert not res.success and 'not an arm_dyn_id model file' in res.message
     # SIGTERM (what a process manager sends) ends it cleanly too
     proc.send_signal(signal.SIGTERM)
     try:
@@ -372,23 +372,20 @@ def test_bad_configuration_is_one_fatal_line_and_exit_2(ros_env, params, named):
     assert named in fatal, node_output(proc)
 
 
-def test_a_broken_latest_fit_at_start_serves_the_nominal_urdf_and_says_why(ros_env, tmp_path):
+def test_a_broken_latest_fit_at_start_is_refused(ros_env, tmp_path):
+    """The latest fit exists but is not a model: the node does not serve the nominal URDF
+    in its place (that is only for a model_dir with no fit): one FATAL line, exit 2."""
     root = tmp_path / 'fits'
     (root / 'run1').mkdir(parents=True)
     (root / 'run1' / 'model.yaml').write_text('schema: something else\n')
     (root / 'latest').symlink_to('run1')
-    proc = start(ros_env, {'config_file': 'space_manipulator.yaml', 'model_dir': str(root)})
-    with Probe(ros_env.domain_id) as h:
-        h.wait_for(lambda: h.diags, TIMEOUT, what='diagnostics')
-        assert h.diag('model_source') == 'nominal URDF'
-        warnings = json.loads(h.diag('warnings'))
-        assert 'not an arm_dyn_id floating model' in warnings[0], warnings
-        model = FloatingModel(REPO / 'urdf' / 'space_manipulator.urdf')
-        names = list(BASE_NAMES) + list(model.joint_names)
-        position = np.r_[0.1, 0.2, 0.3, 0, 0, 0, 1, np.full(model.n, 0.2)]
-        np.testing.assert_allclose(value(h.ask('com', names, position)),
-                                   model.com(position[None])[0], atol=1e-12)
-    assert stop(proc) == 0, node_output(proc)
+    proc = start(ros_env, {'config_file': 'space_manipulator.yaml', 'model_dir': str(root)},
+                 name='floating_broken_latest')
+    try:
+        fatal = refusal_line(proc, TIMEOUT)
+    finally:
+        stop(proc)
+    assert 'not an arm_dyn_id model file' in fatal and 'fix or remove that fit' in fatal, fatal
 
 
 def test_a_fit_of_a_recorded_bag_is_served_and_conserves_its_momentum(ros_env, tmp_path):
