@@ -10,22 +10,30 @@
 
 An error reply has an empty ``effort`` and ``name = ['error: <message>']``.
 
+- :func:`spin_in_background`: spins a node in a thread that the process waits for at
+  exit, so that ``rclpy.shutdown()`` ends a client cleanly.
+
 Example::
 
-    client = GravityClient(node)          # node spun by an executor in another thread
+    client = GravityClient(node)          # create before spinning
+    spin_in_background(node)              # an executor in a thread, joined at exit
     client.wait_for_server(5.0)
     tau = client.call(['joint_1', 'joint_2'], [0.1, 0.2])   # N·m, in the order asked
     ids = DynamicsClient(node)
     answer = ids.call(names, q, dq, ddq)  # answer.total, .rigid_body, .friction (N·m)
 """
 
+import atexit
 import itertools
+import sys
 import threading
 import time
 import uuid
+import weakref
 from typing import NamedTuple
 
 import numpy as np
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -33,6 +41,97 @@ from std_msgs.msg import Bool
 from arm_dyn_id.nodes.qos import stream_qos
 
 ERROR_PREFIX = 'error: '
+
+
+#: s the process waits at exit for threads still inside an rclpy executor.
+EXIT_WAIT = 5.0
+
+
+class BackgroundSpin:
+    """An executor spinning ``node`` in a daemon thread (:func:`spin_in_background`).
+
+    ``rclpy.shutdown()`` ends it without a traceback; :meth:`shutdown` ends it before
+    that (and joins the thread). Either way the process waits for the thread at exit.
+    """
+
+    def __init__(self, node, executor=None):
+        self.executor = executor if executor is not None else \
+            SingleThreadedExecutor(context=node.context)
+        self.executor.add_node(node)
+        self.thread = threading.Thread(target=self._spin, daemon=True,
+                                       name=f'{node.get_name()}-spin')
+        _SPINS.add(self)
+        _exit_wait()
+        self.thread.start()
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass        # rclpy.shutdown(): the normal end
+
+    def shutdown(self, timeout=EXIT_WAIT):
+        """Stop the executor and join the thread (bounded by ``timeout`` s); whether it ended."""
+        self.executor.shutdown(timeout_sec=timeout)
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+
+def spin_in_background(node, executor=None):
+    """Spin ``node`` (a SingleThreadedExecutor, or ``executor``) in a background thread.
+
+    Returns a :class:`BackgroundSpin`. End with ``rclpy.shutdown()`` (or its
+    ``shutdown()`` first): the process waits for the thread when it exits.
+    """
+    return BackgroundSpin(node, executor)
+
+
+_SPINS = weakref.WeakSet()
+_EXIT_HOOK = []
+
+
+def _exit_wait():
+    """Register :func:`_join_executor_threads` at exit, once."""
+    if not _EXIT_HOOK:
+        _EXIT_HOOK.append(True)
+        atexit.register(_join_executor_threads)
+
+
+def _executor_threads():
+    """{thread id: Executor} of the threads (other than this one) inside an rclpy executor."""
+    found = {}
+    me = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        while frame is not None:
+            candidate = frame.f_locals.get('self')
+            if isinstance(candidate, Executor):
+                found[ident] = candidate
+                break
+            frame = frame.f_back
+    return found
+
+
+def _join_executor_threads(timeout=EXIT_WAIT):
+    """At exit: stop every executor that still spins in a thread and wait for the threads.
+
+    A daemon thread left waiting in an rclpy executor is woken by ``rclpy.shutdown()``
+    (or by a message) while Python finalises; taking the interpreter back then ends the
+    thread from inside C++ and the process aborts ("terminate called without an active
+    exception", exit code 134). Waiting here, before finalisation, avoids it.
+    """
+    deadline = time.monotonic() + timeout
+    for spin in list(_SPINS):
+        spin.shutdown(max(0.1, deadline - time.monotonic()))
+    for executor in set(_executor_threads().values()):
+        try:
+            executor.shutdown(timeout_sec=max(0.1, deadline - time.monotonic()))
+        except Exception:       # noqa: BLE001 - its context is gone: nothing to stop
+            pass
+    while _executor_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 class GravityQueryError(RuntimeError):
@@ -72,6 +171,7 @@ class GravityClient:
         self._counter = itertools.count()
         self._pending = {}
         self._lock = threading.Lock()
+        _exit_wait()
         self._pub = node.create_publisher(JointState, query_topic, qos)
         self._sub = node.create_subscription(JointState, result_topic, self._on_result, qos)
 
@@ -259,6 +359,7 @@ class ResidualMonitor:
         self._latest = None
         self._callback = callback
         self._lock = threading.Lock()
+        _exit_wait()
         self._sub = node.create_subscription(JointState, residual_topic, self._on_residual,
                                              qos)
         self._contact_sub = node.create_subscription(Bool, contact_topic, self._on_contact,

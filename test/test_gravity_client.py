@@ -1,10 +1,18 @@
 """GravityClient over real DDS against a server that loses the first copy of every query:
-the blocking call sends the query again and gets its answer (issue 6/9)."""
+the blocking call sends the query again and gets its answer (issue 6/9). The client
+snippet of docs/identifier.md, run as written against a serving identifier_node, ends
+with exit code 0 (issue 22: it aborted, "terminate called without an active exception")."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ros_utils import RosHarness
+from ros_utils import RosHarness, node_output, start_node, stop
 
 pytest.importorskip('rclpy')
 pytestmark = pytest.mark.ros
@@ -52,3 +60,46 @@ def test_a_lost_query_is_sent_again_and_answered(ros_env):
         # without the resend the same loss is a timeout, said as such
         with pytest.raises(GravityQueryError, match='no gravity_result within'):
             client.call(JOINTS, [0.1, -0.3], timeout=0.5, resend_period=None)
+
+
+DOCS = Path(__file__).resolve().parent.parent / 'docs' / 'identifier.md'
+
+
+def docs_snippet():
+    """The python block of docs/identifier.md that creates a GravityClient, as written."""
+    blocks = re.findall(r'```python\n(.*?)```', DOCS.read_text(), flags=re.S)
+    found = [b for b in blocks if 'GravityClient(node)' in b and 'rclpy.init()' in b]
+    assert len(found) == 1, 'docs/identifier.md: the GravityClient snippet'
+    return found[0]
+
+
+def test_the_documented_client_snippet_runs_and_exits_0(ros_env, tmp_path):
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.model.base_parameters import gravity_base_parameters
+    from arm_dyn_id.model.gravity import GravityModel
+    from arm_dyn_id.model.robot import RobotModel
+    robot = RobotModel.from_config(load_arm_config('humanoid_arm.yaml'))
+    base = gravity_base_parameters(robot)
+    model = GravityModel(robot, base, base.beta(robot.parameters('gravity')) * 1.05)
+    path = model.save(tmp_path / 'model.yaml')
+    server = start_node('arm_dyn_id.nodes.identifier_node',
+                        {'serve_only': True, 'model_file': str(path)}, ros_env,
+                        name='identifier')
+    script = tmp_path / 'snippet.py'
+    script.write_text(docs_snippet())
+    try:
+        with RosHarness(ros_env.domain_id) as h:     # the server is up before the snippet
+            assert GravityClient(h.node).wait_for_server(60.0), node_output(server)
+        run = subprocess.run([sys.executable, str(script)], env=dict(ros_env),
+                             cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    finally:
+        code = stop(server)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert 'terminate called' not in output and 'Traceback' not in output, output
+    printed = re.search(r'G\(q\) = (\[.*\])', run.stdout)
+    assert printed, output
+    np.testing.assert_allclose(json.loads(printed.group(1)),
+                               model.gravity_torques([0.0, 0.5, 0.0, 1.0, 0.0, 0.0]),
+                               rtol=1e-9, atol=1e-12)
+    assert code == 0, node_output(server)
