@@ -21,6 +21,9 @@ Procedure:
    pair the constants were calibrated on (no second pair is available here), so
    it checks consistency between two formulations (difference of twin runs
    against a frozen arm model), not independent accuracy.
+4. Each half of the free run calibrated against the whole loaded run: the two
+   halves' constants differ by about their combined standard error when the
+   errors are honest.
 
     .venv/bin/python bench/calibrate_ur10e.py [--data ../shared/real-data/ur10e]
 """
@@ -52,11 +55,26 @@ def cli(argv):
         return _main(argv)
 
 
-def to_bag(data, name, out):
+def to_bag(data, name, out, rows=None):
+    extra = [] if rows is None else ['--rows', f'{rows[0]}:{rows[1]}']
     subprocess.run([sys.executable, str(data / 'to_bag.py'),
-                    str(data / 'data' / f'{name}.csv.gz'), str(out)],
+                    str(data / 'data' / f'{name}.csv.gz'), str(out)] + extra,
                    check=True, capture_output=True, text=True)
     return out
+
+
+def halves(data, tmp, urdf, loaded, rows=2036):
+    """The constants from each half of the free run against the whole loaded run:
+    their differences against the standard errors (a check of the errors on real data)."""
+    docs = []
+    for k, part in enumerate(((1, rows // 2), (rows // 2 + 1, rows))):
+        free = to_bag(data, FREE, tmp / f'free_half{k}', part)
+        out = tmp / f'half{k}.json'
+        if cli(['calibrate', str(free), str(loaded), '--urdf', str(urdf), '--mass', str(MASS),
+                '--json', str(out), '--quiet']) != 0:
+            return None
+        docs.append(json.loads(out.read_text()))
+    return docs
 
 
 def payload_mass(tmp, urdf, free, loaded, gains, label):
@@ -99,9 +117,11 @@ def main():
             return 1
         doc = json.loads(out.read_text())
         a = doc['alignment']
+        info = doc['info']
         print(f'\ncalibrate: {seconds:.1f} s; shift {a["shift_s"]:.3f} s, overlap '
-              f'{a["overlap_s"]:.1f} s; load centre of mass {doc["load"]["com"]} m; '
-              f'{doc["info"]["load_model"]}')
+              f'{a["overlap_s"]:.1f} s; {doc["n_samples"]} samples, cut-off '
+              f'{info["cutoff_hz"]:.3g} Hz ({info["cutoff_source"]}); load centre of mass '
+              f'{doc["load"]["com"]} m; {info["load_model"]}')
         print('\n| joint | k (N·m/A) | s.e. | rel. s.e. | determination | source project '
               '| k / source |')
         print('|---|---|---|---|---|---|---|')
@@ -113,6 +133,19 @@ def main():
         for name in doc['joints']:
             if doc['per_joint'][name]['advice']:
                 print(f'  {doc["per_joint"][name]["advice"]}')
+        docs = halves(args.data, tmp, urdf, loaded)
+        if docs is None:
+            print('\nhalves: the command failed on a half of the free run')
+        else:
+            print('\neach half of the free run (rows 1-1018, 1019-2036) against the whole '
+                  'loaded run:')
+            print('| joint | first half | second half | difference / combined s.e. |')
+            print('|---|---|---|---|')
+            for j, name in enumerate(doc['joints']):
+                (k1, k2), (s1, s2) = ([d[key][j] for d in docs] for key in (
+                    'torque_constants', 'torque_constants_std_error'))
+                print(f'| {name} | {k1:.3f} ± {s1:.2f} | {k2:.3f} ± {s2:.2f} | '
+                      f'{(k1 - k2) / (s1 ** 2 + s2 ** 2) ** 0.5:+.2f} |')
         print(f'\npayload identified back ({MASS} kg known; fit on {FREE}, payload on '
               f'{LOADED}: the calibration pair itself):')
         for label, gains in (('calibrated', doc['torque_constants']),
