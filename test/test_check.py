@@ -159,7 +159,7 @@ def test_core_gravity_path_says_a_vertical_axis_is_untestable_and_not_ok():
     # still samples cannot test it, and an untested joint is not OK
     assert result.status == UNTESTABLE, result.table()
     assert by['shoulder_pan_joint'].status == UNTESTABLE
-    assert 'gravity barely loads it' in by['shoulder_pan_joint'].verdict
+    assert 'gravity never loads it' in by['shoulder_pan_joint'].verdict
     assert 'untestable: shoulder_pan_joint' in result.verdict
     for j in ('shoulder_lift_joint', 'elbow_joint'):
         assert by[j].status == OK and abs(by[j].scale - 1) < 0.05
@@ -211,15 +211,31 @@ def test_table_stays_aligned_with_long_joint_names():
 def test_clean_bag_passes(tmp_path, capsys, urdf_of, k_e):
     urdf = urdf_of()
     path, robot = bag(tmp_path, urdf, k_e)
-    code, out = run_check(capsys, path, urdf, k_e, '--json', str(tmp_path / 'c.json'))
+    code, out = run_check(capsys, path, urdf, k_e, '--dynamics', 'full', '--json',
+                          str(tmp_path / 'c.json'))
     assert code == 0, out
     assert 'OK:' in out
     doc = json.loads((tmp_path / 'c.json').read_text())
     assert doc['status'] == 'ok' and set(doc['joints']) == set(robot.joint_names)
-    # holds and fast moves alike, through the full model: every joint is tested
+    # holds and fast moves alike, through the full model: every joint is tested, the
+    # base joint of the UR5 too (by the inertial torque of the moves)
     assert doc['model'] == 'full' and doc['n_samples'] > 0
     assert all(j['status'] == 'ok' and abs(j['scale'] - 1) < 0.05
                for j in doc['joints'].values()), out
+
+
+def test_static_holds_compare_gravity_and_name_what_gravity_cannot_test(tmp_path, capsys):
+    urdf = ur5()
+    path, robot = bag(tmp_path, urdf, UR5_K_E, poses=6)
+    code, out = run_check(capsys, path, urdf, UR5_K_E, '--json', str(tmp_path / 'c.json'))
+    doc = json.loads((tmp_path / 'c.json').read_text())
+    # not rich motion: gravity on the still or slow samples, as fit would choose
+    assert doc['model'] == 'gravity' and doc['dynamics']['kind'] == 'gravity'
+    assert 0 < doc['n_quasi_static'] < doc['n_read']
+    assert code == 3, out
+    assert out.startswith('pre-flight check') and 'shoulder_lift_joint: OK' in out
+    assert 'shoulder_pan_joint: UNTESTABLE: gravity never loads it here' in out
+    assert 'UNTESTABLE: 3 joints agree with the nominal gravity' in out
 
 
 def test_flipped_sign_is_found_and_named(tmp_path, capsys):
@@ -272,7 +288,8 @@ def test_effort_that_is_torque_passes_with_effort_torque(tmp_path, capsys):
     urdf = ur5()
     path, _ = bag(tmp_path, urdf, UR5_K_E, effort_fault=lambda cur, tau: tau, rate=100.0,
                   storage='sqlite3', jitter=0.4)
-    code = main(['check', str(path), '--urdf', str(urdf), '--quiet', '--effort', 'torque'])
+    code = main(['check', str(path), '--urdf', str(urdf), '--quiet', '--effort', 'torque',
+                 '--dynamics', 'full'])
     out = capsys.readouterr().out
     assert code == 0, out
     assert 'ok' in row(out, 'shoulder_lift_joint') and 'ok' in row(out, 'elbow_joint')
@@ -291,7 +308,7 @@ def test_a_joint_1000x_off_where_gravity_barely_tests_it_fails(tmp_path, capsys)
     # relative to a scale of 1000 it is tiny: the scale is known, and wrong
     path, _ = bag(tmp_path, HUMANOID, HUMANOID_K_E, poses=6)
     wrong = HUMANOID_K_E * [1, 1, 1, 1000, 1, 1]
-    for extra in ((), ('--gravity-only',)):
+    for extra in ((), ('--dynamics', 'full')):
         code, out = run_check(capsys, path, HUMANOID, wrong, *extra)
         assert code == 4, out
         assert 'scale off x1e+03 (currents in mA read as A?)' in row(out, 'joint_4'), out
@@ -304,7 +321,7 @@ def test_untestable_joint_is_named_with_its_reason_and_its_own_exit_code(tmp_pat
     # the base joint never moves and its axis is vertical, the others move slowly:
     # nothing can test its scale (fast moves of the others would, by their reaction)
     path, _ = bag(tmp_path, urdf, UR5_K_E, poses=5, frozen=(0,), move_s=8.0)
-    code, out = run_check(capsys, path, urdf, UR5_K_E)
+    code, out = run_check(capsys, path, urdf, UR5_K_E, '--dynamics', 'full')
     assert code == 3, out
     assert ('shoulder_pan_joint: UNTESTABLE: its axis is vertical, gravity never loads it, '
             'and it does not move') in out

@@ -1,16 +1,16 @@
 """Check a bag's torques against the nominal URDF before trusting a fit.
 
-Every sample of the bag is compared with the full rigid-body torque of the nominal
-URDF (pinocchio RNEA at the filtered q, q̇, q̈, as ``fit`` prepares them): gravity
-where the arm holds, inertia too where it moves fast. Per joint a scale (the torque
-constant's error), its sign (a reversed joint), an offset and, as nuisance terms,
-Coulomb and viscous friction and a rotor inertia are fitted; two joints that look
-swapped and effort that looks like joint torque read as motor current (or the
-reverse) are named. Each joint is OK, WARN, FAIL or UNTESTABLE with the reason, and
-a wrong constant comes with the corrected one (measured = s x nominal, so k / s). A
-nominal URDF with a negative mass or an impossible inertia is refused first. When the
-full model cannot use the bag (gaps, too short), or with ``--gravity-only``, gravity
-is compared on the still or slow samples only. See docs/check.md.
+For rich motion (a Fourier excitation: how ``fit --dynamics auto`` decides), every
+sample of the bag is compared with the full rigid-body torque of the nominal URDF
+(pinocchio RNEA at the filtered q, q̇, q̈, as ``fit`` prepares them); otherwise (static
+holds, slow sweeps) gravity is compared on the still or slow samples. ``--dynamics``
+asks for one. Per joint a scale (the torque constant's error), its sign (a reversed
+joint), an offset and, as nuisance terms, friction (and, in the full model, a rotor
+inertia) are fitted; two joints that look swapped and effort that looks like joint
+torque read as motor current (or the reverse) are named. Each joint is OK, WARN, FAIL
+or UNTESTABLE with the reason, and a wrong constant comes with the corrected one
+(measured = s x nominal, so k / s). A nominal URDF with a negative mass or an
+impossible inertia is refused first. See docs/check.md.
 
 Exit code 0 when every joint was tested and agrees (warnings allowed), 4 when a joint
 fails (sign flipped, swapped, scale off by more than 30 %), 3 when none fails but a
@@ -43,11 +43,13 @@ def add_arguments(parser):
                         help='gravity (m/s²) the bag was recorded at (default: the config\'s, '
                         'else 9.81)')
     parser.add_argument('--max-speed', type=float, default=None, metavar='RAD_S',
-                        help='with the gravity-only check: joint speed under which a sample '
-                        'counts as slow (default 0.05)')
-    parser.add_argument('--gravity-only', action='store_true',
-                        help='compare gravity on the still or slow samples only (default: '
-                        'the full rigid-body model on every sample)')
+                        help='gravity comparison: joint speed under which a sample counts as '
+                        'slow (default 0.05)')
+    if not any('--dynamics' in a.option_strings for a in parser._actions):
+        parser.add_argument('--dynamics', choices=('auto', 'gravity', 'full'), default='auto',
+                            help='compare gravity on the still or slow samples, or the full '
+                            'rigid-body torque on every sample; auto (default): as fit '
+                            'chooses, full for rich motion such as a Fourier excitation')
     if not any('--cutoff' in a.option_strings for a in parser._actions):
         parser.add_argument('--cutoff', type=float, default=None, metavar='HZ',
                             help='low-pass cut-off of the full model\'s derivatives (default: '
@@ -121,6 +123,7 @@ def run(args):
     from arm_dyn_id.data.segmentation import (QUASI_STATIC_SPEED, filtered_derivatives,
                                               quasi_static_mask)
     from arm_dyn_id.errors import ConfigError, DataError
+    from arm_dyn_id.identification.pipeline import choose_dynamics
     from arm_dyn_id.model.robot import RobotModel
     from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples, check_urdf
     progress = Progress(quiet=args.quiet)
@@ -156,18 +159,25 @@ def run(args):
                      * np.asarray(conv.get('efficiencies') or 1.0, dtype=float))
     else:
         k_e = None
-    full, why_not = (None, 'asked for --gravity-only') if args.gravity_only else \
-        _full_check(rec, robot, k_e, effort, args.cutoff, progress)
-    extra = {}
+    dynamics = getattr(args, 'dynamics', None) or 'auto'
+    measured = rec.dq if rec.dq is not None and np.shape(rec.dq) == np.shape(rec.q) and \
+        np.all(np.isfinite(rec.dq)) and np.any(rec.dq != 0) else None
+    choice = choose_dynamics(rec.t, rec.q, rec.markers, stored, dq=measured, mode=dynamics,
+                             joints=rec.joints)
+    progress.phase(f'dynamics: {choice.kind} ({choice.reason})')
+    full, why_not = None, None
+    if choice.kind == 'full':
+        full, why_not = _full_check(rec, robot, k_e, effort, args.cutoff, progress)
+        if full is None:
+            progress.warn(f'the full model cannot use this recording ({why_not}): '
+                          'gravity on its still or slow samples only')
+    extra = {'dynamics': {'kind': choice.kind, 'reason': choice.reason}}
     if full is not None:
         result, info = full
         what = (f'full rigid-body model, {result.n_samples} filtered samples, cut-off '
                 f'{info["cutoff_hz"]:.3g} Hz')
-        extra = {'preparation': info}
+        extra['preparation'] = info
     else:
-        if not args.gravity_only:
-            progress.warn(f'the full model cannot use this recording ({why_not}): '
-                          'gravity on its still or slow samples only')
         dq = rec.dq if np.all(np.isfinite(rec.dq)) else None
         speed = QUASI_STATIC_SPEED if args.max_speed is None else args.max_speed
         mask = quasi_static_mask(rec.t, rec.q, dq, max_speed=speed)
@@ -175,11 +185,26 @@ def run(args):
         span = float(np.sum(np.diff(rec.t)[mask[1:] & mask[:-1]]))
         progress.phase(f'{int(mask.sum())} of {rec.n_samples} samples are static or slow '
                        f'(every joint under {speed:g} rad/s; {span:.1f} s)')
-        result = check_samples(robot, rec.q, rec.tau, mask=mask, velocity=velocity,
-                               torque_constants=k_e, effort=effort)
-        what = f'gravity only, {result.n_samples} quasi-static samples'
-        extra = {'n_quasi_static': int(mask.sum()), 'quasi_static_seconds': span,
-                 'full_model_not_used': why_not}
+        try:
+            result = check_samples(robot, rec.q, rec.tau, mask=mask, velocity=velocity,
+                                   torque_constants=k_e, effort=effort)
+        except DataError as exc:
+            # as fit's auto: when the gravity comparison cannot use the recording, the
+            # full model may
+            if dynamics != 'auto' or why_not is not None or 'quasi-static' not in str(exc):
+                raise
+            full, why_not = _full_check(rec, robot, k_e, effort, args.cutoff, progress)
+            if full is None:
+                raise
+            (result, info), mask = full, None
+        if mask is None:
+            what = (f'full rigid-body model, {result.n_samples} filtered samples, cut-off '
+                    f'{info["cutoff_hz"]:.3g} Hz')
+            extra['preparation'] = info
+        else:
+            what = f'gravity, {result.n_samples} quasi-static samples'
+            extra.update(n_quasi_static=int(mask.sum()), quasi_static_seconds=span,
+                         full_model_not_used=why_not)
     print(f'pre-flight check of {bag} against {urdf} (g = {gravity:g} m/s², effort = '
           f'{effort}, {what})\n')
     print(result.table())

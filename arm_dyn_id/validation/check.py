@@ -672,10 +672,15 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
     load_max = np.max(np.abs(G), axis=0)
 
     def why(i, se):
+        if load_max[i] <= 1e-9 * load_max.max():
+            return ('gravity never loads it here and only still or slow samples were '
+                    'compared: compare the full rigid-body model on fast motion (a Fourier '
+                    'excitation)')
         if load_max[i] < opt['min_load'] * load_max.max() or not np.isfinite(se):
             return (f'gravity barely loads it (|G| max {load_max[i]:.2g} N·m) and only '
-                    'still or slow samples were used: hold poses where gravity loads it, '
-                    'or record a rich motion')
+                    'still or slow samples were compared: hold poses where gravity loads it, '
+                    'or compare the full rigid-body model on fast motion (a Fourier '
+                    'excitation)')
         return (f'its gravity torque is too small against the noise (scale ±{se:.2f}): '
                 'more poses, longer holds')
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why)
