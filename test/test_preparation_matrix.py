@@ -84,7 +84,8 @@ def true_torques(robot, q, dq, ddq):
     return rigid + coulomb * np.tanh(dq / DEFAULT_FRICTION.smooth_velocity) + viscous * dq
 
 
-def simulate(robot, rate, noise, seconds=20.0, seed=0, bits=None, motion_seed=1):
+def simulate(robot, rate, noise, seconds=20.0, seed=0, bits=None, motion_seed=1,
+             torque_noise=TORQUE_NOISE):
     """One recording as a driver would log it.
 
     Parameters
@@ -101,6 +102,8 @@ def simulate(robot, rate, noise, seconds=20.0, seed=0, bits=None, motion_seed=1)
         Quantise q to a single-turn encoder of this many bits (after the noise).
     motion_seed : int
         The Fourier plan.
+    torque_noise : float
+        White torque noise as a fraction of each joint's RMS torque.
 
     Returns
     -------
@@ -117,7 +120,7 @@ def simulate(robot, rate, noise, seconds=20.0, seed=0, bits=None, motion_seed=1)
     t = t[rng.random(len(t)) >= DROPPED]
     q, dq, ddq = fourier_motion(robot, t, motion_seed)
     tau = true_torques(robot, q, dq, ddq)
-    tau = tau + TORQUE_NOISE * np.sqrt(np.mean(tau ** 2, axis=0)) * \
+    tau = tau + torque_noise * np.sqrt(np.mean(tau ** 2, axis=0)) * \
         rng.standard_normal(tau.shape)
     q = q + noise * rng.standard_normal(q.shape)
     if bits:
