@@ -145,7 +145,8 @@ def fit_bag(args, progress, say=print):
                              mode=dynamics, joints=rec.joints)
     say(f'dynamics: {choice.kind} ({choice.reason})')
     context = dict(bags=bags, out=out, config=config, rec=rec, robot=robot, urdf=urdf,
-                   robot_name=robot_name, read_s=read_s, choice=choice)
+                   robot_name=robot_name, read_s=read_s, choice=choice,
+                   gains=_gains(args, conversion, rec.joints))
     if choice.kind == 'gravity':
         try:
             return _fit_gravity(args, progress, **context)
@@ -160,6 +161,15 @@ def fit_bag(args, progress, say=print):
             context['choice'] = choice
             say(f'dynamics: full ({choice.reason})')
     return _fit_full(args, progress, **context)
+
+
+def _gains(args, conversion, joints):
+    """N·m per A of the recording's joints (None for --effort torque), for the gate."""
+    if (getattr(args, 'effort', None) or 'current') == 'torque':
+        return None
+    gains = np.asarray(getattr(conversion, 'gains', ()), dtype=float)
+    # the recording's joints are the configuration's, in its order
+    return gains if gains.shape == (len(joints),) else None
 
 
 def _measured_velocity(rec):
@@ -181,7 +191,8 @@ def _common_summary(args, bags, config, rec, urdf, read_s, seconds, choice, verd
         'n_samples': rec.n_samples, 'duration_s': float(rec.t[-1] - rec.t[0]),
         'quality': rec.quality['loaded'], 'recorded_quality': rec.quality.get('recorded'),
         'dynamics': choice.to_dict(),
-        'plausibility': {'ok': verdict.ok, 'reason': verdict.reason, **verdict.checks},
+        'plausibility': {'ok': verdict.ok, 'reason': verdict.reason,
+                         'cause': getattr(verdict, 'cause', None), **verdict.checks},
         'timings_s': {'read': read_s, 'fit': seconds},
         'outputs': {k: str(v) for k, v in paths.items()},
     }
@@ -222,9 +233,9 @@ def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fit
 
 
 def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
-                 choice):
+                 choice, gains=None):
     from arm_dyn_id.identification.pipeline import fit_gravity_recording
-    from arm_dyn_id.validation.plausibility import judge_fit
+    from arm_dyn_id.validation.plausibility import judge_data, judge_fit
     methods = parse_methods(args.methods or 'wls,joint_by_joint')
     fitted = fit_gravity_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
@@ -238,9 +249,19 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
                    f'chosen {sel.by.replace("_", "-")})')
     case = 'held_out' if 'held_out' in fitted.cases else 'training'
     paired, predicted = fitted.cases[case]
-    verdict = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
-                        noise=fitted.noise_std, joints=rec.joints,
-                        held_out=case == 'held_out', raw=rec.tau)
+    # the data gate on every averaged pair (or quasi-static sample) against the URDF's
+    # gravity, then the fitted model on the held-out ones
+    q_all = np.concatenate([c[0].q for c in fitted.cases.values()])
+    tau_all = np.concatenate([c[0].tau for c in fitted.cases.values()])
+    verdict = judge_data(tau_all, robot.gravity_torques(q_all), rec.joints,
+                         noise=fitted.noise_std, raw=rec.tau, effort=args.effort or 'current',
+                         gains=gains, subject='gravity torque')
+    if verdict.ok:
+        judged = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
+                           noise=fitted.noise_std, joints=rec.joints,
+                           held_out=case == 'held_out', raw=rec.tau)
+        verdict = type(judged)(judged.ok, judged.reason, {**verdict.checks, **judged.checks},
+                               judged.cause)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
                                    choice, fitted, model, verdict)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
@@ -251,9 +272,9 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
 
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
-              choice):
+              choice, gains=None):
     from arm_dyn_id.identification.pipeline import fit_full_recording
-    from arm_dyn_id.validation.plausibility import MIN_RHO, judge_fit
+    from arm_dyn_id.validation.plausibility import judge_full
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
     fitted = fit_full_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
@@ -268,19 +289,13 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
                    f'{fitted.seconds:.1f} s (condition number '
                    f'{fit.get("condition_number", float("nan")):.3g}; physically consistent: '
                    f'{"yes" if model.consistent else "no"})')
-    rows = np.all(np.isfinite(fitted.nominal), axis=1)
-    verdict = judge_fit(fitted.prepared.tau[rows], fitted.predicted[rows],
-                        nominal=fitted.nominal[rows], noise=fitted.noise_std,
-                        joints=rec.joints, held_out=False, raw=rec.tau)
-    held = fitted.validation.get('held_out') or {}
-    if verdict.ok:
-        for joint in verdict.checks.get('judged_joints', []):
-            rho = (held.get(joint) or {}).get('rho')
-            if rho is not None and rho < MIN_RHO:
-                verdict = type(verdict)(False, f'on held-out time blocks the model does not '
-                                        f'follow {joint} (correlation rho = {rho:.2f} < '
-                                        f'{MIN_RHO})', verdict.checks)
-                break
+    verdict = judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
+                         fitted.validation.get('held_out'), fitted.noise_std,
+                         joints=rec.joints, robot=robot,
+                         parameter_names=model.parameter_names,
+                         values=model.parameter_values,
+                         std_errors=model.std_errors, condition=fit.get('condition_number'),
+                         raw=rec.tau, effort=args.effort or 'current', gains=gains)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
                                    choice, fitted, model, verdict)
     paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)

@@ -176,6 +176,8 @@ CAUSES = ('constant_effort', 'no_signal', 'units', 'torque_constant', 'sign', 's
 #: |ρ| between a joint's measured torque and the URDF's above which its scale and
 #: sign are judged (below it the URDF does not explain that joint: untested).
 AGREE_RHO = 0.6
+#: |ρ| above which a joint's scale is judged (a scale from a loose fit says little).
+SCALE_RHO = 0.9
 #: A joint is loaded when the URDF's torque varies there by more than this share of
 #: the most loaded joint's.
 LOADED_SHARE = 0.05
@@ -268,7 +270,7 @@ def torque_agreement(measured, nominal, joints=None):
 
 
 def units_message(scales, joints, effort=None, gains=None, subject='torque',
-                  limit=JOINT_SCALE_LIMIT):
+                  limit=JOINT_SCALE_LIMIT, reference='the URDF\'s'):
     """Why measured torques are ``scales`` times the URDF's, the most likely cause first.
 
     Parameters
@@ -284,6 +286,8 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
         What was compared (``torque``, ``gravity torque``).
     limit : float
         Scales outside [1 / limit, limit] are off.
+    reference : str
+        What was compared against (``the URDF's``, ``the arm model's``).
 
     Returns
     -------
@@ -295,7 +299,7 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
     off = (s > limit) | (s < 1.0 / limit)
     typical = float(np.exp(np.median(np.log(np.maximum(s, 1e-300)))))
     each = ', '.join(f'{j} x{v:.3g}' for j, v in zip(joints, s))
-    head = f'scale {typical:.3g} of the measured {subject} against the URDF\'s ({each})'
+    head = f'scale {typical:.3g} of the measured {subject} against {reference} ({each})'
     if 300 <= typical <= 3000:
         return 'units', f'{head}: currents in mA read as A (or mN·m read as N·m)?'
     if 1 / 3000 <= typical <= 1 / 300:
@@ -324,12 +328,12 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
                      '--torque-constants, or --effort torque/current mixed up')
 
 
-def sign_message(joints, rhos, subject='torque'):
+def sign_message(joints, rhos, subject='torque', reference='the URDF\'s'):
     """The message of joints whose torque has the opposite sign of the URDF's."""
     if len(joints) == 1:
-        return (f'{joints[0]}\'s torque has the opposite sign of the URDF\'s {subject} '
+        return (f'{joints[0]}\'s torque has the opposite sign of {reference} {subject} '
                 f'(rho = {rhos[0]:.2f}): flipped sign (current_signs)')
-    return (f'{", ".join(joints)}: the torque has the opposite sign of the URDF\'s {subject} '
+    return (f'{", ".join(joints)}: the torque has the opposite sign of {reference} {subject} '
             f'(rho {", ".join(f"{r:.2f}" for r in rhos)}): flipped signs (current_signs)')
 
 
@@ -424,7 +428,7 @@ def derivative_noise(robot, prepared, rows=1500):
 
 
 def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
-               gains=None, subject='torque'):
+               gains=None, subject='torque', limit=JOINT_SCALE_LIMIT, reference='the URDF\'s'):
     """The data gate: is the measured torque the URDF's arm's, in N·m, joint by joint?
 
     Checked in turn, the first failure refused with its cause: constant effort,
@@ -446,6 +450,12 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
         N·m per A used with ``effort='current'``.
     subject : str
         What the URDF's torque is (``torque``, ``gravity torque``) for the messages.
+    limit : float
+        A tested joint's |scale| outside [1 / limit, limit] is refused (default
+        :data:`JOINT_SCALE_LIMIT`; a payload adds torque: the payload gate uses
+        :data:`SCALE_LIMIT`).
+    reference : str
+        What ``nominal`` is, for the messages (``the URDF's``, ``the arm model's``).
 
     Returns
     -------
@@ -478,14 +488,16 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
     flipped = [i for i in tested if a['rho'][i] < 0]
     if flipped:
         return Plausibility(False, sign_message([joints[i] for i in flipped],
-                                                [a['rho'][i] for i in flipped], subject),
-                            checks, 'sign')
+                                                [a['rho'][i] for i in flipped], subject,
+                                                reference), checks, 'sign')
+    tested = tested[np.abs(a['rho'][tested]) >= SCALE_RHO]
     if len(tested):
         s = np.abs(a['scale'][tested])
-        if np.any((s > JOINT_SCALE_LIMIT) | (s < 1.0 / JOINT_SCALE_LIMIT)):
+        if np.any((s > limit) | (s < 1.0 / limit)):
             cause, text = units_message(
                 s, [joints[i] for i in tested], effort,
-                None if gains is None else np.asarray(gains, dtype=float)[tested], subject)
+                None if gains is None else np.asarray(gains, dtype=float)[tested], subject,
+                limit, reference)
             return Plausibility(False, text, checks, cause)
     return Plausibility(True, None, checks)
 
@@ -581,6 +593,6 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
 
 
 __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'JOINT_SCALE_LIMIT', 'MAX_RMSE_PERCENT', 'MIN_RHO',
-           'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'cutoff_message', 'derivative_noise',
+           'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO', 'cutoff_message', 'derivative_noise',
            'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'sign_message',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message']
