@@ -29,8 +29,9 @@ def add_arguments(parser):
     from arm_dyn_id.cli.common import add_data_arguments
     parser.add_argument('model', type=Path, help='model.yaml of the arm without the payload')
     add_data_arguments(parser)
-    parser.add_argument('--frame', default='flange',
-                        help='URDF frame the payload is expressed in (default flange)')
+    parser.add_argument('--frame',
+                        help='URDF frame the payload is expressed in (default flange if the '
+                        'URDF has it, else tool0, else the link after the last joint)')
     parser.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
                         help='full models: identify the inertia when the motion excites it '
                         '(auto, default), always (yes: refused when not excited) or never')
@@ -47,7 +48,8 @@ def run(args):
                                        check_same_robot, model_on_recording, read, write_json)
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import DataError, JointNameError
-    from arm_dyn_id.identification.payload import NoPayloadError, identify_payload_samples
+    from arm_dyn_id.identification.payload import (NoPayloadError, PayloadDataRefused,
+                                                   identify_payload_samples, payload_frame)
     from arm_dyn_id.identification.pipeline import noise_estimate
     from arm_dyn_id.cli.validate import given_robot
     from arm_dyn_id.model.gate import admit_model
@@ -70,15 +72,26 @@ def run(args):
         raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
                              f'arm given has {list(config.joints)}')
     check_same_robot(bag, stored, config, force=args.force)
+    # the frame before any reading: a wrong --frame costs no minutes of reading
+    frame = payload_frame(model.robot, args.frame)
     rec, _ = read(args, conversion, progress, bag)
     gravity = model_on_recording(model, rec, magnitude, direction, 'the bag')
     noise = _weights(noise_estimate(rec.tau), rec.tau)
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
     dq = rec.dq if getattr(rec, 'dq', None) is not None and np.any(rec.dq != 0) else None
     try:
+        effort = getattr(args, 'effort', None) or 'current'
+        gains = None if effort == 'torque' or len(conversion.gains) != len(rec.joints) else \
+            np.asarray(conversion.gains, dtype=float)
         fit = identify_payload_samples(model, rec.t, rec.q, rec.tau, rec.markers, noise=noise,
-                                       frame=args.frame, inertia=inertia, dq=dq,
-                                       say=progress.phase)
+                                       frame=frame, inertia=inertia, dq=dq,
+                                       say=progress.phase, effort=effort, gains=gains)
+    except PayloadDataRefused as exc:
+        if getattr(args, 'debug', False):
+            import traceback
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f'arm-dyn-id payload: refused, {exc} (nothing written)', file=sys.stderr)
+        return 3
     except NoPayloadError as exc:
         if getattr(args, 'debug', False):
             import traceback

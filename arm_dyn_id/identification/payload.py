@@ -43,6 +43,22 @@ class NoPayloadError(DataError):
     """The data shows no payload: the mass is not significantly above zero."""
 
 
+class PayloadDataRefused(DataError):
+    """The data gate refused the recording (units, signs, swapped joints against the arm
+    model); ``cause`` is one of :data:`arm_dyn_id.validation.plausibility.CAUSES`."""
+
+    def __init__(self, message, cause=None):
+        super().__init__(message)
+        self.cause = cause
+
+
+#: Payload frames tried in turn when none is given (then the chain's tip link).
+DEFAULT_FRAMES = ('flange', 'tool0')
+#: Contiguous time blocks over which the arm model's own error is taken as correlated
+#: (its contribution to the payload's covariance, :func:`model_error_covariance`).
+MODEL_ERROR_BLOCKS = 10
+
+
 #: inertia about the payload frame's origin, pinocchio's order
 INERTIA_PARAMS = ('ixx', 'ixy', 'iyy', 'ixz', 'iyz', 'izz')
 #: Inertia is identified when the smallest singular value of the column-scaled,
@@ -83,7 +99,8 @@ class PayloadFit:
         return float(self.std_errors[0])
 
     def to_dict(self):
-        """``mass``, ``com``, ``inertia`` (or None), each with its standard error."""
+        """``mass``, ``com``, ``inertia`` (or None), each with its standard error, and
+        ``std_errors_from`` (what they include)."""
         p = self.payload
         inertia = None if p.inertia is None else np.asarray(p.inertia).tolist()
         return {'frame': p.frame, 'mass': float(p.mass), 'mass_std_error': self.mass_std_error,
@@ -96,6 +113,7 @@ class PayloadFit:
                           'inertia': 'kg·m², about the centre of mass, frame axes'},
                 'method': self.result.method, 'n_samples': int(self.result.n_samples),
                 'condition_number': float(self.result.condition_number),
+                'std_errors_from': self.result.info.get('std_errors', 'measurement noise'),
                 'note': self.note}
 
 
@@ -107,6 +125,88 @@ def _frame(robot, frame):
                              f'(frames: {[f.name for f in model.frames]})')
     f = model.frames[model.getFrameId(frame)]
     return (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) - 1, f.placement
+
+
+def payload_frame(robot, frame=None):
+    """The payload frame: ``frame`` when given (checked), else ``flange`` if the URDF
+    has it, else ``tool0``, else the tip link of the chain (the child link of the last
+    joint). Called before any reading.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    frame : str, optional
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    JointNameError
+        A given frame that is not in the URDF (``--frame`` named).
+    """
+    model = robot.model
+    if frame is not None:
+        if not model.existFrame(frame):
+            links = [f.name for f in model.frames if str(f.type).endswith('BODY')]
+            raise JointNameError(f'payload frame {frame!r} is not in {robot.source}: pass '
+                                 f'--frame with one of its links ({", ".join(links)})')
+        return frame
+    for name in DEFAULT_FRAMES:
+        if model.existFrame(name):
+            return name
+    last = model.njoints - 1
+    tips = [f.name for f in model.frames
+            if str(f.type).endswith('BODY') and
+            (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) == last]
+    if not tips:
+        raise JointNameError(f'no payload frame: {robot.source} has no flange, tool0 or link '
+                             'after its last joint; pass --frame')
+    return tips[-1]
+
+
+def model_error_covariance(P, noise, model_error, blocks=MODEL_ERROR_BLOCKS):
+    """Covariance the frozen arm model's own error adds to the payload's parameters.
+
+    The payload is fitted to τ - τ_arm: an error e of the arm model is fitted as
+    payload. It is not white noise: it depends on the pose and is correlated over
+    time, so averaging many samples does not shrink it. Model it as an error of
+    RMS ε_j on joint j (the arm model's held-out RMSE), constant over each of
+    ``blocks`` contiguous time blocks and independent between blocks and joints:
+
+        Cov = A⁻¹ [Σ_b Σ_j ε_j² w_j² s_bj s_bjᵀ] A⁻¹,  s_bj = Σ_{i∈b} P_ij,
+        A = Σ_i Σ_j w_j P_ij P_ijᵀ,  w_j = 1 / σ_j²
+
+    (the sandwich covariance of weighted least squares under that error).
+
+    Parameters
+    ----------
+    P : ndarray, (M, n, p)
+        Payload regressor of the fitted samples, in time order.
+    noise : array_like, (n,) or None
+        σ per joint of the weights (N·m); equal weights when None.
+    model_error : array_like, (n,)
+        ε per joint (N·m); NaN or 0: no contribution.
+    blocks : int
+
+    Returns
+    -------
+    ndarray, (p, p)
+    """
+    P = np.asarray(P, dtype=float)
+    m, n, p = P.shape
+    eps = np.nan_to_num(np.asarray(model_error, dtype=float), nan=0.0)
+    w = np.ones(n) if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
+    ok = np.all(np.isfinite(P), axis=(1, 2))
+    P = P[ok]
+    A = np.einsum('mjp,j,mjq->pq', P, w, P)
+    middle = np.zeros((p, p))
+    for rows in np.array_split(np.arange(len(P)), max(1, min(int(blocks), len(P)))):
+        s = P[rows].sum(axis=0)                             # (n, p)
+        middle += np.einsum('j,jp,jq->pq', (eps * w) ** 2, s, s)
+    inv = np.linalg.pinv(A)
+    return inv @ middle @ inv
 
 
 def _skew(v):
@@ -179,10 +279,23 @@ def payload_regressor(robot, q, frame='flange', gravity=None):
     return np.concatenate([(Ym + Yh @ p)[..., None], Yh @ R], axis=-1)
 
 
-def _point_mass_fit(P, extra, noise, frame, method, note=''):
+def _point_mass_fit(P, extra, noise, frame, method, note='', model_error=None, robot=None):
     """WLS of (m, h); PayloadFit with com = h / m (no inertia)."""
     result = fit_wls(P[..., :4], extra, PAYLOAD_PARAMS, noise=noise, method=method)
-    return _finish(result, frame, note)
+    if robot is not None:
+        _detected(P[..., :4], result.beta, model_error, frame, robot)
+    return _finish(_with_model_error(result, P[..., :4], noise, model_error), frame, note)
+
+
+def _with_model_error(result, P, noise, model_error):
+    """``result`` with the arm model's error added to its covariance (and standard errors)."""
+    from dataclasses import replace
+    if model_error is None or not np.any(np.isfinite(model_error)):
+        return result
+    cov = result.covariance + model_error_covariance(P, noise, model_error)
+    return replace(result, covariance=cov, std_errors=np.sqrt(np.clip(np.diag(cov), 0, None)),
+                   info=dict(result.info, std_errors='measurement noise and the arm model\'s '
+                             'held-out error over time blocks'))
 
 
 def _finish(result, frame, note):
@@ -308,7 +421,7 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
         result = fit_wls(P, extra, PAYLOAD_PARAMS + INERTIA_PARAMS, noise=noise,
                          method='payload_full_wls')
         _detected(P, result.beta, model_error, frame, robot)
-        fit = _finish(result, frame, f'full dynamics, {len(q)} samples; inertia identified '
+        fit = _finish(_with_model_error(result, P, noise, model_error), frame, f'full dynamics, {len(q)} samples; inertia identified '
                       f'(excitation {excitation:.2g})')
         moments = np.linalg.eigvalsh(np.asarray(fit.payload.inertia))
         valid = moments[0] >= 0 and moments[2] <= moments[0] + moments[1]
@@ -319,7 +432,8 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
                'exceed its effect')
     result = fit_wls(P[..., :4], extra, PAYLOAD_PARAMS, noise=noise, method='payload_full_wls')
     _detected(P[..., :4], result.beta, model_error, frame, robot)
-    return _finish(result, frame, f'full dynamics, {len(q)} samples; inertia {why}: a point '
+    return _finish(_with_model_error(result, P[..., :4], noise, model_error), frame,
+                   f'full dynamics, {len(q)} samples; inertia {why}: a point '
                    'mass')
 
 
@@ -339,7 +453,8 @@ def _detected(P, beta, model_error, frame, robot):
                              f'{error[j]:.3g} N·m)')
 
 
-def identify_payload_quasi_static(model, t, q, tau, noise=None, frame='flange', dq=None):
+def identify_payload_quasi_static(model, t, q, tau, noise=None, frame='flange', dq=None,
+                                  model_error=None):
     """Payload mass and centre of mass from the static holds and slow motion of any
     recording, the arm's gravity model frozen.
 
@@ -355,6 +470,9 @@ def identify_payload_quasi_static(model, t, q, tau, noise=None, frame='flange', 
     frame : str
     dq : ndarray, (N, n), optional
         Measured velocities (rad/s).
+    model_error : array_like, (n,), optional
+        The arm model's own error per joint (N·m): a payload below it is not
+        detected, and it enters the standard errors (:func:`model_error_covariance`).
 
     Returns
     -------
@@ -373,11 +491,12 @@ def identify_payload_quasi_static(model, t, q, tau, noise=None, frame='flange', 
     P = payload_regressor(model.robot, samples.q, frame)
     return _point_mass_fit(P, extra, noise, frame, 'payload_wls_quasi_static',
                            f'gravity model, quasi-static samples: {len(samples.holds)} holds '
-                           f'and {int((~samples.is_hold).sum())} bins of slow motion')
+                           f'and {int((~samples.is_hold).sum())} bins of slow motion',
+                           model_error=model_error, robot=model.robot)
 
 
 def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
-                     average=True):
+                     average=True, model_error=None):
     """Payload mass and centre of mass from data taken with it attached.
 
     Parameters
@@ -397,6 +516,9 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
         Torque noise σ per joint (N·m) for the weights.
     frame : str
         Frame the centre of mass is expressed in.
+    model_error : array_like, (n,), optional
+        The arm model's own error per joint (N·m): a payload below it is not
+        detected, and it enters the standard errors (:func:`model_error_covariance`).
 
     Returns
     -------
@@ -422,11 +544,12 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
         note = f'gravity model, {len(sweeps) // 2} forward/backward pairs averaged'
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
     P = payload_regressor(model.robot, q, frame)
-    return _point_mass_fit(P, extra, noise, frame, 'payload_wls', note)
+    return _point_mass_fit(P, extra, noise, frame, 'payload_wls', note, model_error=model_error,
+                           robot=model.robot)
 
 
 def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='flange',
-                             inertia='auto', dq=None, say=None):
+                             inertia='auto', dq=None, say=None, effort=None, gains=None):
     """A payload from any recording with it attached, the arm model frozen.
 
     A full-dynamics model (``model.dynamics == 'full'``): the recording is
@@ -456,10 +579,21 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
         Measured velocities (rad/s), for the quasi-static selection.
     say : callable, optional
         ``say(text)`` hears which data is used.
+    effort : {'current', 'torque'}, optional
+    gains : array_like, (n,), optional
+        How the effort was read (N·m per A), for the data gate's messages.
 
     Returns
     -------
     PayloadFit
+
+    Raises
+    ------
+    PayloadDataRefused
+        The data gate (:func:`arm_dyn_id.validation.plausibility.judge_data`) finds the
+        measured torque unlike the arm model's: units, signs, swapped joints.
+    NoPayloadError
+        No payload above the noise and the arm model's own error.
     """
     say = say or (lambda text: None)
     t = np.asarray(t, dtype=float)
@@ -473,12 +607,15 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
         say(f'full-dynamics model: {len(data.t)} samples filtered at '
             f'{data.info.get("cutoff_hz", float("nan")):.3g} Hz (the model\'s filter)')
         arm = model.torques(data.q, data.dq, data.ddq)
-        held = (model.metadata.get('validation') or {}).get('held_out') or {}
-        error = np.array([(held.get(j) or {}).get('rmse') or np.nan for j in model.joint_names],
-                         dtype=float)
+        _gate(data.tau, arm, model, noise, tau, effort, gains)
+        error = _model_error(model)
         return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
                                      noise=noise, frame=frame, inertia=inertia,
                                      model_error=error if np.any(np.isfinite(error)) else None)
+    every = slice(None, None, max(1, len(q) // 5000))
+    _gate(tau[every], model.gravity_torques(q[every]), model, noise, tau, effort, gains)
+    error = _model_error(model)
+    error = error if np.any(np.isfinite(error)) else None
     from arm_dyn_id.data.segmentation import detect_markers
     from arm_dyn_id.identification.pipeline import clean_markers
     from arm_dyn_id.identification.pairing import pair_sweeps
@@ -491,13 +628,34 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
             marks = []
     if marks and pair_sweeps(sweeps_from_markers(t, marks)):
         say(f'gravity model: forward/backward sweep pairs ({source}) averaged')
-        return identify_payload(model, t, q, tau, marks, noise=noise, frame=frame)
+        return identify_payload(model, t, q, tau, marks, noise=noise, frame=frame,
+                                model_error=error)
     say('gravity model: no sweep pairs, the static holds and slow motion are used')
-    return identify_payload_quasi_static(model, t, q, tau, noise=noise, frame=frame, dq=dq)
+    return identify_payload_quasi_static(model, t, q, tau, noise=noise, frame=frame, dq=dq,
+                                         model_error=error)
 
 
-__all__ = ['INERTIA_PARAMS', 'MIN_INERTIA_EXCITATION', 'NoPayloadError', 'PAYLOAD_PARAMS',
-           'PayloadFit',
+def _model_error(model):
+    """The arm model's held-out RMSE per joint (N·m; training RMSE without a hold-out)."""
+    validation = model.metadata.get('validation') or {}
+    held = validation.get('held_out') or validation.get('training') or {}
+    return np.array([(held.get(j) or {}).get('rmse') or np.nan for j in model.joint_names],
+                    dtype=float)
+
+
+def _gate(measured, arm, model, noise, raw, effort, gains):
+    """The data gate of every fit path: the measured torque against the arm model's."""
+    from arm_dyn_id.validation.plausibility import SCALE_LIMIT, judge_data
+    verdict = judge_data(measured, arm, model.joint_names, noise=noise, raw=raw,
+                         effort=effort, gains=gains, limit=SCALE_LIMIT,
+                         reference='the arm model\'s')
+    if not verdict.ok:
+        raise PayloadDataRefused(verdict.reason, verdict.cause)
+
+
+__all__ = ['DEFAULT_FRAMES', 'INERTIA_PARAMS', 'MIN_INERTIA_EXCITATION', 'NoPayloadError',
+           'PAYLOAD_PARAMS', 'PayloadDataRefused', 'PayloadFit', 'model_error_covariance',
+           'payload_frame',
            'identify_payload', 'identify_payload_full', 'identify_payload_quasi_static',
            'identify_payload_samples',
            'inertia_excitation', 'payload_full_regressor', 'payload_regressor',
