@@ -221,6 +221,18 @@ def test_scale_limit_is_the_gate_s(fits):
     assert info.value.reason == 'implausible' and f'limit {SCALE_LIMIT:g}x' in str(info.value)
 
 
+def test_a_consistent_mark_is_checked(fits):
+    """A least-squares model is admitted as not consistent; marked consistent, refused."""
+    doc = _doc(fits, 'full')
+    assert doc['consistent'] is False
+    admit_doc(doc, source='x')
+    standard = {'names': doc['base']['parameter_names'],
+                'values': [0.0] * len(doc['base']['parameter_names'])}
+    with pytest.raises(ModelRefused) as info:
+        admit_doc(_with(doc, consistent=True, standard=standard), source='x')
+    assert info.value.reason == 'implausible' and 'marked consistent' in str(info.value)
+
+
 def test_the_gate_and_the_fit_judge_scale_alike():
     from arm_dyn_id.validation import plausibility
     assert plausibility.SCALE_LIMIT == SCALE_LIMIT
