@@ -1,0 +1,289 @@
+"""The data gate of every fit path (issue 22): refused with exit 3 and the likely cause named.
+
+The same checks guard the gravity fit, the full-dynamics fit and the payload
+(``arm_dyn_id.validation.plausibility``): the measured torque against the nominal
+URDF's (or, for a payload, the arm model's) on the same prepared samples, per joint
+(scale: units and torque constants; sign; swapped joints), the cut-off against the
+sampling rate (derivatives that are noise), and the held-out quality. Bags are what
+``ros2 bag record /joint_states`` writes (positions and motor currents) of the
+humanoid arm: Fourier motion for the full fit, reciprocating sweeps for gravity and
+payload (:mod:`test_cli_full`, :mod:`test_cli_fit`). Fits also never write a negative
+friction coefficient.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from arm_dyn_id.errors import JointNameError
+from arm_dyn_id.identification.full_dynamics import fit_full
+from arm_dyn_id.identification.payload import payload_frame
+from arm_dyn_id.model.robot import Payload, RobotModel
+from arm_dyn_id.validation.plausibility import judge_data
+from arm_bags import example_robot
+from test_cli_fit import (COULOMB, JOINTS, K_E, NOISE, URDF, reciprocating_data,
+                          write_config, write_synthetic_bag)
+from test_cli_full import fourier_data, one_error_line, run, write_plain_bag
+
+SWAP = [0, 2, 1, 3, 4, 5]
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory):
+    return tmp_path_factory.mktemp('gate')
+
+
+@pytest.fixture(scope='module')
+def arm_config(root):
+    return write_config(root / 'arm.yaml')
+
+
+@pytest.fixture(scope='module')
+def fourier(root):
+    """One period of Fourier motion at 200 Hz (10 s), measured torque in N·m and A."""
+    return fourier_data(seed=0, periods=1)
+
+
+def _bag(root, name, data, current):
+    path = root / name
+    if not path.exists():
+        write_plain_bag(path, dict(data, current=current))
+    return path
+
+
+FULL_CASES = {
+    # name: (effort column from the data, extra options, words of the one error line)
+    'flipped_sign': (lambda d: d['current'] * np.array([1, 1, -1, 1, 1, 1]), [],
+                     ["joint_3's torque has the opposite sign", 'flipped sign',
+                      'current_signs']),
+    'currents_as_newton_metres': (lambda d: d['current'], ['--effort', 'torque'],
+                                  ['motor currents read as N·m', '--effort current']),
+    'newton_metres_as_amps': (lambda d: d['tau'], [],
+                              ['the effort is already joint torque (N·m) read as current',
+                               '--effort torque']),
+    'milliamps': (lambda d: d['current'] * 1000.0, [], ['scale', 'currents in mA read as A']),
+    'swapped_joints': (lambda d: d['tau'][:, SWAP] / K_E, [],
+                       ["joint_2's and joint_3's torques look swapped"]),
+}
+
+
+@pytest.mark.parametrize('case', sorted(FULL_CASES))
+def test_full_fit_refuses_bad_data_naming_the_cause(root, arm_config, fourier, case, capsys):
+    effort, extra, words = FULL_CASES[case]
+    bag = _bag(root, case, fourier, effort(fourier))
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / f'{case}_fit',
+                       '--dynamics', 'full', '--methods', 'wls', '--no-report', *extra)
+    assert code == 3, err
+    line = one_error_line(err)
+    assert line.startswith('arm-dyn-id fit: fit refused, ') and 'nothing written' in line
+    for word in words:
+        assert word in line, line
+    assert not (root / f'{case}_fit').exists()
+
+
+def test_full_fit_at_a_cutoff_at_the_rate_limit_names_the_cutoff(root, arm_config, capsys):
+    """3 s at 200 Hz filtered at 80 Hz: the derivatives are encoder noise; the message
+    names the cut-off, not a unit or a sign. --force writes the model marked rejected."""
+    short = fourier_data(seed=1, periods=0.3)
+    bag = _bag(root, 'short', short, short['current'])
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'short_fit',
+                       '--dynamics', 'full', '--methods', 'wls', '--cutoff', '80',
+                       '--no-report')
+    assert code == 3, err
+    line = one_error_line(err)
+    assert 'the cut-off (80 Hz) sits at the rate limit' in line and \
+        'derivatives are noise' in line and '--cutoff' in line, line
+    assert 'mA' not in line and 'sign' not in line
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'short_fit',
+                       '--dynamics', 'full', '--methods', 'wls', '--cutoff', '80',
+                       '--no-report', '--force')
+    assert code == 0, err
+    doc = yaml.safe_load((root / 'short_fit' / 'model.yaml').read_text())
+    assert 'rate limit' in doc['rejected']
+    summary = json.loads((root / 'short_fit' / 'validation.json').read_text())['fit_summary']
+    assert summary['plausibility']['cause'] == 'cutoff'
+    assert summary['plausibility']['cutoff']['at_rate_limit'] is True
+
+
+def test_full_fit_of_good_data_passes_the_gate(root, arm_config, fourier, capsys):
+    bag = _bag(root, 'good', fourier, fourier['current'])
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'good_fit',
+                       '--dynamics', 'full', '--methods', 'wls', '--no-report')
+    assert code == 0, err
+    summary = json.loads((root / 'good_fit' / 'validation.json').read_text())['fit_summary']
+    gate = summary['plausibility']
+    assert gate['ok'] and gate['cause'] is None
+    for joint in ('joint_1', 'joint_2', 'joint_3'):
+        assert gate['agreement'][joint]['tested']
+        assert gate['agreement'][joint]['scale'] == pytest.approx(1.0, abs=0.2)
+    assert not gate['cutoff']['at_rate_limit']
+    # the friction written is never negative
+    friction = summary['friction']
+    assert min(friction['coulomb']) >= 0 and min(friction['viscous']) >= 0
+
+
+# --- the gravity path: the same checks, the same messages -------------------------------
+
+@pytest.fixture(scope='module')
+def sweeps():
+    """One pose per joint of slow sweeps (gravity path), friction without viscous part."""
+    data = reciprocating_data(seed=3, poses=1, rate=100.0, speed=0.2)
+    rng = np.random.default_rng(4)
+    tau = data['gravity'] + COULOMB * np.sign(np.round(data['dq'], 12)) + \
+        rng.normal(0, 1, data['dq'].shape) * NOISE
+    return dict(data, tau=tau, current=tau / K_E)
+
+
+def test_gravity_fit_names_a_flipped_sign_like_the_full_fit(root, arm_config, sweeps, capsys):
+    data = dict(sweeps, current=sweeps['current'] * np.array([1, 1, -1, 1, 1, 1]))
+    bag = write_synthetic_bag(root / 'sweeps_flipped', data)
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'sf',
+                       '--dynamics', 'gravity', '--no-report')
+    assert code == 3, err
+    line = one_error_line(err)
+    assert "joint_3's torque has the opposite sign of the URDF's gravity torque" in line and \
+        'current_signs' in line, line
+
+
+def test_sweep_fit_writes_no_negative_friction(root, arm_config, sweeps, capsys):
+    """Single-speed sweeps cannot separate Coulomb from viscous friction; unbounded least
+    squares trades a negative viscous coefficient for a larger Coulomb one."""
+    bag = write_synthetic_bag(root / 'sweeps', sweeps)
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'sweeps_fit',
+                       '--dynamics', 'gravity', '--no-report', '--holdout', '0')
+    assert code == 0, err
+    friction = yaml.safe_load((root / 'sweeps_fit' / 'model.yaml').read_text())['friction']
+    for key in ('coulomb', 'viscous'):
+        values = np.array(friction[key], dtype=float)
+        assert np.all(values[np.isfinite(values)] >= 0), friction
+    np.testing.assert_allclose(friction['coulomb'], COULOMB, atol=0.05)
+
+
+def test_full_fit_writes_no_negative_friction(fourier):
+    """Joints without viscous friction: the unbounded fit writes some negative coefficients,
+    the bounded one none, and predicts as well."""
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    rng = np.random.default_rng(5)
+    tau = fourier['rigid'] + COULOMB * np.tanh(fourier['dq'] / 1e-3) + \
+        rng.standard_normal(fourier['rigid'].shape) * NOISE
+    model, validation = fit_full(robot, fourier['t'], fourier['q'], tau, methods=('wls',),
+                                 holdout=3)
+    table = model.friction_table()
+    assert np.all(table['coulomb'] >= 0) and np.all(table['viscous'] >= 0), table
+    for joint, m in validation['held_out'].items():
+        assert m['rho'] > 0.9, (joint, m)
+
+
+# --- the payload -------------------------------------------------------------------------
+
+PAYLOAD = Payload(mass=0.4, com=(0.0, 0.0, 0.05), frame='flange')
+#: a torque no gravity model holds (a cable's spring on joint_2, N·m): the arm model's own
+#: error, the same with the payload and without
+CABLE = 0.08
+
+
+def _with_cable(data):
+    tau = data['tau'].copy()
+    tau[:, 1] += CABLE * np.sin(3.0 * data['q_true'][:, 1])
+    return dict(data, tau=tau, current=tau / K_E)
+
+
+@pytest.fixture(scope='module')
+def gravity_model(root, arm_config):
+    """The arm's gravity model from sweeps (no payload), with an error of its own."""
+    import contextlib
+    import io
+    from arm_dyn_id import cli
+    bag = write_synthetic_bag(root / 'arm_sweeps', _with_cable(
+        reciprocating_data(seed=0, poses=2, rate=100.0, speed=0.2)))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = cli.main(['fit', str(bag), '--config', str(arm_config), '--out',
+                         str(root / 'arm_fit'), '--no-report'])
+    assert code == 0
+    return root / 'arm_fit' / 'model.yaml'
+
+
+def _payload_bag(root, name, payload=None, scale=1.0):
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    if payload is not None:
+        robot = robot.with_payload(payload)
+    data = _with_cable(reciprocating_data(seed=8, poses=2, rate=100.0, speed=0.2, robot=robot))
+    return write_synthetic_bag(root / name, dict(data, current=data['current'] * scale))
+
+
+def test_payload_in_milliamps_is_refused(root, arm_config, gravity_model, capsys):
+    bag = _payload_bag(root, 'payload_ma', PAYLOAD, scale=1000.0)
+    code, out, err = run(capsys, 'payload', gravity_model, bag, '--config', arm_config)
+    assert code == 3, err
+    line = one_error_line(err)
+    assert 'refused' in line and 'currents in mA read as A' in line, line
+    assert 'mass' not in out
+
+
+def test_payload_absent_exits_3(root, arm_config, gravity_model, capsys):
+    bag = _payload_bag(root, 'payload_none')
+    code, out, err = run(capsys, 'payload', gravity_model, bag, '--config', arm_config)
+    assert code == 3, (out, err)
+    assert 'no payload detected' in one_error_line(err)
+
+
+def test_payload_standard_errors_include_the_arm_models_error(root, arm_config, gravity_model,
+                                                              capsys):
+    bag = _payload_bag(root, 'payload', PAYLOAD)
+    code, out, err = run(capsys, 'payload', gravity_model, bag, '--config', arm_config,
+                         '--json', root / 'payload.json')
+    assert code == 0, err
+    doc = json.loads((root / 'payload.json').read_text())
+    assert abs(doc['mass'] - PAYLOAD.mass) < 3 * doc['mass_std_error'] + 0.01, doc
+    assert doc['frame'] == 'flange'
+    # the model's held-out error is in the standard errors, not only the white noise
+    assert 'held-out error' in doc['std_errors_from'], doc
+
+
+@pytest.mark.parametrize('relative, expected', [
+    ('ur_description/urdf/ur5_robot.urdf', 'tool0'),
+    ('panda_description/urdf/panda.urdf', None),
+])
+def test_payload_frame_default_without_a_flange(relative, expected):
+    robot = RobotModel.from_urdf(example_robot(relative))
+    assert not robot.model.existFrame('flange')
+    frame = payload_frame(robot)
+    assert robot.model.existFrame(frame)
+    if expected is not None:
+        assert frame == expected
+    else:        # the link after the last joint of the chain
+        f = robot.model.frames[robot.model.getFrameId(frame)]
+        parent = f.parentJoint if hasattr(f, 'parentJoint') else f.parent
+        assert parent == robot.model.njoints - 1
+    with pytest.raises(JointNameError, match='--frame'):
+        payload_frame(robot, 'flange')
+
+
+def test_payload_frame_is_checked_before_reading(root, arm_config, gravity_model, capsys):
+    """A --frame the URDF lacks is one line naming --frame, before the bag is read: a bag
+    that cannot be read is not even opened."""
+    bag = root / 'unreadable_bag'
+    bag.mkdir(exist_ok=True)
+    (bag / 'unreadable_bag_0.mcap').write_bytes(b'not a bag')
+    code, _, err = run(capsys, 'payload', gravity_model, bag, '--config', arm_config,
+                       '--frame', 'gripper_tip')
+    assert code == 2
+    line = one_error_line(err)
+    assert "'gripper_tip'" in line and '--frame' in line, line
+
+
+def test_gate_messages_are_the_same_functions_everywhere():
+    """``check`` and every fit path call the same functions: one unit error, one message."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0.0, 10.0, 1000)[:, None]
+    nominal = np.sin(2 * np.pi * np.array([0.2, 0.3, 0.5]) * t + [0.0, 1.0, 2.0]) * [10, 5, 2]
+    joints = ['a', 'b', 'c']
+    for measured, cause in ((nominal * 1000.0, 'units'), (nominal * [1, -1, 1], 'sign'),
+                            (nominal[:, [1, 0, 2]], 'swap'), (nominal * [1, 1, 4], None)):
+        verdict = judge_data(measured + rng.standard_normal(measured.shape) * 0.01, nominal,
+                             joints)
+        assert verdict.cause == (cause or 'torque_constant'), verdict
+        assert not verdict.ok and verdict.reason
+    assert judge_data(nominal * 1.1, nominal, joints).ok
