@@ -42,6 +42,7 @@ COMMANDS = {
     'fit': ('arm_dyn_id.cli.fit', 'fit the dynamic model to a recorded bag'),
     'payload': ('arm_dyn_id.cli.payload', 'identify a payload with the arm model frozen'),
     'report': ('arm_dyn_id.cli.report', 'write a report of a fit (tables, plots)'),
+    'residual': ('arm_dyn_id.cli.residual', 'residual and contact flag of a model on bags'),
     'validate': ('arm_dyn_id.cli.validate', 'check a fitted model on held-out data'),
 }
 

@@ -32,7 +32,9 @@ message's velocity when it has one; otherwise a causal estimate (backward
 difference of q through a first-order low-pass, ``velocity_cutoff_hz``). A gap
 in the stamps (longer than ``max_gap`` s) or a stamp that does not move forward
 restarts the observer (r = 0): a residual across a gap would integrate nothing
-known. Contact: any ``|r_i| > threshold_i``.
+known. Contact: any ``|r_i| > threshold_i`` (constant thresholds), or the band,
+persistence and holding-friction tracker of :mod:`arm_dyn_id.service.contact` when the
+stream is given a :class:`~arm_dyn_id.service.contact.ContactThresholds`.
 """
 
 import numpy as np
@@ -40,6 +42,7 @@ import pinocchio as pin
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import DataError
+from arm_dyn_id.service.contact import CalibrationRun, ContactDetector, ContactThresholds
 
 NO_MODEL = 'no_model'    # the rejection reason when nothing is served
 _MIN_MASS = 1e-9        # kg; below this a body cannot carry a first moment in pinocchio
@@ -433,8 +436,13 @@ class ResidualStream:
     Parameters
     ----------
     served : ServedDynamics
-    gains, thresholds, max_gap, velocity_cutoff_hz
+    gains, max_gap, velocity_cutoff_hz
         Of the :class:`MomentumObserver`.
+    thresholds : array_like (n,) or ContactThresholds, optional
+        Constant thresholds (N·m, the observer's own check), or the band, persistence
+        and holding tracker of :class:`~arm_dyn_id.service.contact.ContactThresholds`
+        (then the residual returned is the observer's minus the tracked holding
+        torque); None: no contact flag.
     torque_gains : array_like, (n,), optional
         ``effort`` is a motor current: torque = ``torque_gains · (effort − offsets)``
         (seed 000 eq. 19, the recorder's conversion); None: ``effort`` is a torque (N·m).
@@ -444,13 +452,24 @@ class ResidualStream:
     Attributes
     ----------
     observer : MomentumObserver
+    detector : ContactDetector or None
+        With ContactThresholds: its band, flagged joints and holding offset of the last
+        sample.
     """
 
     def __init__(self, served, gains, thresholds=None, max_gap=0.05, velocity_cutoff_hz=20.0,
                  torque_gains=None, offsets=None):
         n = len(served.joints)
         self.joints = served.joints
+        self.detector = None
+        if isinstance(thresholds, ContactThresholds):
+            if thresholds.joints != tuple(served.joints):
+                raise ValueError(f'contact thresholds of joints {list(thresholds.joints)}, '
+                                 f'the model has {list(served.joints)}')
+            self.detector = ContactDetector(thresholds)
+            thresholds = None
         self.observer = served.observer(gains, thresholds, max_gap, velocity_cutoff_hz)
+        self._restarts = -1
         self._gains = None if torque_gains is None else \
             _per_joint(torque_gains, n, 'torque gains')
         self._offsets = np.zeros(n) if offsets is None else \
@@ -481,9 +500,95 @@ class ResidualStream:
             return sample
         tau = sample.effort if self._gains is None else \
             self._gains * (sample.effort - self._offsets)
-        model, residual, contact = self.observer.update(t, sample.position, sample.velocity,
-                                                        tau)
-        return sample.position, self.observer.velocity, model, residual, contact
+        return self.step(t, sample.position, sample.velocity, tau)
+
+    def step(self, t, q, dq, tau):
+        """One checked sample in model order (q rad, dq rad/s or None, tau N·m): what
+        :meth:`update` does after its checks. Returns (q, dq, model, residual, contact)."""
+        model, residual, contact = self.observer.update(t, q, dq, tau)
+        if self.detector is not None:
+            if self.observer.restarts != self._restarts:
+                self._restarts = self.observer.restarts
+                self.detector.reset()
+            residual, contact = self.detector.update(t, self.observer.velocity, residual)
+            model = tau - residual
+        return q, self.observer.velocity, model, residual, contact
+
+
+def run_stream(stream, t, q, dq, tau):
+    """A recording through a :class:`ResidualStream`, sample by sample (the node's code).
+
+    Parameters
+    ----------
+    stream : ResidualStream
+        Fresh (its state carries over otherwise).
+    t : ndarray, (N,)
+        s.
+    q : ndarray, (N, n)
+        rad, model order.
+    dq : ndarray, (N, n) or None
+        rad/s; rows with NaN (or None) are estimated from q, as a message without velocity.
+    tau : ndarray, (N, n)
+        Joint torque (N·m).
+
+    Returns
+    -------
+    dict of ndarray
+        ``residual`` (N, n) N·m, ``contact`` (N,) bool, ``velocity`` (N, n); with a
+        detector also ``band`` (N, n), ``flagged`` (N, n) bool, ``offset`` (N, n),
+        ``speed``, ``acceleration`` (N,), ``standstill``, ``settling`` (N,) bool.
+    """
+    N, n = np.shape(q)
+    out = {'residual': np.empty((N, n)), 'contact': np.zeros(N, dtype=bool),
+           'velocity': np.empty((N, n))}
+    det = stream.detector
+    if det is not None:
+        for key in ('band', 'offset'):
+            out[key] = np.empty((N, n))
+        out['flagged'] = np.zeros((N, n), dtype=bool)
+        for key in ('speed', 'acceleration'):
+            out[key] = np.empty(N)
+        for key in ('standstill', 'settling'):
+            out[key] = np.zeros(N, dtype=bool)
+    for k in range(N):
+        v = None if dq is None or not np.all(np.isfinite(dq[k])) else dq[k]
+        _, vel, _, r, c = stream.step(float(t[k]), q[k], v, tau[k])
+        out['residual'][k] = r
+        out['contact'][k] = c
+        out['velocity'][k] = vel
+        if det is not None:
+            out['band'][k] = det.band
+            out['offset'][k] = det.offset
+            out['flagged'][k] = det.joints_flagged
+            out['speed'][k] = det.speed
+            out['acceleration'][k] = det.acceleration
+            out['standstill'][k] = det.standstill
+            out['settling'][k] = det.settling
+    return out
+
+
+def calibration_run(served, gains, t, q, dq, tau, settings=None, max_gap=0.05,
+                    velocity_cutoff_hz=20.0, source=''):
+    """A no-contact recording through the stream with a detector that never flags (same
+    tracker settings), as :func:`arm_dyn_id.service.contact.calibrate` takes it.
+
+    Parameters
+    ----------
+    settings : ContactThresholds, optional
+        Its tracker and state settings are used (bands ignored); default the defaults
+        with no holding tracker.
+    """
+    n = len(served.joints)
+    inf = np.full(n, np.inf)
+    if settings is None:
+        settings = ContactThresholds(tuple(served.joints), inf, inf, np.zeros(n), np.zeros(n))
+    probe = settings.with_settings(standstill=inf, base=inf)
+    stream = ResidualStream(served, gains, probe, max_gap, velocity_cutoff_hz)
+    out = run_stream(stream, t, q, dq, tau)
+    return CalibrationRun(np.asarray(t, dtype=float), out['residual'], out['velocity'],
+                          out['speed'],
+                          out['acceleration'], out['standstill'], out['settling'],
+                          source=source)
 
 
 def answer_dynamics_query(served, names, positions, velocities, accelerations):
@@ -500,4 +605,4 @@ def answer_dynamics_query(served, names, positions, velocities, accelerations):
 
 
 __all__ = ['EquivalentDynamics', 'MomentumObserver', 'ResidualStream', 'ServedDynamics',
-           'answer_dynamics_query', 'is_full']
+           'answer_dynamics_query', 'calibration_run', 'is_full', 'run_stream']

@@ -1,0 +1,304 @@
+"""The node's momentum-observer residual and contact flag, offline, on any bag.
+
+Every bag is read like `arm-dyn-id fit` reads it (effort as current with the torque
+constants, or --effort torque) and its samples go one by one through the identifier
+node's own ResidualStream (arm_dyn_id.service.dynamics): the same observer, the same
+contact band, persistence and holding-friction tracker (arm_dyn_id.service.contact,
+docs/contact.md). Each bag is a stream of its own. Prints the contact episodes (start,
+end, joints, peak external torque) and per-joint residual statistics; --json writes them,
+--plot draws the residual, the band and the episodes (one PNG per bag: PATH, PATH-2, ...).
+
+The contact thresholds are read from the model folder (<model dir>/contact_thresholds.yaml,
+what the node uses by default) or --thresholds PATH; without either, no contact flag.
+
+--calibrate: the bags are recordings WITHOUT contact (free motion, holds); the thresholds
+are derived from them for a false-alarm target (per joint and state bin, --margin times
+the --quantile of the residual that persists --persistence seconds) and written to the
+model folder (or --out PATH). Then run the command on other recordings to check them.
+
+The model goes through the model gate (full-dynamics models only).
+
+examples:
+  arm-dyn-id residual fit/model.yaml free_1/ free_2/ --urdf arm.urdf --torque-constants ... \\
+      --calibrate
+  arm-dyn-id residual fit/model.yaml push/ --urdf arm.urdf --torque-constants ... \\
+      --json push.json --plot push.png
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+HELP = 'the node\'s residual and contact flag on bags; --calibrate derives the thresholds'
+
+
+def add_arguments(parser):
+    from arm_dyn_id.cli.common import add_data_arguments
+    from arm_dyn_id.service import contact
+    parser.add_argument('model', type=Path, help='model.yaml of a full-dynamics fit')
+    add_data_arguments(parser, several=True)
+    parser.add_argument('--gains', default='25', metavar='K',
+                        help='observer bandwidth K (1/s), one or one per joint (default 25, '
+                        'the node\'s observer_gains; a thresholds file says its own)')
+    parser.add_argument('--thresholds', type=Path, metavar='PATH',
+                        help='contact thresholds file (default: <model dir>/'
+                        f'{contact.FILE_NAME} when it exists)')
+    parser.add_argument('--persistence', type=float, metavar='S',
+                        help='seconds over the band before contact is flagged (default '
+                        f'{contact.PERSISTENCE:g}, or the thresholds file\'s)')
+    parser.add_argument('--no-holding', action='store_true',
+                        help='no holding-friction tracker (the raw observer residual)')
+    parser.add_argument('--max-gap', type=float, default=0.05, metavar='S',
+                        help='a stamp step longer than this restarts the observer (default '
+                        '0.05, the node\'s observer_max_gap)')
+    parser.add_argument('--velocity-cutoff', type=float, default=20.0, metavar='HZ',
+                        help='cut-off of the velocity estimate when a message has none '
+                        '(default 20, the node\'s)')
+    parser.add_argument('--calibrate', action='store_true',
+                        help='the bags hold no contact: derive the thresholds and write them')
+    parser.add_argument('--quantile', type=float, default=contact.QUANTILE,
+                        help='calibration: the false-alarm target as a quantile of the '
+                        f'persisted residual per joint and state bin (default {contact.QUANTILE})')
+    parser.add_argument('--margin', type=float, default=contact.MARGIN,
+                        help=f'calibration: factor over that quantile (default {contact.MARGIN})')
+    parser.add_argument('--holding-factor', type=float, default=contact.HOLDING_FACTOR,
+                        help='calibration: holding offset bound = this x the model\'s static '
+                        f'friction (default {contact.HOLDING_FACTOR})')
+    parser.add_argument('--out', type=Path, metavar='PATH',
+                        help='calibration: where to write the thresholds (default the model '
+                        'folder\'s file)')
+    parser.add_argument('--json', type=Path, metavar='PATH', help='write the results as JSON')
+    parser.add_argument('--plot', type=Path, metavar='PATH', help='draw the residual (PNG)')
+
+
+def run(args):
+    from arm_dyn_id.cli.common import Progress, arm_setup, check_same_robot, read, write_json
+    from arm_dyn_id.cli.validate import given_robot
+    from arm_dyn_id.data.bag_reader import read_stored_config
+    from arm_dyn_id.errors import DataError, JointNameError
+    from arm_dyn_id.model.gate import admit_model
+    from arm_dyn_id.service import contact
+    from arm_dyn_id.service.dynamics import ServedDynamics
+    progress = Progress(quiet=args.quiet)
+    urdf, joints = given_robot(args)
+    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints, kinds=('full',),
+                        allow_rejected=args.force, allow_other_urdf=args.force)
+    bags = [b.expanduser() for b in args.bags]
+    for bag in bags:
+        if not bag.exists():
+            raise DataError(f'bag {bag} does not exist')
+    stored = [read_stored_config(bag) for bag in bags]
+    if args.urdf is None and args.config is None:
+        args.urdf = model.robot.source and Path(model.robot.source)
+    if args.joints is None and args.config is None:
+        args.joints = ','.join(model.joint_names)
+    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    if tuple(config.joints) != tuple(model.joint_names):
+        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
+                             f'arm given has {list(config.joints)}')
+    for bag, doc in zip(bags, stored):
+        check_same_robot(bag, doc, config, force=args.force)
+    served = ServedDynamics(model)
+    if not served.fast.exact:
+        raise DataError(f'model {args.model} has no pinocchio equivalent (a massless body '
+                        'with a first moment): the node serves no residual for it')
+    n = len(served.joints)
+    path = args.thresholds.expanduser() if args.thresholds else \
+        contact.thresholds_file(args.model.expanduser())
+    thresholds = None
+    if not args.calibrate and (args.thresholds or path.is_file()):
+        thresholds = contact.ContactThresholds.load(path, joints=served.joints)
+    gains = _gains(args.gains, n, thresholds)
+    settings = _settings(args, thresholds, model, n, contact, served.joints)
+    recs = []
+    for bag in bags:
+        rec, _ = read(args, conversion, progress, bag)
+        recs.append(rec)
+    if args.calibrate:
+        return _calibrate(args, served, model, gains, settings, recs, bags, progress)
+    if thresholds is None:
+        progress.phase(f'no contact thresholds ({path} does not exist): residual only; '
+                       'derive them with --calibrate on recordings without contact')
+    else:
+        thresholds = settings
+        progress.phase(f'contact thresholds: {path} (persistence {settings.persistence:g} s, '
+                       'holding tracker ' + ('on' if np.any(settings.holding_bounds > 0)
+                                             else 'off') + ')')
+    results = []
+    for k, (bag, rec) in enumerate(zip(bags, recs)):
+        progress.phase(f'residual of {bag} ({rec.n_samples} samples)')
+        out = analyse(served, gains, thresholds, rec, args.max_gap, args.velocity_cutoff)
+        out['bag'] = str(bag)
+        results.append(out)
+        print(text(out, served.joints))
+        if args.plot:
+            target = args.plot.expanduser()
+            if k:
+                target = target.with_name(f'{target.stem}-{k + 1}{target.suffix or ".png"}')
+            print(f'plot: {plot(target, rec, out, served.joints)}')
+    if args.json:
+        doc = {'model': str(args.model), 'thresholds': None if thresholds is None else
+               {'path': str(path), **thresholds.to_dict()},
+               'observer_gains': gains.tolist(), 'bags': [_public(r) for r in results]}
+        print(f'json: {write_json(args.json.expanduser(), doc)}')
+    if thresholds is None:
+        return 0
+    total = sum(len(r['episodes']) for r in results)
+    print(f'contact episodes: {total} in {len(results)} bag(s)')
+    return 0
+
+
+def _gains(text, n, thresholds):
+    from arm_dyn_id.cli.common import parse_constants
+    values = parse_constants(str(text), option='--gains', unit='1/s')
+    values = np.full(n, values[0]) if len(values) == 1 else np.asarray(values)
+    if values.shape != (n,) or np.any(values <= 0):
+        from arm_dyn_id.errors import ConfigError
+        raise ConfigError(f'--gains {text}: give one K > 0 or one per joint ({n})')
+    if thresholds is not None:
+        stored = thresholds.calibration.get('observer_gains')
+        if stored is not None and not np.allclose(stored, values):
+            from arm_dyn_id.errors import ConfigError
+            raise ConfigError(f'the thresholds were calibrated with observer gains {stored}, '
+                              f'not {values.tolist()}: pass --gains as calibrated, or '
+                              'calibrate again')
+    return values
+
+
+def _settings(args, thresholds, model, n, contact, joints):
+    """The thresholds in use (or, calibrating, the settings to calibrate with)."""
+    if thresholds is None:
+        inf = np.full(n, np.inf)
+        thresholds = contact.ContactThresholds(
+            tuple(joints), inf, inf, np.zeros(n), np.zeros(n),
+            holding_bounds=contact.holding_bounds(model, args.holding_factor))
+    changes = {}
+    if args.persistence is not None:
+        changes['persistence'] = args.persistence
+    if args.no_holding:
+        changes['holding_bounds'] = np.zeros(n)
+    return thresholds.with_settings(**changes) if changes else thresholds
+
+
+def _calibrate(args, served, model, gains, settings, recs, bags, progress):
+    from arm_dyn_id.service import contact
+    from arm_dyn_id.service.dynamics import calibration_run
+    runs = []
+    for bag, rec in zip(bags, recs):
+        progress.phase(f'residual of {bag} (no contact) for the thresholds')
+        runs.append(calibration_run(served, gains, rec.t, rec.q, _velocity(rec), rec.tau,
+                                    settings, args.max_gap, args.velocity_cutoff,
+                                    source=str(bag)))
+    keep = ('still_velocity', 'acceleration_cutoff_hz', 'breakaway_velocity', 'holding_time',
+            'release_time',
+            'settle_time', 'max_freeze')
+    th = contact.calibrate(runs, served.joints, holding_bounds=settings.holding_bounds,
+                           quantile=args.quantile, margin=args.margin,
+                           persistence=settings.persistence,
+                           calibration={'observer_gains': gains.tolist(),
+                                        'model': str(args.model)},
+                           **{k: getattr(settings, k) for k in keep})
+    out = (args.out or contact.thresholds_file(args.model)).expanduser()
+    th.save(out)
+    rows = [f'{"joint":<16}{"standstill":>11}{"base":>9}{"per q̇":>9}{"per q̈":>9}'
+            f'{"holding":>9}']
+    for i, j in enumerate(th.joints):
+        rows.append(f'{j:<16}{th.standstill[i]:>11.3g}{th.base[i]:>9.3g}'
+                    f'{th.per_velocity[i]:>9.3g}{th.per_acceleration[i]:>9.3g}'
+                    f'{th.holding_bounds[i]:>9.3g}')
+    print('contact thresholds (N·m; band in motion = base + per q̇·‖q̇‖ + per q̈·‖q̈‖):')
+    print('\n'.join(rows))
+    print(f'from {th.calibration["samples"]} samples of {len(runs)} recording(s): '
+          f'{args.margin:g} x the {args.quantile:g} quantile, persistence '
+          f'{th.persistence:g} s')
+    print(f'thresholds: {out}')
+    if args.json:
+        from arm_dyn_id.cli.common import write_json
+        print(f'json: {write_json(args.json.expanduser(), {"thresholds": th.to_dict()})}')
+    return 0
+
+
+def _velocity(rec):
+    dq = rec.dq
+    return None if dq is None or not np.isfinite(dq).any() else dq
+
+
+def analyse(served, gains, thresholds, rec, max_gap=0.05, velocity_cutoff_hz=20.0):
+    """One recording through a fresh ResidualStream: per-sample arrays, episodes, statistics.
+
+    Returns
+    -------
+    dict
+        ``series`` (what :func:`run_stream` returns), ``episodes``, ``statistics``,
+        ``samples``, ``duration`` (s), ``restarts``.
+    """
+    from arm_dyn_id.service import contact
+    from arm_dyn_id.service.dynamics import ResidualStream, run_stream
+    stream = ResidualStream(served, gains, thresholds, max_gap, velocity_cutoff_hz)
+    series = run_stream(stream, rec.t, rec.q, _velocity(rec), rec.tau)
+    eps = [] if thresholds is None else contact.episodes(
+        rec.t, series['contact'], series['residual'], series.get('flagged'), served.joints)
+    still = series.get('standstill')
+    return {'series': series, 'episodes': eps,
+            'statistics': contact.residual_statistics(series['residual'], served.joints,
+                                                      still),
+            'samples': int(rec.n_samples), 'duration': float(rec.t[-1] - rec.t[0]),
+            'restarts': int(stream.observer.restarts),
+            'persistence': None if thresholds is None else thresholds.persistence,
+            't0': float(rec.t[0])}
+
+
+def _public(result):
+    return {k: v for k, v in result.items() if k != 'series'}
+
+
+def text(result, joints):
+    """The episodes and statistics of one bag, as printed."""
+    t0 = result['t0']
+    lines = [f'{result["bag"]}: {result["samples"]} samples, {result["duration"]:.1f} s, '
+             f'{result["restarts"]} observer restart(s)']
+    if result['persistence'] is not None:
+        lines.append(f'contact episodes: {len(result["episodes"])} (times from the first '
+                     f'sample; each flagged {result["persistence"]:g} s after its crossing, '
+                     'the persistence)')
+        for e in result['episodes']:
+            lines.append(f'  {e["start"] - t0:8.3f} .. {e["end"] - t0:8.3f} s  '
+                         f'peak {e["peak"]:.3g} N·m at {e["peak_joint"]}  '
+                         f'joints {", ".join(e["joints"])}')
+    lines.append(f'{"residual (N·m)":<16}{"rms":>9}{"p99 |r|":>9}{"max |r|":>9}{"mean":>9}'
+                 f'{"still rms":>10}')
+    for j in joints:
+        s = result['statistics'][j]
+        still = '-' if s['standstill_rms'] is None else f'{s["standstill_rms"]:.3g}'
+        lines.append(f'{j:<16}{s["rms"]:>9.3g}{s["p99_abs"]:>9.3g}{s["max_abs"]:>9.3g}'
+                     f'{s["mean"]:>9.3g}{still:>10}')
+    return '\n'.join(lines)
+
+
+def plot(path, rec, result, joints):
+    """The residual per joint, its band and the contact episodes; returns the path."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    series = result['series']
+    t = rec.t - rec.t[0]
+    n = len(joints)
+    fig, axes = plt.subplots(n, 1, sharex=True, figsize=(10, 1.6 * n + 1))
+    for i, ax in enumerate(np.atleast_1d(axes)):
+        ax.plot(t, series['residual'][:, i], lw=0.7, label='external torque')
+        if 'band' in series:
+            band = np.where(np.isfinite(series['band'][:, i]), series['band'][:, i], np.nan)
+            ax.plot(t, band, 'k:', lw=0.6, label='band')
+            ax.plot(t, -band, 'k:', lw=0.6)
+        for e in result['episodes']:
+            ax.axvspan(e['start'] - rec.t[0], e['end'] - rec.t[0], color='r', alpha=0.2)
+        ax.set_ylabel(f'{joints[i]}\nN·m', fontsize=8)
+    np.atleast_1d(axes)[-1].set_xlabel('s')
+    np.atleast_1d(axes)[0].legend(loc='upper right', fontsize=7)
+    fig.suptitle(f'{result["bag"]}: {len(result["episodes"])} contact episode(s)', fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,301 @@
+"""Contact detection that holds on a real arm (service.contact, service.dynamics' stream and
+``arm-dyn-id residual``), on a simulated humanoid arm: pinocchio inverse dynamics plus
+Coulomb and viscous friction in motion, a stiction-like holding torque at rest (any value
+up to the Coulomb level, drawn at every stop), noise, and a push at the flange mapped to
+the joints by the Jacobian transpose. The model is fitted by ``arm-dyn-id fit`` from a
+Fourier bag (as test_cli_full does)."""
+
+import json
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from arm_dyn_id import cli
+from arm_dyn_id.data.bag_reader import read_bag
+from arm_dyn_id.data.bag_writer import write_bag
+from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
+from arm_dyn_id.model import load_model
+from arm_dyn_id.model.robot import RobotModel
+from arm_dyn_id.service import contact
+from arm_dyn_id.service.dynamics import (ResidualStream, ServedDynamics, calibration_run,
+                                         run_stream)
+from test_cli_fit import COULOMB, JOINTS, K_E, NOISE, URDF, write_config
+from test_cli_full import VISCOUS, fourier_data, write_plain_bag
+
+RATE = 200.0
+GAINS = 25.0
+Q0 = np.array([0.8, 1.0, 0.0, 1.2, 0.0, 0.0])
+PUSH_N = 5.0
+
+
+def _min_jerk(p0, p1, duration, rate):
+    tau = np.arange(int(duration * rate)) / rate / duration
+    s = 10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5
+    ds = (30 * tau ** 2 - 60 * tau ** 3 + 30 * tau ** 4) / duration
+    dds = (60 * tau - 180 * tau ** 2 + 120 * tau ** 3) / duration ** 2
+    d = p1 - p0
+    return p0 + s[:, None] * d, ds[:, None] * d, dds[:, None] * d
+
+
+def _burst(p0, rng, duration, rate, amplitude=0.3, harmonics=4):
+    n = len(p0)
+    ell = np.arange(1, harmonics + 1)
+    a, b = rest_fourier_coefficients(rng.standard_normal((n, harmonics)) / ell,
+                                     rng.standard_normal((n, harmonics)) / ell)
+    t = np.arange(int(duration * rate)) / rate
+    omega = 2 * np.pi / duration
+    q, _, _ = fourier_series(t, omega, a, b, np.zeros(n))
+    s = amplitude / np.max(np.abs(q), axis=0)
+    q, dq, ddq = fourier_series(t, omega, a * s[:, None], b * s[:, None], np.zeros(n))
+    return p0 + q - q[0], dq, ddq
+
+
+def free_run(seed, pushes=(), segments=6, rate=RATE, t0=2000.0):
+    """Holds at several poses between point-to-point moves and Fourier bursts.
+
+    Parameters
+    ----------
+    pushes : sequence of (start s, duration s, force (3,) N)
+        Pushes at the flange (a smooth rise and fall of 0.1 s each), during holds.
+
+    Returns
+    -------
+    dict
+        ``t``, ``q``, ``dq``, ``tau`` (N·m), ``current`` (A), ``ext`` (N, 6) the
+        external joint torque Jᵀ F, ``still`` (N,) bool: the hold samples.
+    """
+    rng = np.random.default_rng(seed)
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    n = robot.n_joints
+    qs, dqs, ddqs, holds = [], [], [], []
+    pose = Q0 + rng.uniform(-0.3, 0.3, n)
+
+    def hold(seconds):
+        k = int(seconds * rate)
+        qs.append(np.tile(pose, (k, 1)))
+        dqs.append(np.zeros((k, n)))
+        ddqs.append(np.zeros((k, n)))
+        # the stiction torque the joints hold, set when they stopped
+        holds.append(np.tile(rng.uniform(-1, 1, n) * COULOMB, (k, 1)))
+
+    hold(2.0)
+    for k in range(segments):
+        if k % 2:
+            q, dq, ddq = _burst(pose, rng, 3.0, rate)
+        else:
+            target = Q0 + rng.uniform(-0.4, 0.4, n)
+            q, dq, ddq = _min_jerk(pose, target, 1.5, rate)
+            pose = target
+        qs.append(q)
+        dqs.append(dq)
+        ddqs.append(ddq)
+        holds.append(np.zeros_like(q))
+        hold(rng.uniform(1.5, 3.0))
+    q, dq, ddq, held = (np.vstack(x) for x in (qs, dqs, ddqs, holds))
+    t = np.arange(len(q)) / rate
+    rigid = np.array([robot.inverse_dynamics(*s) for s in zip(q, dq, ddq)])
+    tau = rigid + COULOMB * np.tanh(dq / 1e-3) + VISCOUS * dq + held + \
+        rng.standard_normal(q.shape) * NOISE
+    ext = np.zeros_like(q)
+    pm = robot.model
+    pd = pm.createData()
+    frame = pm.getFrameId('flange')
+    for start, duration, force in pushes:
+        rise = np.clip((t - start) / 0.1, 0, 1) * np.clip((start + duration - t) / 0.1, 0, 1)
+        for k in np.flatnonzero(rise > 0):
+            J = pin.computeFrameJacobian(pm, pd, robot._pin_q(q[k]), frame,
+                                         pin.LOCAL_WORLD_ALIGNED)[:3][:, robot._idx_v]
+            ext[k] = J.T @ (rise[k] * np.asarray(force, dtype=float))
+    # the motor holds the arm against the push: τ_m = ID + friction − Jᵀ F
+    tau = tau - ext
+    return {'t': t0 + t, 'q': q + rng.normal(0, 1e-5, q.shape),
+            'dq': dq + rng.normal(0, 1e-4, q.shape), 'tau': tau, 'current': tau / K_E,
+            'ext': ext, 'still': np.all(dq == 0, axis=1)}
+
+
+def write_run(path, data):
+    return write_bag(path, data['t'], JOINTS, data['q'], data['current'],
+                     velocity=data['dq'])
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory):
+    return tmp_path_factory.mktemp('residual')
+
+
+@pytest.fixture(scope='module')
+def fitted(root):
+    """``arm-dyn-id fit`` of a Fourier bag (least squares only): (model.yaml, arm config)."""
+    import contextlib
+    import io
+    config = write_config(root / 'arm.yaml')
+    bag = write_plain_bag(root / 'fourier', fourier_data(seed=0))
+    out = root / 'fit'
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = cli.main(['fit', str(bag), '--config', str(config), '--out', str(out),
+                         '--methods', 'wls', '--dynamics', 'full', '--no-report', '--quiet'])
+    assert code == 0, err.getvalue()
+    return out / 'model.yaml', config
+
+
+@pytest.fixture(scope='module')
+def served(fitted):
+    return ServedDynamics(load_model(fitted[0]))
+
+
+@pytest.fixture(scope='module')
+def thresholds(served, fitted):
+    """Calibrated on one no-contact run (seed 11)."""
+    model = load_model(fitted[0])
+    data = free_run(11, segments=8)
+    run = calibration_run(served, GAINS, data['t'], data['q'], data['dq'], data['tau'],
+                          contact.ContactThresholds(
+                              tuple(JOINTS), np.inf, np.inf, 0.0, 0.0,
+                              holding_bounds=contact.holding_bounds(model)),
+                          source='seed 11')
+    return contact.calibrate([run], JOINTS, holding_bounds=contact.holding_bounds(model),
+                             calibration={'observer_gains': [GAINS] * 6})
+
+
+def _stream(served, th, data):
+    out = run_stream(ResidualStream(served, GAINS, th), data['t'], data['q'], data['dq'],
+                     data['tau'])
+    return out, contact.episodes(data['t'], out['contact'], out['residual'], out['flagged'],
+                                 JOINTS)
+
+
+def test_thresholds_from_one_no_contact_run_hold_on_another_and_flag_a_5_N_push(
+        served, thresholds):
+    other = free_run(12, segments=8)
+    out, eps = _stream(served, thresholds, other)
+    assert eps == [], eps
+    # the same arm, a 5 N push at the flange while it holds a pose (never in a settle)
+    push_at = 2000.0 + 1.0
+    pushed = free_run(12, segments=8, pushes=[(1.0, 0.6, (PUSH_N, 0.0, 0.0))])
+    out, eps = _stream(served, thresholds, pushed)
+    assert len(eps) == 1, eps
+    e = eps[0]
+    assert push_at < e['start'] < push_at + 0.3 and e['end'] < push_at + 0.6 + 0.3, e
+    # flagged on the joints the push loads most
+    strongest = JOINTS[int(np.argmax(np.abs(pushed['ext']).max(axis=0)))]
+    assert strongest in e['joints'], (e, np.abs(pushed['ext']).max(axis=0))
+    # the holding tracker keeps the estimate of the push: within 25 % at its flag
+    k = np.searchsorted(pushed['t'], e['start'] + 0.25)
+    i = JOINTS.index(strongest)
+    assert abs(out['residual'][k, i] - pushed['ext'][k, i]) < 0.25 * abs(pushed['ext'][k, i])
+    # without the holding tracker the same bands flag the stiction at rest
+    raw = thresholds.with_settings(holding_bounds=np.zeros(6))
+    assert _stream(served, raw, other)[1], 'stiction at rest should cross the bands untracked'
+
+
+def test_persistence_rejects_a_single_sample_spike(served, thresholds):
+    data = free_run(13, segments=2)
+    k = int(np.flatnonzero(data['still'])[150])         # a hold, past any settling
+    # one sample of torque reaches the residual as K·Δt of itself, decaying with 1/K: it
+    # stays over the band for ln(peak / band) / K s, here less than the persistence
+    spike = np.zeros(6)
+    kdt = GAINS / RATE
+    spike[1] = 2.5 * thresholds.standstill[1] * (1 + kdt) / kdt
+    data['tau'][k] += spike
+    out, eps = _stream(served, thresholds, data)
+    assert eps == [], eps
+    at_once = thresholds.with_settings(persistence=0.0)
+    out0, eps0 = _stream(served, at_once, data)
+    assert data['t'][k] in [e['start'] for e in eps0], eps0
+    # the spike set |r| over the band for less than the persistence
+    over = np.abs(out['residual'][:, 1]) > out['band'][:, 1]
+    assert 0 < over.sum() < thresholds.persistence * RATE
+
+
+def test_a_contact_is_flagged_the_persistence_after_its_crossing(served, thresholds):
+    data = free_run(14, segments=2, pushes=[(0.8, 0.8, (0.0, 0.0, -3 * PUSH_N))])
+    out, eps = _stream(served, thresholds, data)
+    assert len(eps) == 1
+    over = np.any(np.abs(out['residual']) > out['band'], axis=1)
+    first = data['t'][np.flatnonzero(over & (data['t'] > 2000.7))[0]]
+    assert eps[0]['start'] - first == pytest.approx(thresholds.persistence, abs=1.5 / RATE)
+
+
+def test_holding_tracker_absorbs_stiction_and_a_slow_push_in_part(served, thresholds):
+    """What the tracker costs: a push ramping at ρ N·m/s keeps ρ·holding_time of itself
+    in the residual until the offset reaches its bound; a quick one keeps nearly all."""
+    th = thresholds.with_settings(standstill=np.full(6, np.inf), base=np.full(6, np.inf))
+    data = free_run(15, segments=0)                     # 2 s held at one pose
+    out, _ = _stream(served, th, data)
+    k = slice(int(1.0 * RATE), None)
+    raw, _ = _stream(served, th.with_settings(holding_bounds=np.zeros(6)), data)
+    # untracked, the residual is the stiction torque; tracked, the noise
+    held = np.abs(raw['residual'][k]).mean(axis=0)
+    assert np.sum(held > 0.01) >= 3, held
+    assert np.all(np.abs(out['residual'][k]).mean(axis=0) < 0.2 * held + 0.005)
+    # a slow ramp on a still arm: the residual keeps ρ·T of it (the tracker lags by T)
+    n = len(data['t'])
+    rho = 0.5 * COULOMB[1] / th.holding_time               # reaches the bound slowly
+    ramp = np.zeros((n, 6))
+    ramp[:, 1] = rho * np.clip(data['t'] - data['t'][0] - 0.5, 0, None)
+    ramped = dict(data, tau=data['tau'] - ramp)
+    tracked, _ = _stream(served, th, ramped)
+    late = data['t'] - data['t'][0] > 1.9
+    kept = (tracked['residual'][late, 1] - out['residual'][late, 1]).mean()
+    assert kept == pytest.approx(rho * th.holding_time, rel=0.35)
+
+
+def test_thresholds_file_round_trip_and_refusals(tmp_path, thresholds):
+    path = thresholds.save(tmp_path / contact.FILE_NAME)
+    back = contact.ContactThresholds.load(path, joints=JOINTS)
+    for name in ('standstill', 'base', 'per_velocity', 'per_acceleration', 'holding_bounds'):
+        np.testing.assert_allclose(getattr(back, name), getattr(thresholds, name))
+    assert back.persistence == thresholds.persistence
+    with pytest.raises(ValueError, match='joints'):
+        contact.ContactThresholds.load(path, joints=JOINTS[::-1])
+    path.write_text(path.read_text().replace('version: 1', 'version: 7'))
+    with pytest.raises(ValueError, match='version'):
+        contact.ContactThresholds.load(path)
+
+
+def test_residual_command_calibrates_and_gives_the_node_streams_episodes(
+        root, fitted, capsys):
+    model_file, config = fitted
+    free = [write_run(root / f'free_{s}', free_run(s, segments=4)) for s in (21, 22)]
+    code, out, err = run_cli(capsys, 'residual', model_file, *free, '--config', config,
+                             '--calibrate', '--quiet')
+    assert code == 0, err
+    path = model_file.parent / contact.FILE_NAME
+    assert path.is_file() and f'thresholds: {path}' in out
+    data = free_run(23, segments=2, pushes=[(1.0, 0.6, (PUSH_N, 0.0, 0.0))])
+    bag = write_run(root / 'push', data)
+    code, out, err = run_cli(capsys, 'residual', model_file, bag, '--config', config,
+                             '--json', root / 'push.json', '--plot', root / 'push.png',
+                             '--quiet')
+    assert code == 0, err
+    assert (root / 'push.png').stat().st_size > 0
+    doc = json.loads((root / 'push.json').read_text())
+    episodes = doc['bags'][0]['episodes']
+    assert len(episodes) == 1 and 'contact episodes: 1' in out, out
+    # the node's way: every JointState message (currents) through a ResidualStream
+    served = ServedDynamics(load_model(model_file))
+    stream = ResidualStream(served, GAINS, contact.ContactThresholds.load(path), 0.05, 20.0,
+                            torque_gains=K_E)
+    rec = read_bag(bag, config={'joints': JOINTS, 'torque_constants': list(K_E)})
+    flags, rs, flagged = [], [], []
+    for k in range(rec.n_samples):
+        _, _, _, r, c = stream.update(JOINTS, rec.t[k], rec.q[k], rec.dq[k], rec.current[k])
+        flags.append(c)
+        rs.append(r)
+        flagged.append(stream.detector.joints_flagged.copy())
+    mine = contact.episodes(rec.t, np.array(flags), np.array(rs), np.array(flagged), JOINTS)
+    assert [(e['start'], e['end'], e['joints']) for e in mine] == \
+        [(e['start'], e['end'], e['joints']) for e in episodes]
+    for a, b in zip(mine, episodes):
+        assert a['peak'] == pytest.approx(b['peak'], rel=1e-9)
