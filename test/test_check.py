@@ -350,7 +350,10 @@ def test_negative_mass_urdf_is_named_as_such_not_as_a_flipped_sign(tmp_path, cap
     assert "implausible: link 'link_3' has a negative mass (-0.5 kg)" in err
     robot = RobotModel.from_urdf(bad)
     robot_t, t, q, current, tau = recording(HUMANOID, HUMANOID_K_E, poses=2)
+    # a URDFError, and a DataError for the callers of a check (the identifier node's ~/check)
     with pytest.raises(URDFError, match='negative mass'):
+        check_samples(robot, q, tau)
+    with pytest.raises(DataError, match="link 'link_3' has a negative mass"):
         check_samples(robot, q, tau)
 
 

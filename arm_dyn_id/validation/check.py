@@ -51,6 +51,15 @@ from arm_dyn_id.errors import DataError, URDFError
 #: status of one joint
 OK, WARN, FAIL, UNTESTABLE = 'ok', 'warn', 'fail', 'untestable'
 
+
+class ImplausibleURDFError(URDFError, DataError):
+    """The nominal URDF cannot be a physical robot (a negative mass, an impossible inertia).
+
+    A :class:`~arm_dyn_id.errors.URDFError` (what is wrong is the file) and a
+    :class:`~arm_dyn_id.errors.DataError` (what callers of a check already catch).
+    """
+
+
 #: tolerances (fractions unless said otherwise)
 DEFAULTS = {
     'scale_fail': 0.30,      # |s| outside [0.7, 1.3]: fail
@@ -285,16 +294,17 @@ def urdf_problem(robot):
 
 
 def check_urdf(robot):
-    """Raise :class:`~arm_dyn_id.errors.URDFError` if :func:`urdf_problem` finds one.
+    """Raise :class:`ImplausibleURDFError` if :func:`urdf_problem` finds one.
 
     Checked before any torque is compared: a negative mass flips the URDF's torques
     and would be read as reversed joints.
     """
     problem = urdf_problem(robot)
     if problem:
-        raise URDFError(f'the nominal URDF {robot.source} is implausible: {problem}, not a '
-                        'physical robot; its torques cannot be checked against: fix its '
-                        'masses and inertias first')
+        raise ImplausibleURDFError(
+            f'the nominal URDF {robot.source} is implausible: {problem}, not a physical '
+            'robot, so the measured torques cannot be compared with it: fix its masses and '
+            'inertias first')
 
 
 # -- nominal torques ------------------------------------------------------------------
@@ -716,7 +726,7 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
 
     Raises
     ------
-    URDFError
+    ImplausibleURDFError
         The URDF is implausible (:func:`check_urdf`).
     DataError
         No quasi-static sample, or what :func:`check_gravity` refuses.
@@ -833,7 +843,7 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
 
     Raises
     ------
-    URDFError
+    ImplausibleURDFError
         The URDF is implausible (:func:`check_urdf`).
     DataError
         Shapes disagree, too few samples, non-finite values, zero nominal torques, or
@@ -914,7 +924,8 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full')
 
 
-__all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'JointCheck', 'CheckResult',
+__all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError',
+           'JointCheck', 'CheckResult',
            'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
            'friction_features', 'vertical_axes', 'roughness_ratio', 'check_gravity',
            'check_samples', 'check_dynamics']
