@@ -233,6 +233,26 @@ def test_a_consistent_mark_is_checked(fits):
     assert info.value.reason == 'implausible' and 'marked consistent' in str(info.value)
 
 
+def test_a_floating_model_is_admitted_where_floating_models_are_served():
+    from floating_bags import BIPED_URDF
+    from arm_dyn_id.model.floating import FloatingIdentification, FloatingModel
+    nominal = FloatingModel(BIPED_URDF)
+    phi = nominal.parameters()
+    doc = FloatingIdentification('biped', str(BIPED_URDF), None, 'zmp', 'linear',
+                                 nominal.body_names, phi, phi[::10].sum()).to_dict()
+    model = admit_doc(doc, source='biped.yaml', kinds=('floating',))
+    assert isinstance(model, FloatingIdentification) and 'physically plausible' in \
+        model.gate['checks']
+    body = doc['bodies'][0]
+    doc['parameters'][body]['m'] *= 3      # no longer the weighed total mass
+    with pytest.raises(ModelRefused) as info:
+        admit_doc(doc, source='biped.yaml', kinds=('floating',))
+    assert info.value.reason == 'implausible' and 'total_mass' in str(info.value)
+    with pytest.raises(ModelRefused) as info:
+        admit_doc(doc, source='biped.yaml')
+    assert info.value.reason == 'kind'
+
+
 def test_the_gate_and_the_fit_judge_scale_alike():
     from arm_dyn_id.validation import plausibility
     assert plausibility.SCALE_LIMIT == SCALE_LIMIT

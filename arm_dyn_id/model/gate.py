@@ -35,7 +35,9 @@ refused in one line naming the file, the reason and, when there is one, the opt-
      (and where M(q) is not positive definite), unless a joint that carries much of
      the arm's inertia has a mean inertia M_ii below 1 / SCALE_LIMIT of the URDF's
      (negative, or far too small); see :func:`_plausible_full`;
-   - floating models: positive masses and pseudo-inertias positive semi-definite.
+   - floating models: positive masses that add up to the weighed ``total_mass`` (the
+     fits are constrained to it); pseudo-inertias that are not positive semi-definite
+     are noted (a momentum fit does not constrain them).
 
    A rejected model admitted with ``allow_rejected`` is not judged again: the user
    chose to use it (its implausibility is kept as a warning).
@@ -723,12 +725,21 @@ def _inertia_problem(mass, inertia, tol=1e-9):
 
 
 def _plausible_floating(model, src):
-    notes = []
-    for k, body in enumerate(model.bodies):
-        problem = _pseudo_problem(model.phi[10 * k:10 * k + 10])
-        if problem:
-            raise ModelRefused(f'{src}: body {body!r} has {problem}', 'implausible')
-    notes.append('link parameters physically consistent (pseudo-inertias PSD)')
+    """Notes of a plausible floating model (positive masses: the loader refuses others),
+    else ModelRefused: its masses must add up to the weighed total mass the fits are
+    constrained to. Link parameters that are not physically consistent (a momentum fit
+    is not constrained so) are noted."""
+    masses = model.phi[::10]
+    total = float(masses.sum())
+    if not np.isclose(total, model.total_mass, rtol=1e-3):
+        raise ModelRefused(f'{src} is implausible: its link masses add up to {total:.6g} kg, '
+                           f'its total_mass is {model.total_mass:.6g} kg', 'implausible')
+    notes = [f'link masses add up to the total mass ({model.total_mass:.6g} kg)']
+    odd = [body for k, body in enumerate(model.bodies)
+           if _pseudo_problem(model.phi[10 * k:10 * k + 10])]
+    notes.append('link parameters physically consistent (pseudo-inertias PSD)' if not odd else
+                 f'link parameters not physically consistent for {odd} (pseudo-inertias not '
+                 'positive semi-definite; the fit does not constrain them)')
     return notes
 
 
