@@ -440,3 +440,22 @@ def test_derivatives_that_are_noise_are_not_read_as_wrong_constants(tmp_path, ca
     assert 'warning: cut-off 100 Hz: derivatives are noise' in err, err
     assert 'trying 50 Hz' in err
     assert 'shoulder_lift_joint: OK' in out and 'elbow_joint: OK' in out
+
+
+def test_a_fourier_recording_with_gaps_is_checked_piece_by_piece(fourier_sim, capsys):
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.data.bag_reader import read_bag
+    root, path, config = fourier_sim
+    rec = read_bag(path, config=load_arm_config(config))
+    keep = (np.arange(len(rec.t)) % 500) >= 60         # 0.3 s lost every 2.5 s
+    gappy = write_bag(root / 'gappy', rec.t[keep], list(rec.joints), rec.q[keep],
+                      rec.current[keep])
+    code = main(['check', str(gappy), '--config', str(config), '--quiet', '--json',
+                 str(root / 'gappy.json')])
+    out = capsys.readouterr().out
+    doc = json.loads((root / 'gappy.json').read_text())
+    # the gaps cannot be filtered across: each piece is filtered on its own, and the
+    # whole motion is still compared with the full model (not only the few slow
+    # samples at its turning points with gravity)
+    assert code == 0, out
+    assert doc['model'] == 'full' and doc['preparation']['pieces'] >= 3, doc['preparation']

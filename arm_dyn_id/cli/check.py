@@ -80,26 +80,67 @@ def _plain_conversion(args, urdf):
 CUTOFF_RETRIES = 3
 
 
-def _full_check(rec, robot, k_e, effort, cutoff, progress):
-    """The full rigid-body check of the whole recording; (result, info) or None, reason.
+#: a step longer than this many median steps splits the recording for the full model
+GAP_STEPS = 10
 
-    When the derivatives at the cut-off are noise (the URDF's torque much rougher than
-    the measured one), the cut-off is halved and the check run again.
-    """
-    from arm_dyn_id.data.preparation import MIN_CUTOFF_HZ, prepare
+
+def _pieces(t):
+    """Index ranges of the gap-free pieces of a recording, longest first."""
+    steps = np.diff(t)
+    cuts = np.flatnonzero(steps > GAP_STEPS * np.median(steps)) + 1 if len(steps) else []
+    edges = [0, *cuts, len(t)]
+    return sorted(((a, b) for a, b in zip(edges[:-1], edges[1:])), key=lambda r: r[0] - r[1])
+
+
+def _prepare(rec, robot, cutoff):
+    """:func:`prepare` of every gap-free piece long enough, at one cut-off (the longest
+    piece's when not given), stacked; (Prepared-like namespace, info)."""
+    from types import SimpleNamespace
+
+    from arm_dyn_id.data.preparation import prepare
     from arm_dyn_id.errors import DataError
-    from arm_dyn_id.validation.check import (DEFAULTS, check_dynamics, friction_features,
-                                             nominal_columns)
-    for attempt in range(CUTOFF_RETRIES + 1):
+    from arm_dyn_id.validation.check import DEFAULTS, friction_features, nominal_columns
+    parts, info, first_error = [], None, None
+    for a, b in _pieces(rec.t):
         try:
-            prep = prepare(rec.t, rec.q, rec.tau, cutoff_hz=cutoff,
+            prep = prepare(rec.t[a:b], rec.q[a:b], rec.tau[a:b], cutoff_hz=cutoff,
                            features=friction_features(DEFAULTS['coulomb_velocity']),
                            regressor=nominal_columns(robot))
         except DataError as exc:
+            if info is None and first_error is None:
+                first_error = exc
+            continue
+        if info is None:
+            info = dict(prep.info, pieces=0, n_kept=0)
+            cutoff = info['cutoff_hz']
+        info['pieces'] += 1
+        info['n_kept'] += int(prep.info['n_kept'])
+        parts.append(prep)
+    if not parts:
+        raise first_error or DataError('no piece of the recording is long enough to filter')
+    stack = SimpleNamespace(**{k: np.concatenate([getattr(p, k) for p in parts])
+                               for k in ('q', 'dq', 'ddq', 'tau', 'regressor', 'features')})
+    return stack, info
+
+
+def _full_check(rec, robot, k_e, effort, cutoff, progress):
+    """The full rigid-body check of the whole recording; (result, info) or None, reason.
+
+    A recording with gaps is filtered piece by piece. When the derivatives at the
+    cut-off are noise (the URDF's torque much rougher than the measured one), the
+    cut-off is halved and the check run again.
+    """
+    from arm_dyn_id.data.preparation import MIN_CUTOFF_HZ
+    from arm_dyn_id.errors import DataError
+    from arm_dyn_id.validation.check import check_dynamics
+    for attempt in range(CUTOFF_RETRIES + 1):
+        try:
+            prep, info = _prepare(rec, robot, cutoff)
+        except DataError as exc:
             return None, str(exc)
-        info = prep.info
+        pieces = f', {info["pieces"]} pieces between gaps' if info['pieces'] > 1 else ''
         progress.phase(f'full model on {info["n_kept"]} filtered samples (cut-off '
-                       f'{info["cutoff_hz"]:.3g} Hz, {info["cutoff_source"]})')
+                       f'{info["cutoff_hz"]:.3g} Hz, {info["cutoff_source"]}{pieces})')
         try:
             result = check_dynamics(robot, prep.q, prep.dq, prep.ddq, prep.tau,
                                     prep.regressor, prep.features, torque_constants=k_e,
