@@ -3,6 +3,12 @@
 DIR is the --out folder of `arm-dyn-id fit` (model.yaml, validation.json,
 fit_data.npz). `fit` writes the report itself unless --no-report is given.
 
+model.yaml goes through the model gate (arm_dyn_id.model.gate): a corrupt,
+truncated, future-version or non-finite file is one error line (exit 2) and
+nothing is written. A fit written marked rejected (`fit --force`), or one the gate
+finds implausible or of another URDF, is rendered with the reason in a red banner
+under the title, and the title says (REJECTED).
+
 example:
   arm-dyn-id report fit/
 """
