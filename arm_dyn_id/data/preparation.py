@@ -389,16 +389,16 @@ def choose_band(q, rate, harmonic_hz=None):
     noise_hz = float(np.min(limits))
     low, high = LOW_BAND_FACTOR * highest, BAND_FACTOR * highest
     cut = float(np.clip(noise_hz, low, high))
-    band = (f'the top of the motion\'s band is {highest:.3g} Hz (the velocity spectrum above '
-            f'{FLOOR_FACTOR:g} x the noise floor of q holds all but {POWER_LEFT:.0e} of its '
-            f'power below it; q noise {np.median(noise[moving]):.2g} rad)')
+    sigma = f'q noise {np.median(noise[moving]):.2g} rad'
+    top = f'the top of the motion\'s band ({highest:.3g} Hz, above the noise floor)'
     if cut == low:
-        why = f'{LOW_BAND_FACTOR:g} x the top of the motion\'s band: {band}'
+        why = (f'{LOW_BAND_FACTOR:g} x {top}, the lowest allowed: the noise\'s limit is lower '
+               f'({noise_hz:.3g} Hz, {sigma})')
     elif cut == high:
-        why = f'{BAND_FACTOR:g} x the top of the motion\'s band: {band}'
+        why = f'{BAND_FACTOR:g} x {top}, the highest allowed ({sigma})'
     else:
-        why = (f'where the noise of q̈ reaches {ACCEL_NOISE:.0e} of the motion\'s (within '
-               f'{LOW_BAND_FACTOR:g}-{BAND_FACTOR:g} x the top of the band): {band}')
+        why = (f'where q̈ noise reaches {ACCEL_NOISE:.0e} of the motion\'s ({sigma}); '
+               f'{cut / highest:.3g} x {top}')
     return _limited(cut, rate, why, band_hz=highest, noise=noise)
 
 
