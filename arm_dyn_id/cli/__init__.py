@@ -19,7 +19,9 @@ command answers "<name>: not implemented yet" and exits 2.
 Exit codes: 0 done; 2 a usage or input error (a bad option, file, bag, config
 value: errors of the core, ``arm_dyn_id.errors``, and file errors), printed as
 one line that names the thing; 3 the data cannot support the result (a fit
-refused as implausible, see ``arm-dyn-id fit --force``); 1 an unexpected
+refused as implausible, see ``arm-dyn-id fit --force``; a payload the data does
+not show; ``validate``'s verdict FAIL; a joint ``check`` cannot test); 4 ``check``
+found a joint that disagrees with the URDF; 1 an unexpected
 failure (a bug), also one line. The global ``--debug`` option (anywhere on the
 command line) prints the traceback as well.
 """
