@@ -287,3 +287,38 @@ def test_gate_messages_are_the_same_functions_everywhere():
         assert verdict.cause == (cause or 'torque_constant'), verdict
         assert not verdict.ok and verdict.reason
     assert judge_data(nominal * 1.1, nominal, joints).ok
+
+
+def test_ur5_at_500_hz_with_the_cutoff_at_the_rate_limit_is_refused(tmp_path, capsys):
+    """The case of issue 22: a UR5 at 500 Hz with encoder noise 2e-5 rad, fitted at a 200 Hz
+    cut-off (near the 250 Hz Nyquist frequency), was written with exit 0; the same bag at
+    2.5 Hz fits."""
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
+    urdf = example_robot('ur_description/urdf/ur5_robot.urdf')
+    robot = RobotModel.from_urdf(urdf)
+    joints, n = list(robot.joint_names), robot.n_joints
+    rng = np.random.default_rng(0)
+    rate, omega, ell = 500.0, 2 * np.pi * 0.1, np.arange(1, 5)
+    a, b = rest_fourier_coefficients(rng.standard_normal((n, 4)) / ell,
+                                     rng.standard_normal((n, 4)) / ell)
+    t = np.arange(int(2 * np.pi / omega * rate)) / rate
+    q, _, _ = fourier_series(t, omega, a, b, np.zeros(n))
+    s = 0.6 / np.max(np.abs(q), axis=0)
+    q, dq, ddq = fourier_series(t, omega, a * s[:, None], b * s[:, None],
+                                np.array([0.0, -1.2, 1.2, -1.5, -1.5, 0.0]))
+    noise = np.array([0.2, 0.2, 0.1, 0.02, 0.02, 0.02])
+    tau = np.array([robot.inverse_dynamics(*x) for x in zip(q, dq, ddq)]) + \
+        5 * noise * np.tanh(dq / 1e-3) + rng.standard_normal(q.shape) * noise
+    k = np.array([10.0, 10.0, 10.0, 3.0, 3.0, 3.0])
+    write_bag(tmp_path / 'bag', 1000.0 + t, joints, q + rng.normal(0, 2e-5, q.shape), tau / k)
+    config = write_config(tmp_path / 'ur5.yaml', urdf=urdf, joints=joints, torque_constants=k)
+    common = ['fit', tmp_path / 'bag', '--config', config, '--dynamics', 'full', '--methods',
+              'wls', '--no-report']
+    code, _, err = run(capsys, *common, '--out', tmp_path / 'at_limit', '--cutoff', '200')
+    assert code == 3, err
+    line = one_error_line(err)
+    assert 'the cut-off (200 Hz) sits at the rate limit' in line and \
+        'derivatives are noise' in line, line
+    code, _, err = run(capsys, *common, '--out', tmp_path / 'low', '--cutoff', '2.5')
+    assert code == 0, err

@@ -352,8 +352,8 @@ def cutoff_message(cutoff_hz, rate_hz, ratio=None):
     why = '' if ratio is None else (f'; the URDF\'s torque on the filtered samples is '
                                     f'{ratio:.3g}x noisier than the measured torque')
     return (f'the cut-off ({cutoff_hz:.3g} Hz) {where} (Nyquist {nyquist:.3g} Hz at '
-            f'{rate_hz:.3g} Hz sampling): derivatives are noise{why} (--cutoff, e.g. '
-            f'{max(0.5, min(10.0, 0.1 * nyquist)):.3g})')
+            f'{rate_hz:.3g} Hz sampling): derivatives are noise{why} (a lower --cutoff: a '
+            'few times the highest frequency of the motion)')
 
 
 def excitation_message(names, condition=None):
