@@ -69,6 +69,7 @@ from arm_dyn_id.nodes.executors import (
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
+from arm_dyn_id.service.contact import calibrated_thresholds
 from arm_dyn_id.service.dynamics import (
     ResidualStream, ServedDynamics, answer_dynamics_query, is_full)
 from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
@@ -281,8 +282,10 @@ class IdentifierNode(Node):
                   'for all (1/s): the residual follows an external torque with time '
                   'constant 1/K', read_only=True),
             Param('contact_thresholds', [0.0], 'contact when |external torque| of a joint '
-                  'exceeds its threshold (N·m), one for all or one per joint; 0 = no contact '
-                  'flag (no contact topic messages)', read_only=True),
+                  'exceeds its threshold (N·m), one for all or one per joint; 0 = the '
+                  'calibrated contact_thresholds.yaml beside model_file when there is one '
+                  '(arm-dyn-id residual --calibrate, docs/contact.md), else no contact flag '
+                  '(no contact topic messages)', read_only=True),
             Param('observer_max_gap', 0.05, 'a joint_states stamp step longer than this '
                   'restarts the residual observer (s)', read_only=True, low=1e-4, high=10.0),
             Param('velocity_cutoff', 20.0, 'cut-off of the causal velocity estimate used '
@@ -385,11 +388,19 @@ class IdentifierNode(Node):
         thresholds = np.asarray(p('contact_thresholds').value, dtype=float)
         thresholds = None if np.all(thresholds <= 0) else \
             np.where(thresholds > 0, thresholds, np.inf)
-        stream = ResidualStream(dynamics, p('observer_gains').value, thresholds,
+        # no thresholds given: the calibrated ones of the model's folder, when there are
+        calibrated, why = (None, '') if thresholds is not None else calibrated_thresholds(
+            getattr(self, 'model_file', ''), dynamics.joints, p('observer_gains').value)
+        stream = ResidualStream(dynamics, p('observer_gains').value,
+                                thresholds if calibrated is None else calibrated,
                                 p('observer_max_gap').value, p('velocity_cutoff').value,
                                 torque_gains=gains, offsets=offsets)
-        what = 'no contact flag' if thresholds is None else \
-            f'contact above {np.round(stream.observer.thresholds, 4).tolist()} N·m'
+        if calibrated is not None:
+            what = f'contact by the calibrated thresholds {why}'
+        elif thresholds is None:
+            what = 'no contact flag' + (f' ({why})' if why else '')
+        else:
+            what = f'contact above {np.round(stream.observer.thresholds, 4).tolist()} N·m'
         return stream, f'on ({p("joint_states_effort").value} in joint_states.effort; {what})'
 
     def _install(self, built):

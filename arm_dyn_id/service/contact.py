@@ -146,7 +146,8 @@ class ContactThresholds:
         object.__setattr__(self, 'holding_bounds',
                            _vec(bounds, n, 'holding_bounds', allow_inf=True))
         for name in ('persistence', 'still_velocity', 'acceleration_cutoff_hz',
-                     'breakaway_velocity', 'holding_time', 'release_time', 'settle_time', 'max_freeze'):
+                     'breakaway_velocity', 'holding_time', 'release_time', 'settle_time',
+                     'max_freeze'):
             value = float(getattr(self, name))
             positive = name in ('still_velocity', 'acceleration_cutoff_hz', 'holding_time',
                                 'release_time')
@@ -273,6 +274,42 @@ def thresholds_file(model_path):
     """``<model dir>/contact_thresholds.yaml`` of a model file (or of a model folder)."""
     p = Path(model_path)
     return (p if p.is_dir() else p.parent) / FILE_NAME
+
+
+def calibrated_thresholds(model_file, joints, gains):
+    """The thresholds a node uses by default: the model folder's file, when there is one
+    of these joints calibrated with these observer gains.
+
+    Parameters
+    ----------
+    model_file : str or path-like or None
+        The model served (its folder holds :data:`FILE_NAME`); empty: none.
+    joints : sequence of str
+    gains : array_like
+        The observer gains served (1/s), one or one per joint.
+
+    Returns
+    -------
+    (ContactThresholds or None, str)
+        The thresholds, and a sentence for the node's status (why none, or which file).
+    """
+    if not model_file:
+        return None, ''
+    path = thresholds_file(model_file)
+    if not path.is_file():
+        return None, f'no {FILE_NAME} beside the model'
+    try:
+        th = ContactThresholds.load(path, joints=joints)
+    except (ConfigError, OSError) as exc:
+        return None, f'{path} not used: {exc}'
+    stored = th.calibration.get('observer_gains')
+    n = len(tuple(joints))
+    g = np.atleast_1d(np.asarray(gains, dtype=float))
+    g = np.full(n, float(g[0])) if g.size == 1 else g
+    if stored is not None and (len(stored) != n or not np.allclose(stored, g)):
+        return None, (f'{path} not used: calibrated with observer_gains {list(stored)}, '
+                      f'served with {g.tolist()}')
+    return th, f'{path} (persistence {th.persistence:g} s)'
 
 
 def holding_bounds(model, factor=HOLDING_FACTOR):
@@ -626,5 +663,5 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
 
 
 __all__ = ['FILE_NAME', 'CalibrationRun', 'ContactDetector', 'ContactThresholds', 'calibrate',
-           'episodes', 'holding_bounds', 'persisted', 'residual_statistics',
-           'thresholds_file']
+           'calibrated_thresholds', 'episodes', 'holding_bounds', 'persisted',
+           'residual_statistics', 'thresholds_file']
