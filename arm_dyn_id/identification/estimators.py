@@ -516,8 +516,8 @@ def nonnegative_friction(result, A, b, nonnegative, neq=None):
     if not np.any(result.beta[nonnegative] < 0):
         return result
     beta, at_bound = bounded_solve(A, b, nonnegative)
-    info = dict(result.info, friction_at_zero=[result.names[i] for i in
-                                                np.flatnonzero(at_bound)])
+    info = dict(result.info,
+                friction_at_zero=[result.names[i] for i in np.flatnonzero(at_bound)])
     if neq is None:
         return replace(result, beta=beta, info=info)
     return replace(result, beta=beta, info=info,

@@ -421,7 +421,8 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
         result = fit_wls(P, extra, PAYLOAD_PARAMS + INERTIA_PARAMS, noise=noise,
                          method='payload_full_wls')
         _detected(P, result.beta, model_error, frame, robot)
-        fit = _finish(_with_model_error(result, P, noise, model_error), frame, f'full dynamics, {len(q)} samples; inertia identified '
+        fit = _finish(_with_model_error(result, P, noise, model_error), frame,
+                      f'full dynamics, {len(q)} samples; inertia identified '
                       f'(excitation {excitation:.2g})')
         moments = np.linalg.eigvalsh(np.asarray(fit.payload.inertia))
         valid = moments[0] >= 0 and moments[2] <= moments[0] + moments[1]

@@ -167,7 +167,6 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     return Plausibility(True, None, checks)
 
 
-
 # --- the data gate: every fit path (gravity, full, payload) and ``check`` ---------------
 
 #: Causes a refusal names (:attr:`Plausibility.cause`).
@@ -592,7 +591,8 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     return Plausibility(True, None, checks)
 
 
-__all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'JOINT_SCALE_LIMIT', 'MAX_RMSE_PERCENT', 'MIN_RHO',
-           'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO', 'cutoff_message', 'derivative_noise',
-           'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'sign_message',
-           'swap_message', 'torque_agreement', 'unidentified', 'units_message']
+__all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'JOINT_SCALE_LIMIT',
+           'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
+           'cutoff_message', 'derivative_noise', 'excitation_message', 'judge_data', 'judge_fit',
+           'judge_full', 'sign_message', 'swap_message', 'torque_agreement', 'unidentified',
+           'units_message']
