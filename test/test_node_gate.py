@@ -63,6 +63,7 @@ NAMES = {
     'neg_inertia': r'negative inertia',
     'neg_mass': r'negative|must be positive',
 }
+ALIASES = {'neg_mass_urdf': 'neg_mass', 'rejected_metrics': 'rejected'}
 
 
 # --------------------------------------------------------------------- the model set
@@ -110,8 +111,8 @@ def arm_set(tmp_path_factory):
     robot = humanoid.robot
     base = rigid_base_parameters(robot, armature=False, n_samples=60)
     theta = nominal_standard_parameters(robot, armature=False)
-    for k in range(robot.n_joints):     # Ixx, Iyy, Izz of every link: -3 times the URDF's
-        theta[10 * k + np.array([4, 6, 9])] *= -3.0
+    for k in range(robot.n_joints):     # Ixx, Iyy, Izz of every link: -30 times the URDF's
+        theta[10 * k + np.array([4, 6, 9])] *= -30.0
     sets['humanoid']['neg_inertia'] = DynamicsModel(robot.copy(), base, base.beta(theta)).save(
         root / 'neg_inertia.yaml')
     urdf = (REPO / 'urdf' / 'humanoid_arm.urdf').read_text()
@@ -134,7 +135,8 @@ def floating_set(tmp_path_factory):
     doc = yaml.safe_load(good.read_text())
     doc['metrics'] = dict(doc.get('metrics') or {}, rejected='predicts the momentum 3x worse '
                           'than the URDF')
-    bad['rejected'].write_text(yaml.safe_dump(doc, sort_keys=False))
+    bad['rejected_metrics'] = root / 'bad' / 'rejected_metrics.yaml'
+    bad['rejected_metrics'].write_text(yaml.safe_dump(doc, sort_keys=False))
     doc = yaml.safe_load(good.read_text())
     doc['parameters'][doc['bodies'][1]]['m'] = -5.0
     bad['neg_mass'] = root / 'bad' / 'neg_mass.yaml'
@@ -152,7 +154,8 @@ START_CASES = [
     ('compensation', 'rejected', {}), ('compensation', 'huge', {}),
     ('compensation', 'other_robot', {}), ('compensation', 'binary', {}),
     ('compensation', 'neg_mass_urdf', {'nominal_urdf': True}),
-    ('floating', 'rejected', {}), ('floating', 'neg_mass', {}),
+    ('floating', 'rejected', {}), ('floating', 'rejected_metrics', {}),
+    ('floating', 'neg_mass', {}),
     ('floating', 'other_robot', {}), ('floating', 'truncated', {}),
 ]
 
@@ -174,7 +177,7 @@ def _start_params(node, bad, extra):
 def test_a_bad_model_at_start_is_one_fatal_line_and_exit_2(ros_env, arm_set, floating_set,
                                                            node, which, extra):
     bad = floating_set['bad'] if node == 'floating' else arm_set['bad']['humanoid']
-    key = 'neg_mass' if which == 'neg_mass_urdf' else which
+    key = ALIASES.get(which, which)
     target, params = _start_params(node, bad[which], extra)
     proc = start_node(target, params, ros_env, name=f'{node}_{which}')
     try:
@@ -390,14 +393,14 @@ def test_floating_model_node_keeps_its_model_on_bad_reloads(ros_env, tmp_path, f
             h.wait_for(answered, TIMEOUT, poll=0.05, what=f'com {expected}')
         com(model.com(position[None], phi_a)[0])
         bad = floating_set['bad']
-        for which in ('rejected', 'neg_mass', 'other_robot', 'truncated'):
+        for which in ('rejected', 'neg_mass', 'rejected_metrics', 'other_robot', 'truncated'):
             _swap(served, bad[which])
-            h.refused(NAMES[which], str(served))
+            h.refused(NAMES[ALIASES.get(which, which)], str(served))
             com(model.com(position[None], phi_a)[0])
         _swap(served, floating_set['paths'][1])
         com(model.com(position[None], phi_b)[0])
         h.wait_for(lambda: h.diag('reload_error') == '', TIMEOUT, what='reload_error cleared')
     assert stop(proc) == 0, node_output(proc)
     log = node_output(proc)
-    assert log.count('model reload failed, still serving') == 4, log
+    assert log.count('model reload failed, still serving') == 5, log
     assert 'Traceback' not in log and '[FATAL]' not in log, log
