@@ -62,6 +62,8 @@ NAMES = {
     'binary': r'not a text file',
     'neg_inertia': r'negative inertia',
     'neg_mass': r'negative|must be positive',
+    'version_two': r"version 'two'",
+    'floating': r'floating-base model',
 }
 ALIASES = {'neg_mass_urdf': 'neg_mass', 'rejected_metrics': 'rejected'}
 
@@ -86,6 +88,8 @@ def bad_variants(good, folder):
                                             '(arm-dyn-id fit --force)\nschema:', 1))
     out['truncated'].write_text(text[:len(text) // 2])
     out['binary'].write_bytes(bytes(range(256)) * 8)
+    out['version_two'] = folder / 'version_two.yaml'
+    out['version_two'].write_text(yaml.safe_dump(dict(doc, version='two'), sort_keys=False))
     if 'base' in doc:           # an arm model: every base value -1e6
         huge = dict(doc, base=dict(doc['base'], values=[-1e6] * len(doc['base']['values'])))
         out['huge'] = folder / 'huge.yaml'
@@ -150,8 +154,9 @@ START_CASES = [
     # (node, which bad file, extra parameters)
     ('identifier', 'rejected', {}), ('identifier', 'huge', {}),
     ('identifier', 'other_robot', {}), ('identifier', 'truncated', {}),
-    ('identifier', 'neg_inertia', {}),
+    ('identifier', 'neg_inertia', {}), ('identifier', 'floating', {}),
     ('compensation', 'rejected', {}), ('compensation', 'huge', {}),
+    ('compensation', 'version_two', {}),
     ('compensation', 'other_robot', {}), ('compensation', 'binary', {}),
     ('compensation', 'neg_mass_urdf', {'nominal_urdf': True}),
     ('floating', 'rejected', {}), ('floating', 'rejected_metrics', {}),
@@ -176,7 +181,8 @@ def _start_params(node, bad, extra):
                          ids=[f'{n}-{w}' for n, w, _ in START_CASES])
 def test_a_bad_model_at_start_is_one_fatal_line_and_exit_2(ros_env, arm_set, floating_set,
                                                            node, which, extra):
-    bad = floating_set['bad'] if node == 'floating' else arm_set['bad']['humanoid']
+    bad = floating_set['bad'] if node == 'floating' else \
+        dict(arm_set['bad']['humanoid'], floating=floating_set['paths'][0])
     key = ALIASES.get(which, which)
     target, params = _start_params(node, bad[which], extra)
     proc = start_node(target, params, ros_env, name=f'{node}_{which}')
