@@ -101,7 +101,8 @@ def fit_bag(args, progress, say=print):
     to ``say`` in one line), hands the recording to
     :func:`arm_dyn_id.identification.pipeline.fit_gravity_recording` or
     :func:`~arm_dyn_id.identification.pipeline.fit_full_recording`, judges the
-    result (:func:`arm_dyn_id.validation.plausibility.judge_fit`) and writes
+    result (the data gate, :func:`~arm_dyn_id.identification.pipeline.judge_gravity_fit` or
+    :func:`~arm_dyn_id.identification.pipeline.judge_full_fit`) and writes
     model.yaml, identified.urdf, validation.json and fit_data.npz.
 
     Raises
@@ -234,8 +235,7 @@ def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fit
 
 def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
                  choice, gains=None):
-    from arm_dyn_id.identification.pipeline import fit_gravity_recording
-    from arm_dyn_id.validation.plausibility import judge_data, judge_fit
+    from arm_dyn_id.identification.pipeline import fit_gravity_recording, judge_gravity_fit
     methods = parse_methods(args.methods or 'wls,joint_by_joint')
     fitted = fit_gravity_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
@@ -247,21 +247,9 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     progress.phase(f'fitted {model.base.count} base parameters with {res.method} in '
                    f'{fitted.seconds:.1f} s (condition number {res.condition_number:.3g}; '
                    f'chosen {sel.by.replace("_", "-")})')
-    case = 'held_out' if 'held_out' in fitted.cases else 'training'
-    paired, predicted = fitted.cases[case]
-    # the data gate on every averaged pair (or quasi-static sample) against the URDF's
-    # gravity, then the fitted model on the held-out ones
-    q_all = np.concatenate([c[0].q for c in fitted.cases.values()])
-    tau_all = np.concatenate([c[0].tau for c in fitted.cases.values()])
-    verdict = judge_data(tau_all, robot.gravity_torques(q_all), rec.joints,
-                         noise=fitted.noise_std, raw=rec.tau, effort=args.effort or 'current',
-                         gains=gains, subject='gravity torque')
-    if verdict.ok:
-        judged = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
-                           noise=fitted.noise_std, joints=rec.joints,
-                           held_out=case == 'held_out', raw=rec.tau)
-        verdict = type(judged)(judged.ok, judged.reason, {**verdict.checks, **judged.checks},
-                               judged.cause)
+    # the data gate: every averaged pair against the URDF, then the held-out ones
+    verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
+                                gains=gains)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
                                    choice, fitted, model, verdict)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
@@ -273,8 +261,7 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
               choice, gains=None):
-    from arm_dyn_id.identification.pipeline import fit_full_recording
-    from arm_dyn_id.validation.plausibility import judge_full
+    from arm_dyn_id.identification.pipeline import fit_full_recording, judge_full_fit
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
     fitted = fit_full_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
@@ -289,13 +276,8 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
                    f'{fitted.seconds:.1f} s (condition number '
                    f'{fit.get("condition_number", float("nan")):.3g}; physically consistent: '
                    f'{"yes" if model.consistent else "no"})')
-    verdict = judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
-                         fitted.validation.get('held_out'), fitted.noise_std,
-                         joints=rec.joints, robot=robot,
-                         parameter_names=model.parameter_names,
-                         values=model.parameter_values,
-                         std_errors=model.std_errors, condition=fit.get('condition_number'),
-                         raw=rec.tau, effort=args.effort or 'current', gains=gains)
+    verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
+                             gains=gains)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
                                    choice, fitted, model, verdict)
     paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)

@@ -1093,8 +1093,81 @@ def fit_gravity_recording(recording, robot, config=None, **options):
                        provenance=provenance, **options)
 
 
+def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
+    """The data gate of a gravity fit, the same for ``arm-dyn-id fit`` and a node.
+
+    :func:`arm_dyn_id.validation.plausibility.judge_data` on every averaged pair (or
+    quasi-static sample) against the URDF's gravity there (units, signs, swapped
+    joints), then :func:`~arm_dyn_id.validation.plausibility.judge_fit` of the model
+    on the held-out ones (the training ones without a hold-out).
+
+    Parameters
+    ----------
+    fitted : GravityPipelineFit
+    robot : RobotModel
+        The nominal URDF, with the recording's joints.
+    raw : ndarray, (N, n)
+        Every measured torque of the recording (N·m).
+    effort : {'current', 'torque'}, optional
+    gains : array_like, (n,), optional
+        N·m per A of the conversion (``effort='current'``).
+
+    Returns
+    -------
+    Plausibility
+    """
+    from arm_dyn_id.validation.plausibility import judge_data, judge_fit
+    joints = list(robot.joint_names)
+    q_all = np.concatenate([c[0].q for c in fitted.cases.values()])
+    tau_all = np.concatenate([c[0].tau for c in fitted.cases.values()])
+    verdict = judge_data(tau_all, robot.gravity_torques(q_all), joints,
+                         noise=fitted.noise_std, raw=raw, effort=effort, gains=gains,
+                         subject='gravity torque')
+    if not verdict.ok:
+        return verdict
+    case = 'held_out' if 'held_out' in fitted.cases else 'training'
+    paired, predicted = fitted.cases[case]
+    judged = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
+                       noise=fitted.noise_std, joints=joints, held_out=case == 'held_out',
+                       raw=raw)
+    return type(judged)(judged.ok, judged.reason, {**verdict.checks, **judged.checks},
+                        judged.cause)
+
+
+def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
+    """The data gate of a full-dynamics fit, the same for ``arm-dyn-id fit`` and a node.
+
+    :func:`arm_dyn_id.validation.plausibility.judge_full` on the prepared samples
+    against the URDF's inverse dynamics there, the cut-off, and the held-out quality.
+
+    Parameters
+    ----------
+    fitted : FullPipelineFit
+    robot : RobotModel
+        The nominal URDF, with the recording's joints.
+    raw : ndarray, (N, n)
+        Every measured torque of the recording (N·m).
+    effort : {'current', 'torque'}, optional
+    gains : array_like, (n,), optional
+
+    Returns
+    -------
+    Plausibility
+    """
+    from arm_dyn_id.validation.plausibility import judge_full
+    model = fitted.model
+    fit = model.metadata.get('fit') or {}
+    return judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
+                      fitted.validation.get('held_out'), fitted.noise_std,
+                      joints=list(robot.joint_names), robot=robot,
+                      parameter_names=model.parameter_names, values=model.parameter_values,
+                      std_errors=model.std_errors, condition=fit.get('condition_number'),
+                      raw=raw, effort=effort, gains=gains)
+
+
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
            'FullPipelineFit', 'GravityPipelineFit', 'choose_dynamics', 'choose_markers',
            'clean_markers', 'fit_full_recording', 'fit_full_samples', 'fit_gravity',
-           'fit_gravity_recording', 'holdout_blocks', 'metrics_dict', 'motion_statistics',
+           'fit_gravity_recording', 'holdout_blocks', 'judge_full_fit', 'judge_gravity_fit',
+           'metrics_dict', 'motion_statistics',
            'noise_estimate', 'pair_metrics', 'split_pairs']
