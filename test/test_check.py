@@ -406,6 +406,8 @@ def test_doubled_constant_on_fourier_names_the_joint_and_the_true_one(fourier_si
     assert abs(joints['joint_4']['corrected_constant'] - 0.8) < 0.03 * 0.8
     line = next(x for x in out.splitlines() if x.startswith('joint_4: FAIL: scale off x2.0'))
     assert re.search(r'fix torque_constants: 1.6 -> 0.(79|80)\d* N·m/A', line), out
+    # and where to measure uncertain constants
+    assert 'torque constants of joint_4 off' in out and 'arm-dyn-id calibrate' in out
 
 
 def ur5_fourier(rate=500.0, seconds=10.0, seed=0, encoder_noise=2e-5):

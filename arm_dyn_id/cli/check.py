@@ -258,6 +258,12 @@ def run(args):
                    states_topic=rec.states_topic, n_read=rec.n_samples,
                    torque_constants=None if k_e is None else list(map(float, k_e)), **extra)
         print(f'json: {write_json(args.json.expanduser(), doc)}')
+    wrong_constants = [c.joint for c in result.joints if c.status == FAIL
+                       and np.isfinite(c.corrected_constant)]
+    if effort == 'current' and wrong_constants:
+        print(f'torque constants of {", ".join(wrong_constants)} off: if the drive gains are '
+              'uncertain, measure them from two runs of one trajectory without and with a '
+              'known load: arm-dyn-id calibrate (docs/calibrate.md)')
     if result.status == FAIL:
         return EXIT_FAILED
     if result.status == UNTESTABLE:
