@@ -182,7 +182,7 @@ def test_thresholds_from_one_no_contact_run_hold_on_another_and_flag_a_5_N_push(
     assert eps == [], eps
     # the same arm, a 5 N push at the flange while it holds a pose (never in a settle)
     push_at = 2000.0 + 1.0
-    pushed = free_run(12, segments=8, pushes=[(1.0, 0.6, (PUSH_N, 0.0, 0.0))])
+    pushed = free_run(12, segments=2, pushes=[(1.0, 0.6, (PUSH_N, 0.0, 0.0))])
     out, eps = _stream(served, thresholds, pushed)
     assert len(eps) == 1, eps
     e = eps[0]
@@ -267,7 +267,7 @@ def test_thresholds_file_round_trip_and_refusals(tmp_path, thresholds):
 def test_residual_command_calibrates_and_gives_the_node_streams_episodes(
         root, fitted, capsys):
     model_file, config = fitted
-    free = [write_run(root / f'free_{s}', free_run(s, segments=4)) for s in (21, 22)]
+    free = [write_run(root / f'free_{s}', free_run(s, segments=3)) for s in (21, 22)]
     code, out, err = run_cli(capsys, 'residual', model_file, *free, '--config', config,
                              '--calibrate', '--quiet')
     assert code == 0, err
@@ -299,3 +299,8 @@ def test_residual_command_calibrates_and_gives_the_node_streams_episodes(
         [(e['start'], e['end'], e['joints']) for e in episodes]
     for a, b in zip(mine, episodes):
         assert a['peak'] == pytest.approx(b['peak'], rel=1e-9)
+    # what the node uses by default: the folder's file, for the gains it was calibrated with
+    th, why = contact.calibrated_thresholds(model_file, JOINTS, [GAINS])
+    assert th is not None and str(path) in why
+    th, why = contact.calibrated_thresholds(model_file, JOINTS, [10.0])
+    assert th is None and 'observer_gains' in why
