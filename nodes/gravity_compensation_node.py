@@ -283,8 +283,9 @@ class GravityCompensationNode(Node):
         except (ConfigError, DataError, URDFError, JointNameError, ValueError) as exc:
             # one error line; the model served so far (if any) stays in use
             self.reload_error = str(exc)
-            self.get_logger().error(f'{exc}; still compensating with '
-                                    f'{self.model_source if self.compensator else "no model"}')
+            self.get_logger().error(f'{exc}; ' + (
+                f'still compensating with {self.model_source}' if self.compensator else
+                'no model in use yet: nothing is published until one is accepted'))
 
     def _on_set_parameters(self, params):
         changes = {p.name: plain(p.value) for p in params}
@@ -381,8 +382,9 @@ class GravityCompensationNode(Node):
                               'waiting for joint_states')
         if self.reload_error:
             status.level = DiagnosticStatus.WARN
-            status.message += (f'; model refused (still compensating with '
-                               f'{self.model_source}): {self.reload_error}')
+            using = f'still compensating with {self.model_source}' if compensator is not None \
+                else 'none in use yet'
+            status.message += f'; model refused ({using}): {self.reload_error}'
         counts = compensator.counts if compensator is not None else {}
         values = {
             'state': state,
