@@ -200,10 +200,11 @@ def _calibrate(args, served, model, gains, settings, recs, bags, progress):
                            **{k: getattr(settings, k) for k in keep})
     out = (args.out or contact.thresholds_file(args.model)).expanduser()
     th.save(out)
-    rows = [f'{"joint":<16}{"standstill":>11}{"base":>9}{"per q̇":>9}{"per q̈":>9}'
+    w = max(16, max(len(j) for j in th.joints) + 2)
+    rows = [f'{"joint":<{w}}{"standstill":>11}{"base":>9}{"per q̇":>9}{"per q̈":>9}'
             f'{"holding":>9}']
     for i, j in enumerate(th.joints):
-        rows.append(f'{j:<16}{th.standstill[i]:>11.3g}{th.base[i]:>9.3g}'
+        rows.append(f'{j:<{w}}{th.standstill[i]:>11.3g}{th.base[i]:>9.3g}'
                     f'{th.per_velocity[i]:>9.3g}{th.per_acceleration[i]:>9.3g}'
                     f'{th.holding_bounds[i]:>9.3g}')
     print('contact thresholds (N·m; band in motion = base + per q̇·‖q̇‖ + per q̈·‖q̈‖):')
@@ -265,12 +266,13 @@ def text(result, joints):
             lines.append(f'  {e["start"] - t0:8.3f} .. {e["end"] - t0:8.3f} s  '
                          f'peak {e["peak"]:.3g} N·m at {e["peak_joint"]}  '
                          f'joints {", ".join(e["joints"])}')
-    lines.append(f'{"residual (N·m)":<16}{"rms":>9}{"p99 |r|":>9}{"max |r|":>9}{"mean":>9}'
+    w = max(16, max(len(j) for j in joints) + 2)
+    lines.append(f'{"residual (N·m)":<{w}}{"rms":>9}{"p99 |r|":>9}{"max |r|":>9}{"mean":>9}'
                  f'{"still rms":>10}')
     for j in joints:
         s = result['statistics'][j]
         still = '-' if s['standstill_rms'] is None else f'{s["standstill_rms"]:.3g}'
-        lines.append(f'{j:<16}{s["rms"]:>9.3g}{s["p99_abs"]:>9.3g}{s["max_abs"]:>9.3g}'
+        lines.append(f'{j:<{w}}{s["rms"]:>9.3g}{s["p99_abs"]:>9.3g}{s["max_abs"]:>9.3g}'
                      f'{s["mean"]:>9.3g}{still:>10}')
     return '\n'.join(lines)
 
