@@ -25,7 +25,10 @@ before the first 10 N·m crossing at which every joint was still within 4 noise 
 its median. The delay is the first flag of an episode overlapping the push minus that start.
 
 Also, for comparison: the same with the holding tracker off (--no-holding) and with the
-persistence 0 (a flag per crossing).
+persistence 0 (a flag per crossing). And what the holding tracker costs: a synthetic push
+ramping at ρ N·m/s on shoulder_lift is added to the measured torque of a static-pose
+recording of the evaluation set (p2, from 3 s on); reported is the ramp's torque when the
+flag comes, with the tracker and without it (each with its own calibrated thresholds).
 
     .venv/bin/python bench/contact_ur10e.py [--keep DIR]
 """
@@ -115,6 +118,28 @@ def residual(model, bags, json_path, *extra):
     return json.loads(Path(json_path).read_text())
 
 
+def slow_push_cost(model, thresholds, bag, joint=1, start=3.0,
+                   rates=(1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)):
+    """{ρ: torque of the ramp (N·m) at the first flag, or None} on one static recording."""
+    from arm_dyn_id.data.bag_reader import read_bag
+    from arm_dyn_id.model import load_model
+    from arm_dyn_id.service.contact import ContactThresholds
+    from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, run_stream
+    served = ServedDynamics(load_model(model))
+    th = ContactThresholds.load(thresholds)
+    rec = read_bag(bag, config={'joints': list(served.joints),
+                                'torque_constants': [float(x) for x in K.split(',')]})
+    t = rec.t - rec.t[0]
+    out = {}
+    for rate in rates:
+        tau = rec.tau.copy()
+        tau[:, joint] -= rate * np.clip(t - start, 0, None)      # the motor holds against it
+        series = run_stream(ResidualStream(served, 25.0, th), rec.t, rec.q, rec.dq, tau)
+        hit = np.flatnonzero(series['contact'] & (t >= start))
+        out[rate] = None if not len(hit) else round(float(rate * (t[hit[0]] - start)), 1)
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--keep', type=Path, help='work in this folder (outside the repository)')
@@ -178,6 +203,10 @@ def main(argv=None):
         print(f'  visible starts (s): {[round(float(s) - EPOCH, 3) for s, _, _ in spans]}')
         print(f'false-alarm episodes on {len(free)} free-motion recordings not used for the '
               f'thresholds: {sum(fa.values())}  {fa}')
+        if label != 'persistence 0':
+            cost = slow_push_cost(model, thresholds, tmp / 'ur-20_01_17-p2')
+            print('slow push on shoulder_lift at p2: ramp ρ (N·m/s) -> its torque at the flag '
+                  f'(N·m; None: not flagged in the recording): {cost}')
         busy = {k: round(100 * v, 1) for k, v in fa_time.items() if v > 0}
         if busy:
             print(f'  time flagged (%): {busy}')
