@@ -304,3 +304,17 @@ def test_residual_command_calibrates_and_gives_the_node_streams_episodes(
     assert th is not None and str(path) in why
     th, why = contact.calibrated_thresholds(model_file, JOINTS, [10.0])
     assert th is None and 'observer_gains' in why
+
+
+def test_constant_thresholds_as_contact_thresholds_flag_as_the_observer_did(served):
+    """ContactThresholds.constant (persistence 0, no tracker) is the node's old
+    contact_thresholds parameter: the same residual and the same flag on every sample."""
+    data = free_run(16, segments=1, pushes=[(1.0, 0.5, (PUSH_N, 0.0, 0.0))])
+    values = np.array([0.05, 0.05, 0.05, 0.05, 0.02, np.inf])
+    old = run_stream(ResidualStream(served, GAINS, values), data['t'], data['q'], data['dq'],
+                     data['tau'])
+    new = run_stream(ResidualStream(served, GAINS, contact.ContactThresholds.constant(
+        JOINTS, values)), data['t'], data['q'], data['dq'], data['tau'])
+    assert old['contact'].any() and not old['contact'].all()
+    np.testing.assert_array_equal(new['contact'], old['contact'])
+    np.testing.assert_array_equal(new['residual'], old['residual'])

@@ -52,6 +52,7 @@ bin (a grid of speed x acceleration bins), times ``margin``. Saved as
 ``<model dir>/contact_thresholds.yaml`` (:data:`FILE_NAME`, :meth:`ContactThresholds.save`).
 """
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -349,6 +350,12 @@ class ContactDetector:
 
     def __init__(self, thresholds):
         self.thresholds = thresholds
+        self._w_acc = 2.0 * math.pi * thresholds.acceleration_cutoff_hz
+        self._tracking = bool(np.any(thresholds.holding_bounds > 0))
+        self._neg_bounds = -thresholds.holding_bounds
+        self._tau_fast = max(thresholds.settle_time, 1e-3) / 4.0
+        self._none = np.zeros(thresholds.n, dtype=bool)
+        self._none.flags.writeable = False
         self.reset()
 
     def reset(self):
@@ -388,10 +395,11 @@ class ContactDetector:
             self._t0, dt = t, 0.0
         else:
             dt = t - self._t
-            alpha = 1.0 - np.exp(-2.0 * np.pi * th.acceleration_cutoff_hz * dt)
+            alpha = 1.0 - math.exp(-self._w_acc * dt)
             self._ddq += alpha * ((dq - self._dq) / dt - self._ddq)
         self._t, self._dq = t, dq
-        still = bool(np.all(np.abs(dq) < th.still_velocity))
+        abs_dq = np.abs(dq)
+        still = float(abs_dq.max()) < th.still_velocity
         if not still:
             self._still_since = None
         elif self._still_since is None:
@@ -399,36 +407,50 @@ class ContactDetector:
         still_for = t - self._still_since if still else -1.0
         self.settling = t - self._t0 < th.settle_time
         self.standstill = still_for >= th.settle_time
-        self.speed = float(np.linalg.norm(dq))
-        self.acceleration = float(np.linalg.norm(self._ddq))
+        self.speed = math.sqrt(float(dq @ dq))
+        self.acceleration = math.sqrt(float(self._ddq @ self._ddq))
         # frozen while a joint is over its band (an excursion is not absorbed before it is
         # judged) and during a contact, at most max_freeze s
-        frozen = (self.contact or self.over.any()) and \
+        frozen = (self.contact or self._over_start is not None) and \
             t - (self._contact_since if self.contact else self._over_start) < th.max_freeze
-        if dt > 0 and not frozen:
+        if self._tracking and dt > 0 and not frozen:
             if still:
                 fast = self.settling or still_for < th.settle_time
-                tau = max(th.settle_time, 1e-3) / 4.0 if fast else th.holding_time
-                offset = self.offset + (1.0 - np.exp(-dt / tau)) * (r - self.offset)
+                tau = self._tau_fast if fast else th.holding_time
+                offset = self.offset + (1.0 - math.exp(-dt / tau)) * (r - self.offset)
             else:
-                offset = self.offset * np.exp(-dt / th.release_time)
-            self.offset = np.clip(offset, -th.holding_bounds, th.holding_bounds)
+                offset = self.offset * math.exp(-dt / th.release_time)
+            self.offset = np.clip(offset, self._neg_bounds, th.holding_bounds, out=offset)
         self.residual = r - self.offset
-        self.band = th.band(dq, self.speed, self.acceleration, self.standstill)
+        if self.standstill:
+            self.band = th.standstill
+        else:
+            band = th.base + th.per_velocity * self.speed + \
+                th.per_acceleration * self.acceleration
+            if self._tracking:
+                band += np.where(abs_dq < th.breakaway_velocity, th.holding_bounds, 0.0)
+            self.band = band
         over = np.abs(self.residual) > self.band
         if self.settling:
             over[:] = False
         self.over = over
-        self._over_since = np.where(over, np.where(np.isnan(self._over_since), t,
-                                                   self._over_since), np.nan)
-        self._over_start = float(np.nanmin(self._over_since)) if over.any() else None
-        # a tiny tolerance: a persistence of k sample steps is met on the k-th step
-        held = over & (t - self._over_since >= th.persistence - 1e-9)
+        if over.any():
+            since = self._over_since
+            since[over & np.isnan(since)] = t
+            since[~over] = np.nan
+            self._over_start = float(np.nanmin(since))
+            # a tiny tolerance: a persistence of k sample steps is met on the k-th step
+            held = over & (t - since >= th.persistence - 1e-9)
+        else:
+            if self._over_start is not None:
+                self._over_since[:] = np.nan
+                self._over_start = None
+            held = self._none
         self.joints_flagged = held
         if not self.contact:
             if held.any():
                 self.contact, self._contact_since, self._under_since = True, t, None
-        elif over.any():
+        elif self._over_start is not None:
             self._under_since = None
         else:
             if self._under_since is None:
