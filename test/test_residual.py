@@ -318,3 +318,26 @@ def test_constant_thresholds_as_contact_thresholds_flag_as_the_observer_did(serv
     assert old['contact'].any() and not old['contact'].all()
     np.testing.assert_array_equal(new['contact'], old['contact'])
     np.testing.assert_array_equal(new['residual'], old['residual'])
+
+
+def test_a_single_sample_spike_does_not_set_the_thresholds():
+    """The issue's case: one 34 N·m sample at a hard stop set the shoulder threshold. The
+    calibration judges the residual that persists, so the spike leaves the bands as they
+    were without it."""
+    rng = np.random.default_rng(3)
+    n_samples = 4000
+    t = np.arange(n_samples) / 100.0
+    r = rng.normal(0, 0.5, (n_samples, 6))
+    still = np.arange(n_samples) < n_samples // 2
+    speed = np.where(still, 0.0, rng.uniform(0.1, 1.0, n_samples))
+    run = contact.CalibrationRun(t, r, np.where(still[:, None], 0.0, 0.5), speed,
+                                 rng.uniform(0, 3, n_samples), still,
+                                 np.zeros(n_samples, dtype=bool))
+    clean = contact.calibrate([run], JOINTS)
+    spiked = r.copy()
+    spiked[[500, 3000], 1] = 34.0                         # one at rest, one in motion
+    dirty = contact.calibrate([contact.CalibrationRun(
+        t, spiked, run.velocity, speed, run.acceleration, still, run.settling)], JOINTS)
+    np.testing.assert_allclose(dirty.standstill, clean.standstill, rtol=0.02)
+    np.testing.assert_allclose(dirty.base, clean.base, rtol=0.02, atol=1e-6)
+    assert dirty.standstill[1] == clean.standstill[1]     # the window removes it entirely
