@@ -202,7 +202,7 @@ class IdentifierNode(Node):
         path = Path(self.model_file)
         if self.serve_only and not path.exists():
             given = self.get_parameter('model_file').value
-            if not given and self.config is None:
+            if not given and self.config is None and not self.get_parameter('model_dir').value:
                 why = 'serve_only with neither model_file nor config_file: nothing to serve'
             else:
                 why = f'serve_only: model_file {path} does not exist: nothing to serve' + (
