@@ -390,7 +390,8 @@ class IdentifierNode(Node):
             np.where(thresholds > 0, thresholds, np.inf)
         # no thresholds given: the calibrated ones of the model's folder, when there are
         calibrated, why = (None, '') if thresholds is not None else calibrated_thresholds(
-            getattr(self, 'model_file', ''), dynamics.joints, p('observer_gains').value)
+            getattr(self, 'model_file', ''), dynamics.joints, p('observer_gains').value,
+            dynamics.model)
         stream = ResidualStream(dynamics, p('observer_gains').value,
                                 thresholds if calibrated is None else calibrated,
                                 p('observer_max_gap').value, p('velocity_cutoff').value,

@@ -304,6 +304,11 @@ def test_residual_command_calibrates_and_gives_the_node_streams_episodes(
     assert th is not None and str(path) in why
     th, why = contact.calibrated_thresholds(model_file, JOINTS, [10.0])
     assert th is None and 'observer_gains' in why
+    model = load_model(model_file)
+    assert contact.calibrated_thresholds(model_file, JOINTS, [GAINS], model)[0] is not None
+    model.phi = model.phi * 1.1                          # another fit of the arm
+    th, why = contact.calibrated_thresholds(model_file, JOINTS, [GAINS], model)
+    assert th is None and 'another model' in why
 
 
 def test_constant_thresholds_as_contact_thresholds_flag_as_the_observer_did(served):

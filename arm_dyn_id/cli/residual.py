@@ -196,7 +196,8 @@ def _calibrate(args, served, model, gains, settings, recs, bags, progress):
                            quantile=args.quantile, margin=args.margin,
                            persistence=settings.persistence,
                            calibration={'observer_gains': gains.tolist(),
-                                        'model': str(args.model)},
+                                        'model': str(args.model),
+                                        'model_sha256': contact.model_fingerprint(model)},
                            **{k: getattr(settings, k) for k in keep})
     out = (args.out or contact.thresholds_file(args.model)).expanduser()
     th.save(out)

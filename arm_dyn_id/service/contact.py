@@ -277,7 +277,18 @@ def thresholds_file(model_path):
     return (p if p.is_dir() else p.parent) / FILE_NAME
 
 
-def calibrated_thresholds(model_file, joints, gains):
+def model_fingerprint(model):
+    """sha256 of a model's identified values (base parameters and friction), or None: the
+    thresholds are of the model they were calibrated with."""
+    import hashlib
+    beta, phi = getattr(model, 'beta', None), getattr(model, 'phi', None)
+    if beta is None:
+        return None
+    values = np.concatenate([np.ravel(beta), np.ravel(phi if phi is not None else [])])
+    return hashlib.sha256(np.asarray(values, dtype='<f8').tobytes()).hexdigest()
+
+
+def calibrated_thresholds(model_file, joints, gains, model=None):
     """The thresholds a node uses by default: the model folder's file, when there is one
     of these joints calibrated with these observer gains.
 
@@ -288,6 +299,8 @@ def calibrated_thresholds(model_file, joints, gains):
     joints : sequence of str
     gains : array_like
         The observer gains served (1/s), one or one per joint.
+    model : DynamicsModel, optional
+        The model served: thresholds calibrated with another model are not used.
 
     Returns
     -------
@@ -310,6 +323,10 @@ def calibrated_thresholds(model_file, joints, gains):
     if stored is not None and (len(stored) != n or not np.allclose(stored, g)):
         return None, (f'{path} not used: calibrated with observer_gains {list(stored)}, '
                       f'served with {g.tolist()}')
+    mine, theirs = model_fingerprint(model), th.calibration.get('model_sha256')
+    if mine is not None and theirs is not None and mine != theirs:
+        return None, (f'{path} not used: calibrated with another model than the one served '
+                      '(calibrate again: arm-dyn-id residual MODEL BAG... --calibrate)')
     return th, f'{path} (persistence {th.persistence:g} s)'
 
 
@@ -685,5 +702,6 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
 
 
 __all__ = ['FILE_NAME', 'CalibrationRun', 'ContactDetector', 'ContactThresholds', 'calibrate',
-           'calibrated_thresholds', 'episodes', 'holding_bounds', 'persisted',
+           'calibrated_thresholds', 'episodes', 'holding_bounds', 'model_fingerprint',
+           'persisted',
            'residual_statistics', 'thresholds_file']
