@@ -109,6 +109,11 @@ def run(args):
     if not args.calibrate and (args.thresholds or path.is_file()):
         thresholds = contact.ContactThresholds.load(path, joints=served.joints)
     gains = _gains(args.gains, n, thresholds)
+    theirs = thresholds.calibration.get('model_sha256') if thresholds is not None else None
+    if theirs and theirs != contact.model_fingerprint(model) and not args.force:
+        from arm_dyn_id.errors import ConfigError
+        raise ConfigError(f'contact thresholds {path} were calibrated with another model than '
+                          f'{args.model}: calibrate again (--calibrate), or --force')
     settings = _settings(args, thresholds, model, n, contact, served.joints)
     recs = []
     for bag in bags:
