@@ -202,12 +202,6 @@ class FloatingModelNode(Node):
             try:
                 ident = admit_model(path, urdf=self.config.urdf, kinds=('floating',),
                                     what='model_file', **self.accept)
-                rejected = ident.metrics.get('rejected')
-                if rejected and not self.accept['allow_rejected']:
-                    # arm-dyn-id fit --force wrote it although it predicts worse than the URDF
-                    raise ModelRefused(f'model_file {path} is marked rejected ({rejected}); '
-                                       'accept_rejected:=true serves it anyway', 'rejected',
-                                       path)
                 model = ident.model()
                 if set(model.joint_names) != set(self.config.joints):
                     raise DataError(f'{path}: model joints {list(model.joint_names)} are not '

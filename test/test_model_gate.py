@@ -243,6 +243,12 @@ def test_a_floating_model_is_admitted_where_floating_models_are_served():
     model = admit_doc(doc, source='biped.yaml', kinds=('floating',))
     assert isinstance(model, FloatingIdentification) and 'physically plausible' in \
         model.gate['checks']
+    # a floating fit written with --force carries its rejection in its metrics
+    marked = dict(doc, metrics=dict(doc.get('metrics') or {}, rejected='3.0 x worse'))
+    with pytest.raises(ModelRefused) as info:
+        admit_doc(marked, source='biped.yaml', kinds=('floating',))
+    assert info.value.reason == 'rejected' and '3.0 x worse' in str(info.value)
+    assert admit_doc(marked, source='biped.yaml', kinds=('floating',), allow_rejected=True)
     body = doc['bodies'][0]
     doc['parameters'][body]['m'] *= 3      # no longer the weighed total mass
     with pytest.raises(ModelRefused) as info:

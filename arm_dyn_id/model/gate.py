@@ -202,7 +202,10 @@ def admit_doc(doc, *, source, urdf=None, joints=None, kinds=('gravity', 'full'),
     checks = ['readable', f'schema {doc["schema"]} version {doc.get("version", 1)}',
               f'kind {kind}', 'finite values']
     warnings, notes = [], []
-    rejected = doc.get('rejected')
+    # arm fits mark it at the top; a floating fit in its metrics (cli/fit_floating.py)
+    rejected = doc.get('rejected') or (
+        (doc.get('metrics') or {}).get('rejected') if kind == 'floating' and
+        isinstance(doc.get('metrics'), dict) else None)
     if rejected:
         if not allow_rejected:
             raise ModelRefused(f'{src} is marked rejected ({_short(rejected)}); '
