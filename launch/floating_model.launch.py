@@ -27,6 +27,8 @@ ARGUMENTS = {
     'max_base_age': ('0.5', 'largest joint_states-to-odometry stamp difference paired (s)',
                      float),
     'world_frame': ('world', 'frame_id of the com and momentum streams', str),
+    'accept_rejected': ('false', 'serve a model marked rejected (fit --force) anyway', bool),
+    'accept_other_urdf': ('false', 'serve a model fitted with another URDF anyway', bool),
     'use_sim_time': ('false', 'use /clock', bool),
 }
 

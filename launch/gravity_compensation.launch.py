@@ -35,6 +35,8 @@ ARGUMENTS = {
     'friction_breakaway_velocity': ('0.05', 'Coulomb feed-forward tanh velocity (rad/s)',
                                     float),
     'stale_timeout': ('0.1', 'zeros after this long without joint_states (s)', float),
+    'accept_rejected': ('false', 'serve a model marked rejected (fit --force) anyway', bool),
+    'accept_other_urdf': ('false', 'serve a model fitted with another URDF anyway', bool),
     'use_sim_time': ('false', 'use /clock (simulated arm in sim time)', bool),
 }
 #: Array arguments passed only when given (the config file's value otherwise).
