@@ -39,6 +39,7 @@ import importlib.util
 import io
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -215,7 +216,10 @@ def main(argv=None):
               f'{100 * sum(e["duration"] for e in load["episodes"]) / load["duration"]:.0f} % '
               'of the time flagged')
     print(f'\n{platform.node()} {platform.machine()}, python {platform.python_version()}, '
-          f'{time.time() - t_start:.0f} s wall; work folder {tmp}')
+          f'{time.time() - t_start:.0f} s wall; work folder {tmp}'
+          + ('' if a.keep else ' (removed)'))
+    if not a.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
