@@ -348,9 +348,10 @@ class ContactDetector:
     ----------
     thresholds : ContactThresholds
 
-    Attributes (of the last sample)
-    -------------------------------
+    Attributes
+    ----------
     residual : ndarray, (n,)
+        Of the last sample, like every attribute below:
         ``r − offset`` (N·m): the external torque estimate.
     offset : ndarray, (n,)
         The tracked holding torque (N·m).
