@@ -261,7 +261,7 @@ def test_a_floating_model_is_admitted_where_floating_models_are_served():
 
 def test_the_gate_and_the_fit_judge_scale_alike():
     from arm_dyn_id.validation import plausibility
-    assert plausibility.SCALE_LIMIT == SCALE_LIMIT
+    assert plausibility.SCALE_LIMIT is SCALE_LIMIT
 
 
 def test_admit_urdf_refuses_negative_masses_and_bad_inertias(tmp_path):

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Identified / nominal gravity torque ratio beyond which (or below 1 / it) a fit is refused.
-SCALE_LIMIT = 5.0
+# Identified / nominal gravity torque ratio beyond which (or below 1 / it) a fit is
+# refused: one limit with the model gate's, which judges a saved model the same way.
+from arm_dyn_id.model.gate import SCALE_LIMIT
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
 #: Held-out correlation below which a joint with signal is not predicted.
