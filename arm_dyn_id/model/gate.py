@@ -306,7 +306,7 @@ def admit_urdf(path, *, what='URDF'):
         raise ModelRefused(str(exc), 'unreadable', path) from None
     for j in range(1, pin_model.njoints):
         inertia = pin_model.inertias[j]
-        problem = _inertia_problem(float(inertia.mass), np.array(inertia.inertia))
+        problem = inertia_problem(float(inertia.mass), np.array(inertia.inertia))
         if problem:
             raise ModelRefused(f'{what} {path}: the link of joint {pin_model.names[j]!r} has '
                                f'{problem}: not a physical robot', 'implausible', path)
@@ -708,8 +708,20 @@ def _pseudo_problem(theta, tol=1e-9):
     return None
 
 
-def _inertia_problem(mass, inertia, tol=1e-9):
-    """Why a link's mass and inertia about its centre of mass are not physical, or None."""
+def inertia_problem(mass, inertia, tol=1e-9, massless_inertia=True):
+    """Why a link's mass and inertia about its centre of mass are not physical, or None.
+
+    Parameters
+    ----------
+    mass : float
+        kg.
+    inertia : array_like, (3, 3)
+        About the centre of mass (kg·m²).
+    massless_inertia : bool
+        Whether an inertia without mass is a problem (a served body's must not be; a
+        URDF link's is only odd).
+    """
+    inertia = np.asarray(inertia, dtype=float)
     if not (np.isfinite(mass) and np.all(np.isfinite(inertia))):
         return 'a mass or inertia that is not finite'
     if mass < 0:
@@ -722,7 +734,7 @@ def _inertia_problem(mass, inertia, tol=1e-9):
     if a + b < c * (1 - 1e-6) - tol:
         return 'an inertia that breaks the triangle inequality (principal moments ' \
             f'{a:.3g}, {b:.3g}, {c:.3g} kg·m²)'
-    if mass == 0 and eig[-1] > tol:
+    if massless_inertia and mass == 0 and eig[-1] > tol:
         return 'inertia without mass'
     return None
 

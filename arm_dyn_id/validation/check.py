@@ -47,6 +47,7 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.errors import DataError, URDFError
+from arm_dyn_id.model.gate import inertia_problem
 
 #: status of one joint
 OK, WARN, FAIL, UNTESTABLE = 'ok', 'warn', 'fail', 'untestable'
@@ -215,24 +216,6 @@ def _num(value, fmt):
 
 # -- the URDF first ---------------------------------------------------------------------
 
-def _inertia_problem(mass, inertia, tol=1e-9):
-    """Why a link's mass and inertia about its centre of mass are not physical, or None."""
-    inertia = np.asarray(inertia, dtype=float)
-    if not (np.isfinite(mass) and np.all(np.isfinite(inertia))):
-        return 'a mass or inertia that is not finite'
-    if mass < 0:
-        return f'a negative mass ({mass:.6g} kg)'
-    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
-    scale = max(np.abs(eig).max(), 1e-12)
-    if eig[0] < -tol * scale:
-        return f'an inertia that is not positive semi-definite (eigenvalue {eig[0]:.3g} kg·m²)'
-    a, b, c = eig
-    if a + b < c * (1 - 1e-6) - tol:
-        return ('an inertia that breaks the triangle inequality (principal moments '
-                f'{a:.3g}, {b:.3g}, {c:.3g} kg·m²)')
-    return None
-
-
 def _urdf_links(path):
     """(link name, mass, inertia about the CoM) of every link with an <inertial>."""
     out = []
@@ -277,14 +260,15 @@ def urdf_problem(robot):
         E.g. ``"link 'link_3' has a negative mass (-0.5 kg)"``.
     """
     for name, mass, inertia in _urdf_links(robot.source):
-        problem = _inertia_problem(mass, inertia)
+        problem = inertia_problem(mass, inertia, massless_inertia=False)
         if problem:
             return f'link {name!r} has {problem}'
     model = robot.model
     total = 0.0
     for j in range(1, model.njoints):
         inertia = model.inertias[j]
-        problem = _inertia_problem(float(inertia.mass), np.array(inertia.inertia))
+        problem = inertia_problem(float(inertia.mass), np.array(inertia.inertia),
+                                  massless_inertia=False)
         if problem:
             return f'the body moved by joint {model.names[j]!r} has {problem}'
         total += float(inertia.mass)
