@@ -60,7 +60,8 @@ from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
 from arm_dyn_id.identification.payload import identify_payload_samples
-from arm_dyn_id.identification.pipeline import choose_dynamics, fit_gravity
+from arm_dyn_id.identification.pipeline import (choose_dynamics, fit_full_samples, fit_gravity,
+                                                judge_full_fit, judge_gravity_fit)
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gate import ModelRefused, admit_model
 from arm_dyn_id.model.robot import RobotModel
@@ -494,12 +495,17 @@ class IdentifierNode(Node):
         started = time.monotonic()
         choice = choose_dynamics(t, q, markers, mode=self.dynamics_mode)
         if choice.kind == 'full':
-            model, validation, summary = self._fit_full(t, q, tau, markers)
+            fitted, summary = self._fit_full(t, q, tau, markers)
+            verdict = judge_full_fit(fitted, self.robot, tau, effort='torque')
         else:
-            fit = self._fit(t, q, tau, markers)
-            model, validation = fit.model, fit.validation
-            summary = (f'{fit.result.method}; residual RMS '
-                       f'{np.round(fit.result.residual_rms(), 4).tolist()} N·m')
+            fitted = self._fit(t, q, tau, markers)
+            summary = (f'{fitted.result.method}; residual RMS '
+                       f'{np.round(fitted.result.residual_rms(), 4).tolist()} N·m')
+            verdict = judge_gravity_fit(fitted, self.robot, tau, effort='torque')
+        model, validation = fitted.model, fitted.validation
+        if not verdict.ok:
+            # the same data gate as arm-dyn-id fit: a fit it refuses is never served
+            raise DataError(f'{choice.kind} fit refused by the data gate: {verdict.reason}')
         seconds = time.monotonic() - started
         model.metadata.setdefault('dynamics_choice', choice.to_dict())
         prepared = self._prepare(model, source=f'fit of {len(t)} samples ({choice.kind})')
@@ -510,22 +516,23 @@ class IdentifierNode(Node):
             f'parameters from {len(t)} samples with {summary} in {seconds:.2f} s; {written}')
 
     def _fit_full(self, t, q, tau, markers):
-        """Full dynamics with friction (identification.full_dynamics.fit_full), all samples.
+        """Full dynamics with friction, all samples: the pipeline of ``arm-dyn-id fit``
+        (identification.pipeline.fit_full_samples).
 
-        Returns (model, validation dict, one-line summary).
+        Returns (FullPipelineFit, one-line summary).
         """
-        from arm_dyn_id.identification.full_dynamics import fit_full
         # stamps that do not move forward (a replayed or restarted stream) are left out
         keep = np.ones(len(t), dtype=bool)
         keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
-        model, validation = fit_full(
+        fitted = fit_full_samples(
             self.robot, t[keep], q[keep], tau[keep], config=self.config,
             methods=tuple(self.get_parameter('full_methods').value),
-            noise=self.config.torque_noise, robot_name=self.config.robot_name,
+            robot_name=self.config.robot_name,
             provenance={'data': 'live joint_torques', 'config': str(self.config.source or '')})
+        model = fitted.model
         fit = model.metadata.get('fit', {})
         consistent = 'physically consistent' if model.consistent else 'not consistent'
-        return model, validation, f'{fit.get("method", "?")} ({consistent})'
+        return fitted, f'{fit.get("method", "?")} ({consistent})'
 
     def _write_fit(self, model, urdf, validation, choice):
         """Write the fit's folder under model_dir and move ``latest``; a sentence saying

@@ -503,3 +503,26 @@ def test_check_service_runs_the_preflight_check_on_the_samples_held(ros_env, tmp
         row = next(line for line in res.message.splitlines() if line.startswith('joint_2 '))
         assert not row.rstrip().endswith(' ok') and 'joint_2: FAIL' in res.message, res.message
     assert stop(proc) == 0, node_output(proc)
+
+
+def test_a_live_fit_the_data_gate_refuses_is_not_served(ros_env, tmp_path, robot):
+    """The node's own fits pass the data gate of ``arm-dyn-id fit`` (issue 22 item 2): sweeps
+    whose joint_3 torque has the wrong sign fit a model, and the gate refuses it."""
+    rng = np.random.default_rng(63)
+    ns, q, dq, tau, markers = sweep_data(robot, rng)
+    proc = start_identifier(ros_env, {'config_file': str(write_config(tmp_path)),
+                                      'fit_on_done': False})
+    with Probe(ros_env.domain_id) as h:
+        probe = h
+        h.wait_for_subscribers(probe.torques, timeout=60.0)
+        probe.publish_data(ns, q, dq, tau * [1, 1, -1, 1, 1, 1], markers)
+        probe.wait_samples(len(ns))
+        h.wait_for(lambda: probe.diag('markers') == str(len(markers)), 30.0,
+                   what='every marker taken in')
+        res = h.trigger('fit', timeout=60.0)
+        assert not res.success and 'refused by the data gate' in res.message, res.message
+        assert 'joint_3' in res.message and 'sign' in res.message, res.message
+        # nothing served
+        assert 'no model' in query_error(probe.client, JOINTS, np.zeros(6))
+        assert not probe.models
+    assert stop(proc) == 0, node_output(proc)
