@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from arm_dyn_id.data.bag_writer import json_default
-from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError
 
 
 class Progress:
@@ -314,6 +314,66 @@ def parse_joint_map(text):
     if len(set(mapping.values())) != len(mapping):
         raise ConfigError(f'--joint-map {text!r} maps two bag joints onto one URDF joint')
     return mapping
+
+
+def given_robot(args):
+    """The URDF and joints the command line gives, however given: (--urdf, else the
+    --config's urdf, resolved as the config resolves it; --joints, else the config's).
+    None for what is not given (the model's own then)."""
+    from arm_dyn_id.config import read_parameter_file
+    from arm_dyn_id.paths import resolve_data_file
+    urdf = args.urdf.expanduser() if args.urdf is not None else None
+    joints = [j.strip() for j in args.joints.split(',') if j.strip()] if args.joints else None
+    if args.config is not None and (urdf is None or joints is None):
+        resolved = resolve_data_file(args.config, 'config')
+        params = read_parameter_file(resolved)
+        if urdf is None and isinstance(params.get('urdf'), str):
+            urdf = resolve_data_file(params['urdf'], 'urdf', resolved.parent)
+        if joints is None and isinstance(params.get('joints'), list):
+            joints = [str(j) for j in params['joints']]
+    return urdf, joints
+
+
+def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
+    """THE model gate for a command that applies ``args.model`` to ``bags``.
+
+    The model is admitted (:func:`arm_dyn_id.model.gate.admit_model`) against the URDF
+    and joints the command line gives however given (``--force`` admits a rejected
+    model or one of another URDF), the bags must exist, the arm is set up from the
+    options, else the first bag's stored config, else the model's own URDF and joints,
+    and every bag must be of that arm.
+
+    Returns
+    -------
+    model, stored (one stored config or None per bag), config, conversion
+    """
+    from arm_dyn_id.data.bag_reader import read_stored_config
+    from arm_dyn_id.model.gate import admit_model
+    urdf, joints = given_robot(args)
+    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints, kinds=kinds,
+                        allow_rejected=args.force, allow_other_urdf=args.force)
+    for bag in bags:
+        if not bag.exists():
+            raise DataError(f'bag {bag} does not exist')
+    stored = [read_stored_config(bag) for bag in bags]
+    if args.urdf is None and args.config is None:
+        args.urdf = model.robot.source and Path(model.robot.source)
+    if args.joints is None and args.config is None:
+        args.joints = ','.join(model.joint_names)
+    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    if tuple(config.joints) != tuple(model.joint_names):
+        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
+                             f'arm given has {list(config.joints)}: a model of another robot '
+                             f'is not {use}')
+    model_sha = (model.to_dict().get('urdf') or {}).get('sha256')
+    for bag, doc in zip(bags, stored):
+        check_same_robot(bag, doc, config, force=args.force)
+        if doc and doc.get('urdf_sha256') and model_sha and doc['urdf_sha256'] != model_sha \
+                and not args.force:
+            raise DataError(f'bag {bag} was recorded with another URDF than model '
+                            f'{args.model} was fitted with (sha256 differ): a model of another '
+                            f'robot is not {use} (--force anyway)')
+    return model, stored, config, conversion
 
 
 def check_gravity_options(args):

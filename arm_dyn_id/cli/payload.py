@@ -44,34 +44,16 @@ def add_arguments(parser):
 
 def run(args):
     import sys
-    from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
-                                       check_same_robot, model_on_recording, read, write_json)
-    from arm_dyn_id.data.bag_reader import read_stored_config
-    from arm_dyn_id.errors import DataError, JointNameError
+    from arm_dyn_id.cli.common import (Progress, check_gravity_options, model_for_bags,
+                                       model_on_recording, read, write_json)
     from arm_dyn_id.identification.payload import (NoPayloadError, PayloadDataRefused,
                                                    identify_payload_samples, payload_frame)
     from arm_dyn_id.identification.pipeline import noise_estimate
-    from arm_dyn_id.cli.validate import given_robot
-    from arm_dyn_id.model.gate import admit_model
     progress = Progress(quiet=args.quiet)
     magnitude, direction = check_gravity_options(args)
-    urdf, joints = given_robot(args)
-    # THE model gate: a rejected model or another robot's means nothing here (--force)
-    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints,
-                        allow_rejected=args.force, allow_other_urdf=args.force)
     bag = args.bag.expanduser()
-    if not bag.exists():
-        raise DataError(f'bag {bag} does not exist')
-    stored = read_stored_config(bag)
-    if args.urdf is None and args.config is None:
-        args.urdf = model.robot.source and Path(model.robot.source)
-    if args.joints is None and args.config is None:
-        args.joints = ','.join(model.joint_names)
-    config, conversion = arm_setup(args, stored)
-    if tuple(config.joints) != tuple(model.joint_names):
-        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
-                             f'arm given has {list(config.joints)}')
-    check_same_robot(bag, stored, config, force=args.force)
+    # THE model gate: a rejected model or another robot's means nothing here (--force)
+    model, _, config, conversion = model_for_bags(args, [bag])
     # the frame before any reading: a wrong --frame costs no minutes of reading
     frame = payload_frame(model.robot, args.frame)
     rec, _ = read(args, conversion, progress, bag)

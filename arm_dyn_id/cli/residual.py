@@ -72,32 +72,13 @@ def add_arguments(parser):
 
 
 def run(args):
-    from arm_dyn_id.cli.common import Progress, arm_setup, check_same_robot, read, write_json
-    from arm_dyn_id.cli.validate import given_robot
-    from arm_dyn_id.data.bag_reader import read_stored_config
-    from arm_dyn_id.errors import DataError, JointNameError
-    from arm_dyn_id.model.gate import admit_model
+    from arm_dyn_id.cli.common import Progress, model_for_bags, read, write_json
+    from arm_dyn_id.errors import DataError
     from arm_dyn_id.service import contact
     from arm_dyn_id.service.dynamics import ServedDynamics
     progress = Progress(quiet=args.quiet)
-    urdf, joints = given_robot(args)
-    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints, kinds=('full',),
-                        allow_rejected=args.force, allow_other_urdf=args.force)
     bags = [b.expanduser() for b in args.bags]
-    for bag in bags:
-        if not bag.exists():
-            raise DataError(f'bag {bag} does not exist')
-    stored = [read_stored_config(bag) for bag in bags]
-    if args.urdf is None and args.config is None:
-        args.urdf = model.robot.source and Path(model.robot.source)
-    if args.joints is None and args.config is None:
-        args.joints = ','.join(model.joint_names)
-    config, conversion = arm_setup(args, next((s for s in stored if s), None))
-    if tuple(config.joints) != tuple(model.joint_names):
-        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
-                             f'arm given has {list(config.joints)}')
-    for bag, doc in zip(bags, stored):
-        check_same_robot(bag, doc, config, force=args.force)
+    model, stored, config, conversion = model_for_bags(args, bags, kinds=('full',))
     served = ServedDynamics(model)
     if not served.fast.exact:
         raise DataError(f'model {args.model} has no pinocchio equivalent (a massless body '

@@ -64,43 +64,18 @@ def add_arguments(parser):
 
 def run(args):
     from arm_dyn_id.cli import EXIT_REFUSED
-    from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
-                                       check_same_robot, metrics_text, model_on_recording,
-                                       read_all, write_json)
-    from arm_dyn_id.data.bag_reader import read_stored_config
-    from arm_dyn_id.errors import DataError, JointNameError
+    from arm_dyn_id.cli.common import (Progress, check_gravity_options, metrics_text,
+                                       model_for_bags, model_on_recording, read_all,
+                                       write_json)
+    from arm_dyn_id.errors import DataError
     from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
     from arm_dyn_id.identification.pipeline import (choose_markers, metrics_dict,
                                                     noise_estimate, pair_metrics)
-    from arm_dyn_id.model.gate import admit_model
     progress = Progress(quiet=args.quiet)
     magnitude, direction = check_gravity_options(args)
     thresholds = _thresholds(args)
-    urdf, joints = given_robot(args)
-    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints,
-                        allow_rejected=args.force, allow_other_urdf=args.force)
     bags = [b.expanduser() for b in args.bags]
-    for bag in bags:
-        if not bag.exists():
-            raise DataError(f'bag {bag} does not exist')
-    stored = [read_stored_config(bag) for bag in bags]
-    model_sha = (model.to_dict().get('urdf') or {}).get('sha256')
-    if args.urdf is None and args.config is None:
-        args.urdf = model.robot.source and Path(model.robot.source)
-    if args.joints is None and args.config is None:
-        args.joints = ','.join(model.joint_names)
-    config, conversion = arm_setup(args, next((s for s in stored if s), None))
-    if tuple(config.joints) != tuple(model.joint_names):
-        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
-                             f'arm given has {list(config.joints)}: a model of another robot '
-                             'is not scored')
-    for bag, doc in zip(bags, stored):
-        check_same_robot(bag, doc, config, force=args.force)
-        if doc and doc.get('urdf_sha256') and model_sha and doc['urdf_sha256'] != model_sha \
-                and not args.force:
-            raise DataError(f'bag {bag} was recorded with another URDF than model '
-                            f'{args.model} was fitted with (sha256 differ): a model of another '
-                            'robot is not scored (--force scores it anyway)')
+    model, stored, config, conversion = model_for_bags(args, bags, use='scored')
     rec, _ = read_all(args, conversion, progress, bags)
     gravity = model_on_recording(model, rec, magnitude, direction, 'the configuration')
     noise = noise_estimate(rec.tau)
@@ -140,24 +115,6 @@ def run(args):
         print(f'arm-dyn-id validate: {verdict["line"]}', file=sys.stderr)
         return EXIT_REFUSED
     return 0
-
-
-def given_robot(args):
-    """The URDF and joints the command line gives, however given: (--urdf, else the
-    --config's urdf, resolved as the config resolves it; --joints, else the config's).
-    None for what is not given (the model's own then)."""
-    from arm_dyn_id.config import read_parameter_file
-    from arm_dyn_id.paths import resolve_data_file
-    urdf = args.urdf.expanduser() if args.urdf is not None else None
-    joints = [j.strip() for j in args.joints.split(',') if j.strip()] if args.joints else None
-    if args.config is not None and (urdf is None or joints is None):
-        resolved = resolve_data_file(args.config, 'config')
-        params = read_parameter_file(resolved)
-        if urdf is None and isinstance(params.get('urdf'), str):
-            urdf = resolve_data_file(params['urdf'], 'urdf', resolved.parent)
-        if joints is None and isinstance(params.get('joints'), list):
-            joints = [str(j) for j in params['joints']]
-    return urdf, joints
 
 
 def _thresholds(args):
