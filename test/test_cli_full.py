@@ -317,3 +317,16 @@ def test_full_model_on_a_too_short_bag_is_one_line(full_fit, root, arm_config, c
         code, _, err = run(capsys, command, out / 'model.yaml', bag, '--config', arm_config)
         assert code == 2, (command, err)
         assert 'too few' in one_error_line(err)
+
+
+def test_a_cut_off_on_a_limit_is_a_warning_of_the_fit(root, arm_config, capsys):
+    """A recording whose motion reaches past the rate limit (15 Hz shaking at 100 Hz): the
+    cut-off is clipped at 0.4 x the rate, and the fit says so in a warning naming --cutoff."""
+    data = fourier_data(seed=5, rate=100.0, periods=1)
+    shake = 0.002 * np.sin(2 * np.pi * 15.0 * (data['t'] - data['t'][0]))
+    data['q'] = data['q'] + shake[:, None]
+    bag = write_plain_bag(root / 'shaking', data)
+    code, out, err = run(capsys, 'fit', bag, '--config', arm_config, '--dynamics', 'full',
+                         '--out', root / 'shaking_fit', '--no-report', '--force')
+    assert any(line.startswith('warning:') and '--cutoff' in line
+               for line in err.splitlines()), err

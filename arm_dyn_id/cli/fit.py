@@ -86,6 +86,15 @@ def add_arguments(parser):
     parser.add_argument('--cutoff', type=float, metavar='HZ',
                         help='full dynamics: low-pass cut-off for q and τ (Hz; default chosen '
                         'from the data and stated in the model file)')
+    parser.add_argument('--friction', metavar='SPEC',
+                        help='full dynamics: friction model, "auto" (default, or the config\'s '
+                        '"friction"): chosen by the held-out score on time blocks of this '
+                        'recording; or comma-separated words: coulomb,viscous (smooth sign, '
+                        'eps 0.01 rad/s), offset, stribeck, coulomb_directional, load_coulomb, '
+                        'sign (sharp sign)')
+    parser.add_argument('--armature', choices=('yes', 'no', 'auto'),
+                        help='full dynamics: identify rotor inertias (default the config\'s '
+                        '"armature", else no; auto: the held-out score decides)')
     parser.add_argument('--gravity', type=float,
                         help='gravity magnitude (m/s²) the bag was recorded at (default: the '
                         'config\'s, else 9.81)')
@@ -116,6 +125,9 @@ def fit_bag(args, progress, say=print):
     from arm_dyn_id.model.robot import RobotModel
     if not 0 <= args.holdout < 1:
         raise ConfigError(f'--holdout {args.holdout} must be in [0, 1)')
+    if getattr(args, 'friction', None) is not None:
+        from arm_dyn_id.config import check_friction
+        args.friction = check_friction(args.friction, '--friction')
     cutoff = getattr(args, 'cutoff', None)
     if cutoff is not None and not (np.isfinite(cutoff) and cutoff > 0):
         raise ConfigError(f'--cutoff {cutoff:g} must be a positive frequency (Hz)')
@@ -268,7 +280,9 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
         seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), robot_name=robot_name,
         provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
                     'effort': args.effort},
-        phase=progress.phase)
+        phase=progress.phase, friction=getattr(args, 'friction', None),
+        armature={None: None, 'yes': True, 'no': False, 'auto': 'auto'}[
+            getattr(args, 'armature', None)])
     model = fitted.model
     fit = model.metadata.get('fit') or {}
     progress.phase(f'fitted {len(model.parameter_names)} parameters ({model.base.count} '
@@ -276,6 +290,9 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
                    f'{fitted.seconds:.1f} s (condition number '
                    f'{fit.get("condition_number", float("nan")):.3g}; physically consistent: '
                    f'{"yes" if model.consistent else "no"})')
+    cutoff_warning = (model.metadata.get('preparation') or {}).get('cutoff_warning')
+    if cutoff_warning:
+        progress.warn(cutoff_warning)
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
