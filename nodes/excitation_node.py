@@ -312,9 +312,13 @@ class ExcitationNode(Node):
         self.state = 'running'
         self.reason = ''
         self.t_rest = None
-        self._marker({'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
-                      'phase': 'start', 't': self.t0, 'plan': self.plan.name,
-                      'plan_kind': self.plan.kind})
+        start = {'segment_id': -1, 'joint': None, 'joint_index': -1, 'direction': 0,
+                 'phase': 'start', 't': self.t0, 'plan': self.plan.name,
+                 'plan_kind': self.plan.kind}
+        if self.plan.top_harmonic_hz is not None:
+            # the band the fit of this recording needs (identification.pipeline)
+            start['harmonic_hz'] = self.plan.top_harmonic_hz
+        self._marker(start)
         if self.output == 'trajectory' and not self._send_window(self.t0):
             response.message = f'refused: {self.reason}'
             return response

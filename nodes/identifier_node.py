@@ -61,7 +61,8 @@ from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
 from arm_dyn_id.identification.payload import identify_payload_samples
 from arm_dyn_id.identification.pipeline import (choose_dynamics, fit_full_samples, fit_gravity,
-                                                judge_full_fit, judge_gravity_fit)
+                                                judge_full_fit, judge_gravity_fit,
+                                                plan_harmonic_hz)
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gate import ModelRefused, admit_model
 from arm_dyn_id.model.robot import RobotModel
@@ -526,6 +527,7 @@ class IdentifierNode(Node):
         keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
         fitted = fit_full_samples(
             self.robot, t[keep], q[keep], tau[keep], config=self.config,
+            harmonic_hz=plan_harmonic_hz(markers),
             methods=tuple(self.get_parameter('full_methods').value),
             robot_name=self.config.robot_name,
             provenance={'data': 'live joint_torques', 'config': str(self.config.source or '')})

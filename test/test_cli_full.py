@@ -330,3 +330,35 @@ def test_a_cut_off_on_a_limit_is_a_warning_of_the_fit(root, arm_config, capsys):
                          '--out', root / 'shaking_fit', '--no-report', '--force')
     assert any(line.startswith('warning:') and '--cutoff' in line
                for line in err.splitlines()), err
+
+
+def test_a_fourier_plan_sets_the_cut_off(root, arm_config, fourier_bag, capsys):
+    """``--plan``: the plan's highest harmonic (L ω_f / 2π) decides the cut-off, not the
+    recording's band; a plan that is not a Fourier plan is one line."""
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.excitation.plans import fourier_plan, reciprocating_plan
+    from arm_dyn_id.identification.pipeline import plan_harmonic_hz
+    config = load_arm_config(arm_config)
+    rng = np.random.default_rng(0)
+    a, b = rest_fourier_coefficients(rng.standard_normal((6, HARMONICS)),
+                                     rng.standard_normal((6, HARMONICS)))
+    plan = fourier_plan(config, 0.1 * a, 0.1 * b, Q0, OMEGA)
+    top = HARMONICS * OMEGA / (2 * np.pi)
+    assert plan.top_harmonic_hz == pytest.approx(top)
+    # a recorder bag carries it in the excitation node's start marker
+    assert plan_harmonic_hz([{'phase': 'start', 'harmonic_hz': top}]) == pytest.approx(top)
+    assert plan_harmonic_hz([{'phase': 'start', 'plan_kind': 'fourier'}]) is None
+    path = root / 'fourier_plan.yaml'
+    plan.to_yaml(path)
+    code, out, err = run(capsys, 'fit', fourier_bag, '--config', arm_config, '--dynamics',
+                         'full', '--plan', path, '--out', root / 'planned', '--no-report',
+                         '--force')
+    assert 'highest harmonic is 0.4 Hz (--plan)' in err, err
+    text = (root / 'planned' / 'model.yaml').read_text()
+    assert 'excitation\'s highest harmonic (0.4 Hz)' in text, text[:2000]
+    sweep = reciprocating_plan(RobotModel.from_config(config), config, quick=True)
+    sweep_path = root / 'sweep_plan.yaml'
+    sweep.to_yaml(sweep_path)
+    code, out, err = run(capsys, 'fit', fourier_bag, '--config', arm_config, '--plan',
+                         sweep_path, '--out', root / 'swept')
+    assert code == 2 and 'only a Fourier plan' in one_error_line(err), err

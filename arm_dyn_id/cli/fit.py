@@ -86,6 +86,10 @@ def add_arguments(parser):
     parser.add_argument('--cutoff', type=float, metavar='HZ',
                         help='full dynamics: low-pass cut-off for q and τ (Hz; default chosen '
                         'from the data and stated in the model file)')
+    parser.add_argument('--plan', type=Path, metavar='PLAN_YAML',
+                        help='full dynamics: the Fourier excitation plan the bag recorded '
+                        '(arm-dyn-id design --out): its highest harmonic sets the cut-off '
+                        'instead of the recording\'s band (recorder bags carry it)')
     parser.add_argument('--friction', metavar='SPEC',
                         help='full dynamics: friction model, "auto" (default, or the config\'s '
                         '"friction"): chosen by the held-out score on time blocks of this '
@@ -131,6 +135,7 @@ def fit_bag(args, progress, say=print):
     cutoff = getattr(args, 'cutoff', None)
     if cutoff is not None and not (np.isfinite(cutoff) and cutoff > 0):
         raise ConfigError(f'--cutoff {cutoff:g} must be a positive frequency (Hz)')
+    args.plan = _read_plan(getattr(args, 'plan', None))
     dynamics = getattr(args, 'dynamics', 'auto')
     if args.methods is not None:
         parse_methods(args.methods, extra=('consistent',) if dynamics != 'gravity' else ())
@@ -271,13 +276,40 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     return paths, validation
 
 
+def _read_plan(path):
+    """The ``--plan`` file as a Plan (None without one); one line when it is not a
+    Fourier plan: only a Fourier plan's harmonics say where the motion's band ends."""
+    if path is None:
+        return None
+    from arm_dyn_id.excitation.plans import Plan
+    path = path.expanduser()
+    if not path.is_file():
+        raise ConfigError(f'--plan {path} does not exist')
+    try:
+        plan = Plan.from_yaml(path)
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f'--plan {path} is not an excitation plan (arm-dyn-id design '
+                          f'writes them): {exc}') from None
+    if plan.top_harmonic_hz is None:
+        raise ConfigError(f'--plan {path} is a {plan.kind} plan: only a Fourier plan\'s '
+                          'harmonics set the cut-off (leave --plan out)')
+    return plan
+
+
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
               choice, gains=None):
-    from arm_dyn_id.identification.pipeline import fit_full_recording, judge_full_fit
+    from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
+                                                    plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
+    harmonic = plan_harmonic_hz(rec.markers, args.plan)
+    if harmonic is not None and getattr(args, 'cutoff', None) is None:
+        where = '--plan' if args.plan is not None else 'the recorder\'s start marker'
+        progress.phase(f'the excitation plan\'s highest harmonic is {harmonic:.3g} Hz '
+                       f'({where}): it sets the cut-off')
     fitted = fit_full_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
-        seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), robot_name=robot_name,
+        seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), harmonic_hz=harmonic,
+        robot_name=robot_name,
         provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
                     'effort': args.effort},
         phase=progress.phase, friction=getattr(args, 'friction', None),

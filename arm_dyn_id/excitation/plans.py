@@ -259,6 +259,14 @@ class Plan:
         return float(self.pieces[-1].t1) if self.pieces else 0.0
 
     @property
+    def top_harmonic_hz(self):
+        """The highest harmonic of the plan's Fourier pieces, L ω_f / 2π (Hz; seed 001
+        eq. 7), or None for a plan without one: the band a fit of its recording needs."""
+        tops = [p.omega * np.atleast_2d(p.a).shape[1] / (2 * np.pi)
+                for p in self.pieces if p.kind == 'fourier' and p.a is not None]
+        return float(max(tops)) if tops else None
+
+    @property
     def start_position(self):
         return self.sample(0.0)[0]
 

@@ -731,6 +731,23 @@ def _stored_plan_kind(stored, markers):
     return None
 
 
+def plan_harmonic_hz(markers, plan=None):
+    """The highest harmonic of a known Fourier excitation (Hz), or None.
+
+    ``plan`` (a :class:`~arm_dyn_id.excitation.plans.Plan`, e.g. ``fit --plan``) decides;
+    else the ``harmonic_hz`` of the excitation node's ``start`` marker (a recorder bag's).
+    The preparation then cuts off at a multiple of it instead of reading the band from
+    the recording (:func:`arm_dyn_id.data.preparation.choose_band`).
+    """
+    if plan is not None:
+        return plan.top_harmonic_hz
+    for marker in markers or ():
+        value = marker.get('harmonic_hz') if isinstance(marker, dict) else None
+        if isinstance(value, (int, float)) and np.isfinite(value) and value > 0:
+            return float(value)
+    return None
+
+
 def motion_statistics(t, q, dq=None):
     """How a recording moves: :func:`quasi_static.motion_profile` and accelerations.
 
@@ -946,7 +963,7 @@ class FullPipelineFit:
 
 def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEFAULT_HOLDOUT,
                      seed=0, cutoff_hz=None, harmonic_hz=None, robot_name=None,
-                     provenance=None, phase=None):
+                     provenance=None, phase=None, friction=None, armature=None):
     """Fit and validate the full dynamics (rigid body + friction) of any rich recording.
 
     The same steps for the CLI and the identifier node: isolated torque spikes
@@ -973,6 +990,12 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
         Low-pass cut-off, or the highest harmonic of a known Fourier plan.
     phase : callable, optional
         ``phase(text)`` hears the steps.
+    friction : str or FrictionModel, optional
+        ``'auto'`` or a ``--friction`` specification (see
+        :func:`~arm_dyn_id.identification.full_dynamics.fit_full`); default the
+        config's ``friction`` (``'auto'``).
+    armature : bool or 'auto', optional
+        Default the config's ``armature`` (False).
 
     Returns
     -------
@@ -996,17 +1019,29 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
     say(f'fitting the full dynamics ({", ".join(methods)}) on {len(t)} samples, '
         f'{blocks} time blocks held out in turn')
     started = time.perf_counter()
+    if friction is None:
+        friction = getattr(config, 'friction', None) or 'auto'
+    if armature is None:
+        armature = getattr(config, 'armature', False)
     model, validation = fit_full(robot, t, q, tau, config=config, methods=methods,
                                  cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, holdout=blocks,
-                                 provenance=provenance, robot_name=robot_name, seed=seed)
+                                 provenance=provenance, robot_name=robot_name, seed=seed,
+                                 friction=friction, armature=armature)
     seconds = time.perf_counter() - started
+    chosen = model.metadata.get('selection', {}).get('friction', {})
+    if chosen.get('scores'):
+        scores = ', '.join(f'{k} {v:.3g}' for k, v in chosen['scores'].items())
+        say(f'friction: {chosen["chosen"]} ({chosen["model"]}), chosen by {chosen["by"]}: '
+            f'{scores}')
+    else:
+        say(f'friction: {chosen.get("model", model.friction_model.describe())} (as asked)')
     prep = model.metadata.get('preparation') or {}
     say(f'filter: {prep.get("filter", "low-pass")} at {prep.get("cutoff_hz", float("nan")):.3g}'
         f' Hz ({prep.get("cutoff_source", "given")})')
     data = prepare(t, q, tau, cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
                    decimate=1)
     rigid = model.rigid_body_torques(data.q, data.dq, data.ddq)
-    predicted = rigid + model.friction_torques(data.dq)
+    predicted = rigid + model.friction_torques(data.dq, data.q, data.ddq)
     nominal = _nominal_torques(robot, data.q, data.dq, data.ddq)
     if robot_name is not None:
         model.metadata['robot_name'] = robot_name
@@ -1170,4 +1205,4 @@ __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'Dynami
            'clean_markers', 'fit_full_recording', 'fit_full_samples', 'fit_gravity',
            'fit_gravity_recording', 'holdout_blocks', 'judge_full_fit', 'judge_gravity_fit',
            'metrics_dict', 'motion_statistics',
-           'noise_estimate', 'pair_metrics', 'split_pairs']
+           'noise_estimate', 'pair_metrics', 'plan_harmonic_hz', 'split_pairs']
