@@ -46,7 +46,29 @@ SHARED_SECTION = '/**'
 ARM_KEYS = ('robot_name', 'urdf', 'joints', 'gravity', 'gravity_vector', 'torque_constants',
             'current_signs', 'current_offsets', 'gear_ratios', 'efficiencies',
             'position_limits_lower', 'position_limits_upper', 'velocity_limits',
-            'acceleration_limits', 'torque_noise', 'floating_base')
+            'acceleration_limits', 'torque_noise', 'floating_base', 'friction', 'armature')
+#: Words of the ``friction`` key and of ``--friction`` (comma-separated), besides ``auto``
+#: (:func:`arm_dyn_id.model.dynamics.parse_friction` builds the model from them).
+FRICTION_WORDS = ('coulomb', 'viscous', 'offset', 'stribeck', 'coulomb_directional',
+                  'load_coulomb', 'sign')
+
+
+def check_friction(spec, where='parameter friction'):
+    """``spec`` normalised (``'auto'`` or ``'coulomb,viscous,...'``); ConfigError naming
+    the unknown word otherwise."""
+    if not isinstance(spec, str):
+        raise ConfigError(f'{where} = {spec!r} must be auto or comma-separated words of '
+                          f'{list(FRICTION_WORDS)}')
+    words = [w.strip().lower() for w in spec.replace('+', ',').split(',') if w.strip()]
+    if words == ['auto']:
+        return 'auto'
+    unknown = [w for w in words if w not in FRICTION_WORDS]
+    if unknown or not words:
+        raise ConfigError(f'{where} = {spec!r}: {unknown[0] if unknown else "empty"!r} is not '
+                          f"one of {['auto'] + list(FRICTION_WORDS)}")
+    return ','.join(words)
+
+
 #: Other shared keys that commands read from :attr:`ArmConfig.extra` (design, collision).
 EXTRA_KEYS = ('ee_linear_speed_limit', 'ee_angular_speed_limit', 'environment_boxes',
               'min_clearance', 'collision_ignored_pairs')
@@ -514,6 +536,11 @@ class ArmConfig:
         The file this came from.
     floating_base : FloatingBaseConfig or None
         The ``floating_base`` section; None for an arm on a fixed base.
+    friction : str
+        Friction of the full-dynamics fit: ``'auto'`` (default; chosen on held-out
+        time blocks of the training recording) or words of :data:`FRICTION_WORDS`.
+    armature : bool or 'auto'
+        Identify rotor inertias in the full-dynamics fit (default False).
     """
 
     robot_name: str
@@ -535,6 +562,8 @@ class ArmConfig:
     gravity_direction: np.ndarray = field(
         default_factory=lambda: np.array([0.0, 0.0, -1.0]), compare=False)
     floating_base: FloatingBaseConfig = field(default=None, compare=False)
+    friction: str = 'auto'
+    armature: object = False
 
     @property
     def n_joints(self):
@@ -639,6 +668,9 @@ class ArmConfig:
         if np.any(np.abs(signs) != 1):
             bad = int(np.argmax(np.abs(signs) != 1))
             raise ConfigError(f'parameter current_signs[{bad}] = {signs[bad]} must be +1 or -1')
+        armature = params.get('armature', False)
+        if armature not in (True, False, 'auto'):
+            raise ConfigError(f"parameter armature = {armature!r} must be true, false or 'auto'")
         robot_name = params.get('robot_name', Path(str(urdf_name)).stem)
         if not isinstance(robot_name, str) or not robot_name:
             raise ConfigError(f'parameter robot_name = {robot_name!r} must be a non-empty '
@@ -664,6 +696,8 @@ class ArmConfig:
             extra={k: v for k, v in params.items() if k not in ARM_KEYS},
             gravity_direction=direction,
             floating_base=floating,
+            friction=check_friction(params.get('friction', 'auto')),
+            armature=armature,
         )
 
 

@@ -45,12 +45,13 @@ from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 from arm_dyn_id.identification import consistent as cons
 from arm_dyn_id.identification.estimators import (
     ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS, IdentificationResult, NormalEquations,
-    _predict, _row_rss, _weights, fit_best, identifiability, nonnegative_friction,
+    _predict, _row_rss, _weights, bounded_solve, fit_best, identifiability,
+    nonnegative_friction,
     sample_moments, select, time_blocks)
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
-                                       nominal_standard_parameters, rigid_base_parameters,
-                                       rigid_regressor)
+                                       nominal_standard_parameters, parse_friction,
+                                       rigid_base_parameters, rigid_regressor)
 from arm_dyn_id.model.export import link_shares
 from arm_dyn_id.validation.metrics import joint_metrics
 
@@ -323,17 +324,112 @@ def _metrics_dict(metrics):
     return out
 
 
-def _prepare(robot, base, friction, t, q, tau, **options):
+#: Candidates of ``friction='auto'``, simplest first (``--friction`` words).
+AUTO_FRICTION = ('coulomb,viscous', 'coulomb,viscous,offset', 'coulomb,viscous,stribeck',
+                 'coulomb_directional,viscous', 'coulomb,viscous,load_coulomb')
+#: A richer candidate is kept only if its mean held-out RMSE % is below the
+#: simplest one within this ratio of the best (parsimony: noise-level gains are not gains).
+AUTO_TOLERANCE = 1.01
+
+
+def _prepare(robot, base, friction, t, q, tau, features_out=False, **options):
     """Prepared record with the stacked base + friction regressor W (M, n, r + f),
-    every column through the same filter as τ."""
+    every column through the same filter as τ.
+
+    The load-dependent term's column ``|τ_load|·s(q̇)`` (τ_load the nominal URDF's
+    rigid-body torque, ``Y θ_URDF``) rides with the rigid-body regressor: the same
+    pinocchio call, the same filter. ``features_out``: also return the friction
+    features (M, n, k)."""
     armature = len(base.parameter_names) > 10 * robot.n_bodies
+    theta = nominal_standard_parameters(robot, armature) if friction.load else None
 
     def rigid(qd, dqd, ddqd):
-        return base.reduce(rigid_regressor(robot, qd, dqd, ddqd, armature=armature))
+        Y = rigid_regressor(robot, qd, dqd, ddqd, armature=armature)
+        Yb = base.reduce(Y)
+        if theta is None:
+            return Yb
+        load = np.abs(Y @ theta) * friction.sign(dqd)
+        return np.concatenate([Yb, load[:, :, None]], axis=2)
 
     prepared = prepare(t, q, tau, features=friction.features, regressor=rigid, **options)
-    F = friction.regressor(prepared.dq, features=prepared.features)
-    return prepared, np.concatenate([prepared.regressor, F], axis=2)
+    regr, feats = prepared.regressor, prepared.features
+    if theta is not None:
+        regr, feats = regr[:, :, :-1], np.concatenate([feats, regr[:, :, -1:]], axis=2)
+    F = friction.regressor(prepared.dq, features=feats)
+    W = np.concatenate([regr, F], axis=2)
+    return (prepared, W, feats) if features_out else (prepared, W)
+
+
+def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
+    """``friction='auto'``: every :data:`AUTO_FRICTION` candidate scored on the
+    recording's own time blocks (each block predicted by a fit without it,
+    friction coefficients bounded ≥ 0), one preparation shared by all (only the
+    friction columns differ). The simplest candidate within :data:`AUTO_TOLERANCE`
+    of the best mean held-out RMSE % over the joints is chosen.
+
+    Returns
+    -------
+    prepared, W, friction, selection : Prepared, ndarray (M, n, r + f), FrictionModel, dict
+    """
+    union = FrictionModel(coulomb='tanh', smooth_velocity=0.01, offset=True, stribeck=True,
+                          directional=True, load=True)
+    prepared, Wu = _prepare(robot, base, union, t, q, tau, **options)
+    r, n, ku = base.count, robot.n_joints, union.per_joint
+    target = prepared.tau
+    groups = time_blocks(len(target), int(holdout))
+    peak = np.maximum(np.nanmax(np.abs(target), axis=0), 1e-12)
+    finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(Wu), axis=(1, 2))
+    # one pass over the union's columns; a candidate's columns are W_u T (fc = fcp + fcn),
+    # so its moments are Tᵀ A T, Tᵀ b
+    union_parts = [sample_moments(Wu, target, np.ones(n), finite & (groups == g))
+                   for g in range(int(holdout))]
+    w = None if noise is None else _weights(np.asarray(noise, dtype=float), n)
+    scores, built = {}, {}
+    for spec in AUTO_FRICTION:
+        model = parse_friction(spec)
+        kc = model.per_joint
+        T = np.zeros((r + n * ku, r + n * kc))
+        T[:r, :r] = np.eye(r)
+        for j in range(n):
+            for i, term in enumerate(model.terms):
+                for source in (('fcp', 'fcn') if term == 'fc' else (term,)):
+                    T[r + j * ku + union.terms.index(source), r + j * kc + i] = 1.0
+        parts = [NormalEquations(T.T @ p.A @ T, T.T @ p.b,
+                                 T.T @ p.A_joint @ T,
+                                 p.b_joint @ T, p.tau_sq, p.count, p.weights)
+                 for p in union_parts]
+        if w is None:   # weights of the simplest candidate's residual, shared by all
+            total = NormalEquations.total(parts)
+            beta = np.linalg.lstsq(total.A, total.b, rcond=None)[0]
+            w = _weights(np.maximum(np.sqrt(_row_rss(total, beta) / total.count),
+                                    1e-6 * peak.max()), n)
+        nonneg = np.zeros(T.shape[1], dtype=bool)
+        nonneg[r:] = [name.rstrip('0123456789') in FrictionModel.POSITIVE
+                      for name in model.names(n)]
+        rss, count = np.zeros(n), 0
+        for g in range(int(holdout)):
+            rest = NormalEquations.total(p for i, p in enumerate(parts) if i != g)
+            if parts[g].count == 0 or rest.count == 0:
+                continue
+            A, b = np.einsum('j,jrs->rs', w, rest.A_joint), w @ rest.b_joint
+            beta = np.linalg.lstsq(A, b, rcond=None)[0]
+            if np.any(beta[nonneg] < 0):
+                beta, _ = bounded_solve(A, b, nonneg)
+            rss += _row_rss(parts[g], beta)
+            count += parts[g].count
+        percent = 100 * np.sqrt(rss / max(count, 1)) / peak
+        scores[spec] = float(np.mean(percent))
+        built[spec] = (model, T)
+    best = min(scores.values())
+    chosen = next(spec for spec in AUTO_FRICTION if scores[spec] <= AUTO_TOLERANCE * best)
+    model, T = built[chosen]
+    W = Wu @ T
+    selection = {'chosen': chosen, 'model': model.describe(),
+                 'by': f'mean held-out RMSE % over the joints on {int(holdout)} time blocks '
+                       'of the training recording (coefficients bounded >= 0); the '
+                       f'simplest within {AUTO_TOLERANCE:g}x of the best',
+                 'scores': scores}
+    return prepared, W, model, selection
 
 
 def _reweighted(neq, w):
@@ -386,9 +482,13 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         See :func:`~arm_dyn_id.data.preparation.prepare`.
     holdout : int
         Time blocks (folds) for the held-out choice and validation (≥ 2).
-    friction : FrictionModel, optional
-        Default :data:`DEFAULT_FRICTION`: Coulomb with the smooth sign
-        ``tanh(q̇ / 0.01 rad/s)`` + viscous.
+    friction : FrictionModel, str or None
+        A FrictionModel, a ``--friction`` specification
+        (:func:`~arm_dyn_id.model.dynamics.parse_friction`), or ``'auto'``: the
+        :data:`AUTO_FRICTION` candidate with the best held-out score on the
+        recording's own time blocks (:func:`_choose_friction`; the scores are in
+        ``metadata['selection']['friction']``). Default :data:`DEFAULT_FRICTION`:
+        Coulomb with the smooth sign ``tanh(q̇ / 0.01 rad/s)`` + viscous.
     armature : bool or 'auto'
         Identify rotor inertias; ``'auto'``: fit with and without, keep the one
         with the lower mean held-out RMSE % (the record's own time blocks; the
@@ -452,7 +552,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     if int(holdout) < 2:
         raise ConfigError(f'holdout {holdout} must be at least 2 time blocks')
     t, q, tau = _check_record(robot, t, q, tau)
-    friction = friction or DEFAULT_FRICTION
+    friction = parse_friction(friction) or DEFAULT_FRICTION
     nominal_weight = cons.NOMINAL_WEIGHT if nominal_weight is None else float(nominal_weight)
     if config is not None:
         robot_name = robot_name or getattr(config, 'robot_name', None)
@@ -461,9 +561,14 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                 np.all(np.asarray(cfg_noise) > 0):
             noise = np.asarray(cfg_noise, dtype=float)
     base = rigid_base_parameters(robot, armature=armature)
-    prepared, W = _prepare(robot, base, friction, t, q, tau, cutoff_hz=cutoff_hz,
-                           harmonic_hz=harmonic_hz, order=order, decimate=decimate,
-                           filter_torque=filter_torque)
+    options = dict(cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, order=order,
+                   decimate=decimate, filter_torque=filter_torque)
+    friction_choice = None
+    if friction == 'auto':
+        prepared, W, friction, friction_choice = _choose_friction(
+            robot, base, t, q, tau, noise, holdout, **options)
+    else:
+        prepared, W = _prepare(robot, base, friction, t, q, tau, **options)
     target = prepared.tau
     names = tuple(base.names) + friction.names(robot.n_joints)
     r = base.count
@@ -495,8 +600,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         neq = total if fold is None else NormalEquations.total(
             p for g, p in parts.items() if g != fold)
         if not sdp:
+            # every physically signed term is bounded as Coulomb is
+            signed = ['fc' if f in FrictionModel.POSITIVE else f for f in fterms]
             sdp.append(cons.ConsistentProblem(
-                total.A, B, theta_nom, robot.n_bodies, fterms, fixed=fixed,
+                total.A, B, theta_nom, robot.n_bodies, signed, fixed=fixed,
                 nominal_weight=nominal_weight, solver=solver, armature=n_arm,
                 count=total.count * n))
         sol = sdp[0].solve(neq.A, neq.b, neq.count * n, c=float(w @ neq.tau_sq))
@@ -522,7 +629,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
 
     cache = {}
     nonnegative = np.zeros(len(names), dtype=bool)
-    nonnegative[r:] = [f in ('fc', 'fv') for f in fterms]
+    nonnegative[r:] = [f in FrictionModel.POSITIVE for f in fterms]
 
     def fit(method, fold):
         key = (method, fold)
@@ -537,7 +644,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                 mask = None if fold is None else groups != fold
                 cache[key] = ESTIMATORS[method](W, target, names, noise=noise, mask=mask)
             if method != 'consistent' and np.any(cache[key].beta[nonnegative] < 0):
-                # Coulomb and viscous friction are never negative: refit with them ≥ 0
+                # Coulomb, viscous, Stribeck, load friction are never negative: refit ≥ 0
                 neq = total if fold is None else NormalEquations.total(
                     p for g, p in parts.items() if g != fold)
                 cache[key] = nonnegative_friction(cache[key], neq.A, neq.b, nonnegative, neq)
@@ -583,7 +690,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     theta = sol.theta if sol is not None else None
     consistent_flag = bool(sol is not None and np.all(sol.min_eigenvalues >= -1e-8) and
                            np.all(sol.phi[[i for i, f in enumerate(fterms)
-                                           if f in ('fc', 'fv', 'fs')]] >= -1e-9))
+                                           if f in FrictionModel.POSITIVE]] >= -1e-9))
     candidates = {}
     for m, c in choice.candidates.items():
         candidates[m] = ({'error': c} if isinstance(c, str) else
@@ -602,7 +709,9 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                 'consistent_fit': (None if 'consistent' not in choice.candidates or
                                    isinstance(choice.candidates['consistent'], str) else
                                    choice.candidates['consistent'].info)},
-        'selection': choice.selection.to_dict(),
+        'selection': {**choice.selection.to_dict(),
+                      'friction': friction_choice or {'chosen': 'given',
+                                                      'model': friction.describe()}},
         'validation': {**validation, 'against': validate_against,
                        'held_out_blocks': int(holdout)},
         'preparation': dict(prepared.info),

@@ -14,7 +14,11 @@ Model (seed 001 eqs. 2-6, with the friction options of the real-arm work)::
   ``fc·s(q̇)`` with ``s`` the sign or a smooth sign ``tanh(q̇ / v_s)``, viscous
   ``fv·q̇``, optionally an offset ``fo`` (the drive's torque offset and the
   asymmetry of Coulomb friction) and a Stribeck term ``fs·s(q̇)·exp(-(q̇/v_st)²)``
-  (the extra break-away torque near zero speed).
+  (the extra break-away torque near zero speed); direction-dependent Coulomb
+  ``fcp·max(s, 0) + fcn·min(s, 0)`` instead of ``fc·s``; and load-dependent Coulomb
+  ``fl·|τ_load|·s(q̇)``, τ_load the nominal URDF's rigid-body torque (see
+  :class:`FrictionModel`). The smooth sign's ε is ``smooth_velocity`` = 0.01 rad/s
+  by default, stored in the file.
 
   The smooth sign matters when the model serves an arm at rest: with ``sign``,
   velocity noise of a still joint flips the Coulomb torque between ±fc (on the
@@ -33,8 +37,10 @@ Model file (YAML, ``schema: arm_dyn_id/dynamics_model``, ``version: 2``,
     gravity: {magnitude, direction},
     base: {names, expressions, values, std_errors, units, parameter_names,
            independent, dependent, K, kind, friction, armature},
-    friction: {model: {coulomb, smooth_velocity, offset, stribeck, stribeck_velocity},
-               names, values, std_errors, coulomb, viscous, offset, stribeck},
+    friction: {model: {coulomb, smooth_velocity, offset, stribeck, stribeck_velocity,
+                       directional, load},
+               names, values, std_errors, coulomb, viscous, offset, stribeck,
+               coulomb_positive, coulomb_negative, coulomb_load},
     standard: {names, values}        # consistent link parameters θ (when fitted so)
     consistent: bool,                # every link's pseudo-inertia PSD, friction ≥ 0
     fit, selection, validation, preparation, provenance
@@ -47,6 +53,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pinocchio as pin
 
+from arm_dyn_id.config import FRICTION_WORDS, check_friction
 from arm_dyn_id.errors import ConfigError, DataError
 from arm_dyn_id.model import files
 from arm_dyn_id.model.base_parameters import (BaseParameters, base_from_regressor,
@@ -64,12 +71,24 @@ COULOMB_KINDS = ('sign', 'tanh')
 class FrictionModel:
     """Which friction terms each joint carries.
 
+    Per joint j, with ``s(q̇) = sign(q̇)`` or the smooth sign ``tanh(q̇ / v_s)``::
+
+        τ_f = fc·s + fv·q̇ [+ fo] [+ fs·s·exp(-(q̇ / v_st)²)] [+ fl·|τ_load|·s]
+
+    and, ``directional``, ``fc·s`` replaced by ``fcp·max(s, 0) + fcn·min(s, 0)``
+    (F_c+ while q̇ > 0, F_c- while q̇ < 0; both ≥ 0). ``τ_load`` is the joint's
+    rigid-body torque of the NOMINAL URDF at the same state (``Y(q, q̇, q̈) θ_URDF``):
+    the load-dependent Coulomb friction of harmonic drives, linearised in the
+    load with a load that does not depend on the fitted parameters (the fit stays
+    linear; a second pass with the fitted rigid body changes it little when the
+    URDF's masses are near). Physically signed: fc, fcp, fcn, fv, fs, fl ≥ 0.
+
     Attributes
     ----------
     coulomb : {'sign', 'tanh'}
         ``sign(q̇)`` or the smooth sign ``tanh(q̇ / smooth_velocity)``.
     smooth_velocity : float
-        rad/s, the width of the smooth sign.
+        rad/s, the width v_s of the smooth sign (ε = 0.01 rad/s by default).
     offset : bool
         A constant torque per joint (``fo``).
     stribeck : bool
@@ -77,6 +96,10 @@ class FrictionModel:
         (``s`` the Coulomb term's sign or smooth sign).
     stribeck_velocity : float
         rad/s.
+    directional : bool
+        Direction-dependent Coulomb friction (``fcp``, ``fcn`` instead of ``fc``).
+    load : bool
+        Load-dependent Coulomb friction ``fl·|τ_load|·s(q̇)`` (``fl`` dimensionless).
     """
 
     coulomb: str = 'sign'
@@ -84,6 +107,8 @@ class FrictionModel:
     offset: bool = False
     stribeck: bool = False
     stribeck_velocity: float = 0.05
+    directional: bool = False
+    load: bool = False
 
     def __post_init__(self):
         if self.coulomb not in COULOMB_KINDS:
@@ -96,35 +121,50 @@ class FrictionModel:
 
     @property
     def terms(self):
-        """Per-joint parameter prefixes, in column order."""
-        return ('fc', 'fv') + (('fo',) if self.offset else ()) + \
-            (('fs',) if self.stribeck else ())
+        """Per-joint parameter prefixes, in column order (``fl`` always last)."""
+        return ((('fcp', 'fcn') if self.directional else ('fc',)) + ('fv',) +
+                (('fo',) if self.offset else ()) + (('fs',) if self.stribeck else ()) +
+                (('fl',) if self.load else ()))
 
     @property
     def per_joint(self):
         return len(self.terms)
 
     #: Terms that must be non-negative in a physically consistent model.
-    POSITIVE = ('fc', 'fv', 'fs')
+    POSITIVE = ('fc', 'fcp', 'fcn', 'fv', 'fs', 'fl')
 
     def names(self, n_joints):
         """``fc1, fv1, [fo1, fs1,] fc2, ...`` (joint-major)."""
         return tuple(f'{p}{j + 1}' for j in range(n_joints) for p in self.terms)
 
-    def features(self, dq):
-        """Per-joint friction features, (N, n) -> (N, n, k) (k = :attr:`per_joint`)."""
+    def sign(self, dq):
+        """``s(q̇)``: the sign or the smooth sign ``tanh(q̇ / smooth_velocity)``."""
         dq = np.asarray(dq, dtype=float)
-        sign = np.sign(dq) if self.coulomb == 'sign' else np.tanh(dq / self.smooth_velocity)
+        return np.sign(dq) if self.coulomb == 'sign' else np.tanh(dq / self.smooth_velocity)
+
+    def features(self, dq, load=None):
+        """Per-joint friction features, (N, n) -> (N, n, k) (k = :attr:`per_joint`).
+
+        ``load`` (N, n), N·m: the nominal rigid-body torque ``τ_load`` of the load
+        term; without it the ``fl`` column is left out (k - 1 columns)."""
+        dq = np.asarray(dq, dtype=float)
+        sign = self.sign(dq)
         cols = []
         for term in self.terms:
             if term == 'fc':
                 cols.append(sign)
+            elif term == 'fcp':
+                cols.append(np.maximum(sign, 0.0))
+            elif term == 'fcn':
+                cols.append(np.minimum(sign, 0.0))
             elif term == 'fv':
                 cols.append(dq)
             elif term == 'fo':
                 cols.append(np.ones_like(dq))
-            else:   # Stribeck: the same (smooth) sign, fading with speed
+            elif term == 'fs':   # Stribeck: the same (smooth) sign, fading with speed
                 cols.append(sign * np.exp(-(dq / self.stribeck_velocity) ** 2))
+            elif load is not None:
+                cols.append(np.abs(np.asarray(load, dtype=float)) * sign)
         return np.stack(cols, axis=-1)
 
     def regressor(self, dq, features=None):
@@ -139,11 +179,23 @@ class FrictionModel:
             out[:, j, j * k:(j + 1) * k] = f[:, j]
         return out
 
-    def torques(self, dq, phi):
-        """Friction torques (N, n) for parameters φ (n·k,)."""
+    def torques(self, dq, phi, load=None):
+        """Friction torques (N, n) for parameters φ (n·k,); ``load`` as :meth:`features`
+        (without it, a load-dependent model's ``fl`` term is left out)."""
         dq = np.asarray(dq, dtype=float)
         phi = np.asarray(phi, dtype=float).reshape(dq.shape[-1], self.per_joint)
-        return np.einsum('...jk,jk->...j', self.features(dq), phi)
+        if self.load and load is None:
+            phi = phi[:, :-1]
+        return np.einsum('...jk,jk->...j', self.features(dq, load), phi)
+
+    def describe(self):
+        """Short text: ``coulomb(tanh 0.01 rad/s)+viscous+offset``."""
+        kind = 'coulomb_directional' if self.directional else 'coulomb'
+        smooth = (f'tanh, eps {self.smooth_velocity:g} rad/s' if self.coulomb == 'tanh'
+                  else 'sign')
+        return '+'.join([f'{kind}({smooth})', 'viscous'] + (['offset'] if self.offset else []) +
+                        (['stribeck'] if self.stribeck else []) +
+                        (['load_coulomb'] if self.load else []))
 
     def to_dict(self):
         return asdict(self)
@@ -152,8 +204,36 @@ class FrictionModel:
     def from_dict(cls, data):
         data = dict(data or {})
         known = {k: data[k] for k in ('coulomb', 'smooth_velocity', 'offset', 'stribeck',
-                                      'stribeck_velocity') if k in data}
+                                      'stribeck_velocity', 'directional', 'load')
+                 if k in data}
         return cls(**known)
+
+
+def parse_friction(spec):
+    """A friction specification -> FrictionModel, or ``'auto'``.
+
+    ``spec`` is ``'auto'``, a FrictionModel, or comma-separated words of
+    :data:`FRICTION_WORDS`: ``coulomb,viscous`` (the default model: smooth sign,
+    ε = 0.01 rad/s), ``coulomb,viscous,offset``, ``stribeck`` (Coulomb + viscous +
+    Stribeck), ``coulomb_directional``, ``load_coulomb``; ``sign`` uses the sharp
+    sign instead of the smooth one. Coulomb and viscous are always part of a model.
+
+    Raises
+    ------
+    ConfigError
+        An unknown word.
+    """
+    if spec is None or isinstance(spec, FrictionModel):
+        return spec
+    spec = check_friction(spec, 'friction')
+    if spec == 'auto':
+        return 'auto'
+    words = spec.split(',')
+    return FrictionModel(coulomb='sign' if 'sign' in words else 'tanh',
+                         smooth_velocity=0.01, offset='offset' in words,
+                         stribeck='stribeck' in words,
+                         directional='coulomb_directional' in words,
+                         load='load_coulomb' in words)
 
 
 # ---------------------------------------------------------------------------
@@ -338,14 +418,18 @@ class DynamicsModel:
         """Friction values per term: ``{'coulomb': (n,), 'viscous': (n,), ...}``."""
         k = self.friction_model.per_joint
         phi = self.phi.reshape(-1, k)
-        long = {'fc': 'coulomb', 'fv': 'viscous', 'fo': 'offset', 'fs': 'stribeck'}
+        long = {'fc': 'coulomb', 'fv': 'viscous', 'fo': 'offset', 'fs': 'stribeck',
+                'fcp': 'coulomb_positive', 'fcn': 'coulomb_negative', 'fl': 'coulomb_load'}
         return {long[t]: phi[:, i].copy() for i, t in enumerate(self.friction_model.terms)}
 
     @property
     def friction(self):
         """Coulomb and viscous friction per joint, as a GravityModel exposes them."""
         table = self.friction_table()
-        return {'coulomb': table['coulomb'], 'viscous': table['viscous']}
+        coulomb = table.get('coulomb')
+        if coulomb is None:     # directional: the mean of the two directions
+            coulomb = 0.5 * (table['coulomb_positive'] + table['coulomb_negative'])
+        return {'coulomb': coulomb, 'viscous': table['viscous']}
 
     # serving ----------------------------------------------------------------
     def _theta(self):
@@ -376,17 +460,32 @@ class DynamicsModel:
         Y = rigid_regressor(self.robot, q, dq, ddq, armature=self.armature)
         return Y @ self._theta()
 
-    def friction_torques(self, dq):
-        """Friction torques ``F(q̇) φ`` (N·m): (n,) or (N, n)."""
+    def nominal_load(self, q, dq, ddq):
+        """``τ_load``: the nominal URDF's rigid-body torque (N·m), the load of the
+        load-dependent Coulomb term; (n,) or (N, n)."""
+        q, dq, ddq = (np.asarray(a, dtype=float) for a in (q, dq, ddq))
+        theta = nominal_standard_parameters(self.robot, self.armature)
+        if q.ndim == 1:
+            return self._single_regressor(q, dq, ddq) @ theta
+        return rigid_regressor(self.robot, q, dq, ddq, armature=self.armature) @ theta
+
+    def friction_torques(self, dq, q=None, ddq=None):
+        """Friction torques ``F(q̇) φ`` (N·m): (n,) or (N, n).
+
+        A load-dependent model needs q and q̈ for its ``fl`` term (the nominal load
+        torque); without them that term is left out (friction at no load)."""
         dq = np.asarray(dq, dtype=float)
         if dq.ndim not in (1, 2) or dq.shape[-1] != self.robot.n_joints:
             raise DataError(f'velocities have shape {dq.shape}, expected (N, '
                             f'{self.robot.n_joints})')
-        return self.friction_model.torques(dq, self.phi)
+        load = None
+        if self.friction_model.load and q is not None:
+            load = self.nominal_load(q, dq, np.zeros_like(dq) if ddq is None else ddq)
+        return self.friction_model.torques(dq, self.phi, load)
 
     def torques(self, q, dq, ddq):
         """Full inverse dynamics with friction (N·m): (n,) or (N, n)."""
-        return self.rigid_body_torques(q, dq, ddq) + self.friction_torques(dq)
+        return self.rigid_body_torques(q, dq, ddq) + self.friction_torques(dq, q, ddq)
 
     def gravity_torques(self, q, gravity=None):
         """G(q) (N·m), as :meth:`GravityModel.gravity_torques`.
@@ -447,7 +546,7 @@ class DynamicsModel:
             'model': self.friction_model.to_dict(),
             'names': list(self.friction_names), 'values': files.floats(self.phi),
             'std_errors': files.floats(self.std_errors[self.base.count:]),
-            'units': 'N*m (fc, fo, fs), N*m*s/rad (fv)',
+            'units': 'N*m (fc, fcp, fcn, fo, fs), N*m*s/rad (fv), 1 (fl)',
             **{k: files.floats(v) for k, v in table.items()},
         }
         doc['consistent'] = self.consistent
@@ -492,6 +591,7 @@ class DynamicsModel:
         return cls.from_dict(files.read_model_file(path), urdf=urdf, source=str(path))
 
 
-__all__ = ['DynamicsModel', 'FrictionModel', 'rigid_regressor', 'rigid_base_parameters',
+__all__ = ['DynamicsModel', 'FrictionModel', 'parse_friction', 'FRICTION_WORDS',
+           'rigid_regressor', 'rigid_base_parameters',
            'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix',
            'SCHEMA', 'VERSION']

@@ -1,0 +1,187 @@
+"""Friction models a user can ask for, and the held-out choice between them (issue 23).
+
+Simulated recordings of the humanoid arm (pinocchio RNEA of a Fourier trajectory,
+test_cli_full.fourier_data) carry one friction kind each, with the model's own smooth
+sign (ε = 0.01 rad/s): ``friction='auto'`` picks a model whose held-out error is that
+of the true kind (the true kind itself where its signature is strong) and recovers its
+coefficients; a model given explicitly (``fit_full``, ``--friction``, the config key)
+is the one fitted; negative friction coefficients are never written.
+"""
+
+import numpy as np
+import pytest
+import yaml
+
+from arm_dyn_id.config import ArmConfig
+from arm_dyn_id.errors import ConfigError
+from arm_dyn_id.identification.full_dynamics import AUTO_FRICTION, fit_full
+from arm_dyn_id.identification.pipeline import fit_full_samples
+from arm_dyn_id.model.dynamics import DynamicsModel, FrictionModel, parse_friction
+from arm_dyn_id.model.robot import RobotModel
+from test_cli_fit import JOINTS, K_E, NOISE, URDF, config_doc
+from test_cli_full import fourier_data, run, write_plain_bag
+
+FC = np.array([0.3, 0.3, 0.2, 0.1, 0.05, 0.03])
+FV = np.array([0.06, 0.05, 0.03, 0.02, 0.01, 0.01])
+FO = np.array([0.3, -0.2, 0.1, 0.05, -0.05, 0.02])
+FL = 0.05
+
+
+@pytest.fixture(scope='module')
+def robot():
+    return RobotModel.from_urdf(URDF, joints=JOINTS)
+
+
+@pytest.fixture(scope='module')
+def motion(robot):
+    """Rigid-body torques of a 20 s Fourier trajectory at 200 Hz, and noise."""
+    d = fourier_data(seed=3, rate=200.0, periods=2, robot=robot)
+    rng = np.random.default_rng(11)
+    d['noise'] = rng.standard_normal(d['q'].shape) * NOISE
+    return d
+
+
+def true_friction(kind, dq, rigid):
+    """(friction torques (N, n), true coefficients {term: (n,)}) of one kind."""
+    s = np.tanh(dq / 0.01)
+    if kind == 'coulomb,viscous':
+        return FC * s + FV * dq, {'coulomb': FC, 'viscous': FV}
+    if kind == 'coulomb,viscous,offset':
+        return FC * s + FV * dq + FO, {'coulomb': FC, 'viscous': FV, 'offset': FO}
+    if kind == 'coulomb,viscous,stribeck':
+        fs = 2 * FC
+        return (FC * s + FV * dq + fs * s * np.exp(-(dq / 0.05) ** 2),
+                {'coulomb': FC, 'viscous': FV, 'stribeck': fs})
+    if kind == 'coulomb_directional,viscous':
+        return (1.6 * FC * np.maximum(s, 0) + 0.4 * FC * np.minimum(s, 0) + FV * dq,
+                {'coulomb_positive': 1.6 * FC, 'coulomb_negative': 0.4 * FC, 'viscous': FV})
+    assert kind == 'coulomb,viscous,load_coulomb'
+    return (FC * s + FV * dq + FL * np.abs(rigid) * s,
+            {'coulomb': FC, 'viscous': FV, 'coulomb_load': np.full(6, FL)})
+
+
+def recording(motion, kind):
+    friction, truth = true_friction(kind, motion['dq'], motion['rigid'])
+    return motion['rigid'] + friction + motion['noise'], truth
+
+
+@pytest.mark.parametrize('kind', AUTO_FRICTION)
+def test_auto_explains_each_kind_and_recovers_it(robot, motion, kind):
+    tau, truth = recording(motion, kind)
+    model, validation = fit_full(robot, motion['t'], motion['q'], tau, methods=('wls',),
+                                 friction='auto')
+    chosen = model.metadata['selection']['friction']
+    scores = chosen['scores']
+    assert set(scores) == set(AUTO_FRICTION)
+    # the chosen model explains the data as well as the true kind does
+    assert scores[chosen['chosen']] <= 1.02 * scores[kind], chosen
+    if kind != 'coulomb,viscous':
+        # a strong signature (0.3 N·m offsets, 1.6x / 0.4x directions, 2x Stribeck,
+        # 5 % of the load) is found, and a coulomb+viscous model leaves it unexplained
+        assert chosen['chosen'] == kind, chosen
+        assert scores['coulomb,viscous'] > 1.2 * scores[kind], chosen
+    if chosen['chosen'] == kind:
+        table = model.friction_table()
+        for term, value in truth.items():
+            # joints 1-5 (joint 6's torques are tiny beside its noise)
+            tol = 0.3 * np.abs(value[:5]) + (0.03 if term == 'viscous' else 0.02)
+            assert np.all(np.abs(table[term][:5] - value[:5]) <= tol), (term, table[term])
+    # the choice is stored in the model file
+    doc = yaml.safe_load(model.to_yaml())
+    assert doc['selection']['friction']['chosen'] == chosen['chosen']
+    assert doc['friction']['model'] == parse_friction(chosen['chosen']).to_dict()
+
+
+def test_given_friction_is_fitted(robot, motion):
+    tau, _ = recording(motion, 'coulomb,viscous,offset')
+    model, _ = fit_full(robot, motion['t'], motion['q'], tau, methods=('wls',),
+                        friction='coulomb_directional,viscous,stribeck')
+    assert model.friction_model == FrictionModel(coulomb='tanh', smooth_velocity=0.01,
+                                                 directional=True, stribeck=True)
+    assert model.metadata['selection']['friction']['chosen'] == 'given'
+    assert model.friction_names[:4] == ('fcp1', 'fcn1', 'fv1', 'fs1')
+    with pytest.raises(ConfigError, match='coulomb_directionl'):
+        fit_full(robot, motion['t'], motion['q'], tau, friction='coulomb_directionl')
+
+
+def test_load_and_directional_models_serve_what_they_fitted(robot, motion):
+    """The file round trip keeps the new terms, and torques() includes the load term."""
+    tau, _ = recording(motion, 'coulomb,viscous,load_coulomb')
+    model, _ = fit_full(robot, motion['t'], motion['q'], tau, methods=('wls',),
+                        friction='coulomb_directional,viscous,load_coulomb')
+    again = DynamicsModel.from_dict(yaml.safe_load(model.to_yaml()), urdf=URDF)
+    assert again.friction_model == model.friction_model
+    rows = slice(1000, 1400)
+    q, dq, ddq = motion['q_true'][rows], motion['dq'][rows], motion['ddq'][rows]
+    np.testing.assert_allclose(again.torques(q, dq, ddq), model.torques(q, dq, ddq))
+    load = model.nominal_load(q, dq, ddq)
+    np.testing.assert_allclose(load, motion['rigid'][rows], atol=1e-8)
+    fl = model.friction_table()['coulomb_load']
+    np.testing.assert_allclose(model.friction_torques(dq, q, ddq) - model.friction_torques(dq),
+                               fl * np.abs(load) * np.tanh(dq / 0.01), atol=1e-9)
+    # prediction on the true states is near the truth (load term included)
+    err = model.torques(q, dq, ddq) - (tau[rows] - motion['noise'][rows])
+    assert np.all(np.sqrt(np.mean(err ** 2, axis=0))[:5] < 0.1)
+
+
+@pytest.mark.parametrize('friction', ['auto', 'coulomb,viscous,stribeck,load_coulomb',
+                                      'coulomb_directional,viscous,offset'])
+def test_negative_friction_never_written(robot, motion, friction):
+    """Data whose best unbounded fit has negative viscous and Coulomb friction."""
+    s = np.tanh(motion['dq'] / 0.01)
+    tau = motion['rigid'] - 0.05 * motion['dq'] - 0.05 * s + motion['noise']
+    # the consistent fit (SDP) bounds every signed term, as the bounded refit of WLS does
+    for methods in (('wls',),) + ((('consistent',),) if 'directional' in friction else ()):
+        model, _ = fit_full(robot, motion['t'], motion['q'], tau, methods=methods,
+                            friction=friction)
+        doc = yaml.safe_load(model.to_yaml())
+        signed = [v for name, v in zip(doc['friction']['names'], doc['friction']['values'])
+                  if name.rstrip('0123456789') in FrictionModel.POSITIVE]
+        assert min(signed) >= 0.0, (methods, doc['friction'])
+
+
+def test_config_key_and_its_errors(robot, motion, tmp_path):
+    params = config_doc()['/**']['ros__parameters']
+    assert ArmConfig.from_params(params).friction == 'auto'
+    config = ArmConfig.from_params(dict(params, friction='Coulomb, viscous, offset',
+                                        armature=False))
+    assert config.friction == 'coulomb,viscous,offset'
+    with pytest.raises(ConfigError, match="parameter friction.*'dry'"):
+        ArmConfig.from_params(dict(params, friction='coulomb,dry'))
+    with pytest.raises(ConfigError, match='parameter armature'):
+        ArmConfig.from_params(dict(params, armature='maybe'))
+    tau, _ = recording(motion, 'coulomb,viscous')
+    fitted = fit_full_samples(robot, motion['t'], motion['q'], tau, config=config,
+                              methods=('wls',))
+    assert fitted.model.friction_model.offset
+    assert fitted.model.metadata['selection']['friction']['chosen'] == 'given'
+
+
+def test_cli_friction_option(motion, tmp_path, capsys):
+    tau, _ = recording(motion, 'coulomb_directional,viscous')
+    data = dict(motion, tau=tau, current=tau / K_E)
+    bag = write_plain_bag(tmp_path / 'directional', data)
+    params = config_doc()['/**']['ros__parameters']
+    cfg = tmp_path / 'arm.yaml'
+    cfg.write_text(yaml.safe_dump({'/**': {'ros__parameters': dict(
+        params, friction='coulomb,viscous,offset')}}))
+    # the option wins over the config's key
+    code, out, err = run(capsys, 'fit', bag, '--config', cfg, '--out', tmp_path / 'given',
+                         '--methods', 'wls', '--dynamics', 'full', '--no-report',
+                         '--friction', 'coulomb_directional,viscous')
+    assert code == 0, err
+    doc = yaml.safe_load((tmp_path / 'given' / 'model.yaml').read_text())
+    assert doc['friction']['model']['directional'] and not doc['friction']['model']['offset']
+    # auto from the command line: the choice and its scores are printed and stored
+    code, out, err = run(capsys, 'fit', bag, '--config', cfg, '--out', tmp_path / 'auto',
+                         '--methods', 'wls', '--dynamics', 'full', '--no-report',
+                         '--friction', 'auto')
+    assert code == 0, err
+    assert 'friction: coulomb_directional,viscous' in out + err, [
+        line for line in err.splitlines() if 'friction:' in line]
+    assert 'held-out' in out + err
+    doc = yaml.safe_load((tmp_path / 'auto' / 'model.yaml').read_text())
+    assert doc['selection']['friction']['chosen'] == 'coulomb_directional,viscous'
+    code, out, err = run(capsys, 'fit', bag, '--config', cfg, '--out', tmp_path / 'bad',
+                         '--friction', 'colomb')
+    assert code != 0 and "'colomb'" in err and '--friction' in err
