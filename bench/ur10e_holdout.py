@@ -1,0 +1,111 @@
+"""Real UR10e: fit with the defaults on one Fourier run, score on every other recording.
+
+Reads ``../shared/real-data/ur10e`` (relative to the repository root; see its README)
+when it exists and prints a skip message otherwise (exit 0). The CSVs are turned into
+bags with the data's own ``to_bag.py`` in a temporary folder OUTSIDE the repository,
+fitted with ``arm-dyn-id fit`` (defaults, the source project's drive gains as
+``--torque-constants``) on the 30 s Fourier run (rows 635:3510), once with
+``--friction auto`` (the default) and once with ``--friction coulomb,viscous``, then
+scored with ``arm-dyn-id validate`` on the two other Fourier runs, the single-joint
+oscillations joint_1..joint_6 and the static poses p1..p10. The loaded/unloaded pair
+and the push recording are not free motion of the unloaded arm and are left out.
+Nothing derived from the data is written into the repository: only numbers are printed.
+
+Usage::
+
+    .venv/bin/python bench/ur10e_holdout.py
+"""
+
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / 'shared' / 'real-data' / 'ur10e'
+GAINS = '10.0,10.6956,8.4566,9.0029,9.48,10.1232'
+FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
+SCORED = (['ur-20_02_12-50sec_12harm', 'ur-20_02_19_14harm50sec'] +
+          [f'ur-20_01_22-joint_{i}' for i in range(1, 7)] +
+          [f'ur-20_01_17-p{i}' for i in range(1, 11)])
+#: README reference rows, on a point-to-point recording the suite does not have
+REFERENCES = {'OLS (README)': [5.3, 2.1, 2.1, 6.1, 16.6, 45.8],
+              'published (README)': [5.4, 2.5, 2.3, 5.9, 16.3, 45.3]}
+FRICTIONS = ('auto', 'coulomb,viscous')
+
+
+def run(*argv):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, cwd=REPO)
+
+
+def to_bag(name, out, rows=None):
+    argv = [REPO / '.venv' / 'bin' / 'python', DATA / 'to_bag.py',
+            DATA / 'data' / f'{name}.csv.gz', out]
+    if rows:
+        argv += ['--rows', rows]
+    done = run(*argv)
+    if done.returncode:
+        raise RuntimeError(f'to_bag {name}: {done.stderr.strip()}')
+    return out
+
+
+def percents(doc):
+    case = next(k for k in doc if k != 'fit_summary')
+    return [m['rmse_percent'] for m in doc[case].values()]
+
+
+def main():
+    if not DATA.is_dir():
+        print(f'skipped: {DATA} does not exist (real UR10e data not present)')
+        return 0
+    cli = REPO / '.venv' / 'bin' / 'arm-dyn-id'
+    urdf = DATA / 'urdf' / 'ur10e.urdf'
+    with tempfile.TemporaryDirectory(prefix='ur10e_holdout_') as tmp:
+        tmp = Path(tmp)
+        fit_bag = to_bag(FIT[0], tmp / 'fit_bag', FIT[1])
+        bags = {name: to_bag(name, tmp / name) for name in SCORED}
+        table = {}
+        for friction in FRICTIONS:
+            out = tmp / f'fit_{friction.replace(",", "_")}'
+            started = time.perf_counter()
+            done = run(cli, 'fit', fit_bag, '--urdf', urdf, '--torque-constants', GAINS,
+                       '--out', out, '--no-report', '--friction', friction)
+            seconds = time.perf_counter() - started
+            if done.returncode:
+                print(f'fit --friction {friction} failed: {done.stderr.strip()[-400:]}')
+                continue
+            model = out / 'model.yaml'
+            chosen = [line for line in done.stderr.splitlines() if 'friction:' in line]
+            print(f'--friction {friction}: fit in {seconds:.1f} s; '
+                  f'{chosen[0].split("] ", 1)[-1] if chosen else ""}')
+            for name, bag in bags.items():
+                js = tmp / f'{name}_{friction}.json'
+                done = run(cli, 'validate', model, bag, '--urdf', urdf, '--torque-constants',
+                           GAINS, '--json', js, '--quiet')
+                if not js.is_file():
+                    table[(name, friction)] = done.stderr.strip().splitlines()[-1:]
+                    continue
+                table[(name, friction)] = percents(json.loads(js.read_text()))
+    print(f'\nmachine: {platform.platform()}, {platform.processor() or platform.machine()}')
+    print('RMSE % of each joint\'s max |τ| (filtered, as validate scores by default)\n')
+    print('| recording | friction | ' + ' | '.join(f'j{i}' for i in range(1, 7)) + ' |')
+    print('|---|---|' + '---|' * 6)
+    for label, row in REFERENCES.items():
+        print(f'| point-to-point (kept back) | {label} | ' +
+              ' | '.join(f'{v:.1f}' for v in row) + ' |')
+    for name in SCORED:
+        for friction in FRICTIONS:
+            row = table.get((name, friction))
+            if row is None:
+                continue
+            cells = (' | '.join(f'{v:.1f}' for v in row) if row and
+                     isinstance(row[0], float) else f'not scored: {row}')
+            print(f'| {name.replace("ur-", "")} | {friction} | {cells} |')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
