@@ -196,3 +196,27 @@ def test_reversed_current_sign_is_named(twins, tmp_path):
     assert elbow['torque_constant'] < 0
     assert elbow['determination'] == 'undetermined'
     assert 'current_signs' in elbow['advice']
+
+
+def test_two_different_trajectories_are_refused(twins, tmp_path, capsys):
+    """Twin runs must be one trajectory: a loaded run of another motion (here the unloaded
+    run's motion twice as large) is one line and exit 2, not constants."""
+    root = twins['root']
+    tl, ql, il = twins['loaded']
+    write_bag(tmp_path / 'other', tl, JOINTS, 2.0 * ql, il)
+    code = main(['calibrate', str(root / 'unloaded'), str(tmp_path / 'other'),
+                 '--urdf', str(twins['urdf']), '--mass', '2.5', '--json',
+                 str(tmp_path / 'k.json')])
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if not line.startswith('[')]
+    assert code == 2 and len(lines) == 1, err
+    assert 'not the same trajectory' in lines[0] and 'Traceback' not in err
+    assert not (tmp_path / 'k.json').exists()
+
+
+def test_a_missing_urdf_is_named_as_the_cause(twins, capsys):
+    root = twins['root']
+    code = main(['calibrate', str(root / 'unloaded'), str(root / 'loaded'),
+                 '--urdf', str(root / 'no_such.urdf'), '--mass', '2.5'])
+    err = capsys.readouterr().err
+    assert code == 2 and 'no_such.urdf does not exist' in err, err

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from arm_dyn_id.data.bag_writer import json_default
-from arm_dyn_id.errors import ConfigError, DataError, JointNameError
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 
 
 class Progress:
@@ -476,6 +476,10 @@ def arm_setup(args, stored=None):
         raise DataError('no URDF for the arm: pass --urdf PATH (or --config naming its urdf)')
     urdf = resolve_data_file(params['urdf'], 'urdf', base_dir) \
         if isinstance(params['urdf'], str) else None
+    if urdf is not None and not urdf.is_file():
+        # said first: the joints default to the URDF's, and a missing URDF is the cause
+        given = '--urdf' if args.urdf is not None else f'the urdf of {source or "the bag"}'
+        raise URDFError(f'{given} {urdf} does not exist (or is not a file)')
     if getattr(args, 'joints', None):
         params['joints'] = [j.strip() for j in args.joints.split(',') if j.strip()]
     if 'joints' not in params and urdf is not None and urdf.is_file():

@@ -97,6 +97,9 @@ ON_AXIS_M = 0.01
 FIRST_MOMENT_PARAMS = ('mx', 'my', 'mz')
 #: RMS difference of q per joint (rad) below which two shifts match equally well
 TIE_RAD = 1e-3
+#: RMS difference of q per joint (rad) after the best shift beyond which the two runs are
+#: not one trajectory (a real UR10e pair: 7e-5 rad; a loaded arm tracks a little worse)
+MAX_ALIGN_RAD = 0.02
 #: distance (m) of the centre of mass from the frame's origin in the solver's starts
 START_OFFSET_M = 0.05
 #: with a smaller scaled Jacobian condition (min / max singular value) the load's inertia
@@ -567,6 +570,11 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
             raise DataError(f'{label} run: t {t.shape}, q {q.shape}, i {i.shape} must be '
                             f'(N,), (N, {n}), (N, {n})')
     alignment = align(tu, qu, tl, ql)
+    if not alignment.rms_rad <= MAX_ALIGN_RAD:
+        raise DataError(f'the two runs are not the same trajectory: after the best shift '
+                        f'({alignment.shift_s:+.3f} s) their joint angles still differ by '
+                        f'{alignment.rms_rad:.3g} rad RMS (at most {MAX_ALIGN_RAD:g}); record '
+                        'one trajectory twice, without and with the load')
     if cutoff_hz is None:
         t_, q_, _, info = resample(tu, qu)
         cutoff_hz, source = choose_cutoff(q_, info['rate_hz'])
