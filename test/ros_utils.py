@@ -49,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -439,7 +440,15 @@ class RosHarness:
     def __exit__(self, *exc):
         import rclpy
         self._stop.set()
-        self._thread.join(5.0)
+        # the spin thread must have left spin_once before the node goes: a node
+        # destroyed (rcl_node_fini) while another thread still waits on it can crash
+        # the whole test process, and 5 s (the bound this join had) is not always
+        # enough on a busy machine
+        self._thread.join(60.0)
+        if self._thread.is_alive():
+            warnings.warn(f'{self.name}: the spin thread did not stop in 60 s; its node is '
+                          'left to the process exit rather than destroyed under it')
+            return False
         try:
             self.executor.shutdown(timeout_sec=2.0)
         except Exception:

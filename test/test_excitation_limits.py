@@ -349,7 +349,7 @@ class Bench:
     def close(self):
         self._stop = True
         for thread in self._threads:
-            thread.join(2.0)
+            thread.join(60.0)   # they use the harness node: gone before it is
 
 
 @pytest.fixture(scope='module')

@@ -146,7 +146,7 @@ class FakeArm:
 
     def close(self):
         self._stop = True
-        self._thread.join(2.0)
+        self._thread.join(60.0)     # it publishes on the harness node: gone before it is
 
     def phases(self):
         return [m['phase'] for m in self.markers]
@@ -182,7 +182,7 @@ class SimClock:
 
     def close(self):
         self._stop = True
-        self._thread.join(2.0)
+        self._thread.join(60.0)     # it publishes on the harness node: gone before it is
 
 
 def test_sim_time_watchdog_waits_for_a_paused_simulator_and_holds_on_silent_states(
