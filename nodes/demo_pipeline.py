@@ -235,6 +235,14 @@ def _closed_recording(bags_dir, procs, timeout):
                                 f'{timeout:.0f} s; see its log')
         time.sleep(0.1)     # polling a folder for a file the recorder writes
     bag = done[-1]
+    # the recorder's own summary beside the bag: decoding 300k interleaved messages for
+    # it took minutes on a busy machine
+    try:
+        recorded = json.loads((bag / 'recording_summary.json').read_text()).get('quality')
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded:
+        return bag, recorded
     from arm_dyn_id.data.bag_reader import read_bag
     recording = read_bag(bag)
     recorded = (recording.quality.get('recorded') or {}).get('quality')
@@ -325,7 +333,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         run_start = time.monotonic()
         log(f'[identify] excitation started: {response.message}')
         last_print = 0.0
-        done_seen = False
+        done_seen, done_at = False, None
         sim_seen, sim_moved = None, time.monotonic()
         while monitor.model_text is None:
             executor.spin_once(timeout_sec=0.2)
@@ -337,7 +345,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
                 sim_seen, sim_moved = sim_now, time.monotonic()
             if time.monotonic() - last_print > 2.0:
                 log(_progress_line(monitor, plan_duration, t_start_sim, run_start, done_seen,
-                                   done_at if done_seen else None))
+                                   done_at))
                 last_print = time.monotonic()
             if not done_seen and any(m.get('phase') == 'done' for m in monitor.markers):
                 done_seen = True
@@ -360,8 +368,8 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         response = monitor.call(monitor.stop_rec_client, 30.0, executor)
         bag, quality = _closed_recording(out_dir / 'bags', procs, timeout=60.0)
         info = {'wall_seconds': time.monotonic() - wall_start,
-                'excitation_seconds': (done_at if done_seen else fitted_at) - run_start,
-                'fit_seconds': fitted_at - done_at if done_seen else None,
+                'excitation_seconds': (done_at or fitted_at) - run_start,
+                'fit_seconds': None if done_at is None else fitted_at - done_at,
                 'markers': len(monitor.markers),
                 'recording': str(bag) if bag else (response.message if response.success
                                                    else None),
