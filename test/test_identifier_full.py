@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from arm_dyn_id.config import load_arm_config
-from arm_dyn_id.identification.full_dynamics import fit_full
+from arm_dyn_id.identification.pipeline import fit_full_samples
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.dynamics import DynamicsModel
 from arm_dyn_id.model.robot import Payload, RobotModel
@@ -240,8 +240,10 @@ def test_live_full_fit_written_to_model_dir_served_and_payload(ros_env, tmp_path
         fitted = load_model(latest / 'model.yaml')
         assert isinstance(fitted, DynamicsModel)
         assert json.loads((folder / 'validation.json').read_text())['held_out']
-        # the same fit as the library's on the same samples
-        ref, _ = fit_full(robot, t + t0, q, tau, config=CONFIG, methods=('wls',), noise=noise)
+        # the same fit as the library's pipeline (that of arm-dyn-id fit) on the same
+        # samples with the node's config (its friction choice, `auto` by default)
+        ref = fit_full_samples(robot, t + t0, q, tau, config=load_arm_config(config_file),
+                               methods=('wls',)).model
         np.testing.assert_allclose(fitted.parameter_values, ref.parameter_values,
                                    rtol=1e-6, atol=1e-9)
         # and a sane one on the data it was fitted on (a sanity bound: the accuracy of the

@@ -106,6 +106,8 @@ def test_sigint_to_the_process_group_mid_run_20_times(ros_env, tmp_path, plan_fi
                 if status.name.startswith('excitation_node:'):
                     ready['excitation'] = {kv.key: kv.value
                                            for kv in status.values}.get('ready') == 'true'
+                elif status.name.startswith('identifier_node:'):
+                    ready['identifier'] = True
         ros.node.create_subscription(DiagnosticArray, 'diagnostics', on_diagnostics, 50)
         ros.node.create_subscription(JointState, 'joint_torques', torques.append,
                                      QoSProfile(depth=1000,
@@ -123,8 +125,13 @@ def test_sigint_to_the_process_group_mid_run_20_times(ros_env, tmp_path, plan_fi
                 dead = {n: p.returncode for n, p in procs.items() if p.poll() is not None}
                 assert not dead, _report(run_dir, dead)
                 return True
-            wait_for(lambda: alive() and ready.get('excitation'), 120, poll=0.05,
-                     what=f'run {run}: excitation_node ready (hears every joint)')
+            # mid-run means every node is up: the identifier too (its imports take a few
+            # seconds on a busy machine; a SIGINT during them is Python's KeyboardInterrupt
+            # at import, not this test's subject)
+            wait_for(lambda: alive() and ready.get('excitation') and ready.get('identifier'),
+                     120, poll=0.05,
+                     what=f'run {run}: excitation_node ready (hears every joint), '
+                     'identifier_node publishing diagnostics')
             started = ros.trigger('/excitation_node/start', timeout=30)
             assert started.success, started.message
             # mid-run, at a different moment each time: after 50 .. 1000 converted samples
