@@ -255,8 +255,9 @@ def nominal_standard_parameters(robot, armature=False):
     return theta
 
 
-def _pin_arrays(robot, q, dq, ddq):
-    """Configurations and velocities in pinocchio's layout, (N, nq), (N, nv)."""
+def pin_arrays(robot, q, dq, ddq):
+    """Configurations, velocities and accelerations in pinocchio's layout: (N, nq),
+    (N, nv), (N, nv) (a continuous joint's angle as cos, sin)."""
     N = q.shape[0]
     Q = np.tile(pin.neutral(robot.model), (N, 1))
     V = np.zeros((N, robot.model.nv))
@@ -296,7 +297,7 @@ def rigid_regressor(robot, q, dq, ddq, armature=False, out=None):
     p = 10 * nb + (n if armature else 0)
     N = q.shape[0]
     out = np.empty((N, n, p)) if out is None else out
-    Q, V, A = _pin_arrays(robot, q, dq, ddq)
+    Q, V, A = pin_arrays(robot, q, dq, ddq)
     model, data, rows = robot.model, robot.data, robot._idx_v
     for i in range(N):
         out[i, :, :10 * nb] = pin.computeJointTorqueRegressor(model, data, Q[i], V[i],
@@ -593,5 +594,5 @@ class DynamicsModel:
 
 __all__ = ['DynamicsModel', 'FrictionModel', 'parse_friction', 'FRICTION_WORDS',
            'rigid_regressor', 'rigid_base_parameters',
-           'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix',
+           'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix', 'pin_arrays',
            'SCHEMA', 'VERSION']

@@ -47,6 +47,7 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.errors import DataError, URDFError
+from arm_dyn_id.model.dynamics import pin_arrays
 from arm_dyn_id.model.gate import inertia_problem
 
 #: status of one joint
@@ -333,16 +334,7 @@ def nominal_columns(robot, armature=True):
     def columns(q, dq, ddq):
         q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
         model, data, rows = robot.model, robot.model.createData(), robot._idx_v
-        Q = np.tile(pin.neutral(model), (q.shape[0], 1))
-        V = np.zeros((q.shape[0], model.nv))
-        A = np.zeros((q.shape[0], model.nv))
-        for k in range(robot.n_joints):
-            iq, iv = robot._idx_q[k], robot._idx_v[k]
-            if robot._nq_joint[k] == 1:
-                Q[:, iq] = q[:, k]
-            else:   # continuous joint: (cos, sin)
-                Q[:, iq], Q[:, iq + 1] = np.cos(q[:, k]), np.sin(q[:, k])
-            V[:, iv], A[:, iv] = dq[:, k], ddq[:, k]
+        Q, V, A = pin_arrays(robot, q, dq, ddq)
         rnea = np.array([pin.rnea(model, data, *s)[rows] for s in zip(Q, V, A)])
         cols = [rnea.reshape(q.shape), nominal_gravity(robot, q)] + ([ddq] if armature else [])
         return np.stack(cols, axis=2)
