@@ -68,6 +68,16 @@ def _rho(a, b):
     return float((a * b).sum() / den) if den > 0 else 0.0
 
 
+def _finite_rows(a, b, joints=None):
+    """``a``, ``b`` (M, n) as float arrays on the rows where both are finite, that row
+    mask, and the joint names (default ``joint_1`` ...)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    keep = np.all(np.isfinite(a), axis=1) & np.all(np.isfinite(b), axis=1)
+    n = a.shape[1]
+    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
+    return a[keep], b[keep], keep, joints
+
+
 def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_out=True,
               raw=None):
     """Judge a fitted gravity model against its validation samples.
@@ -99,12 +109,8 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     -------
     Plausibility
     """
-    y = np.asarray(measured, dtype=float)
-    p = np.asarray(predicted, dtype=float)
-    keep = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(p), axis=1)
-    y, p = y[keep], p[keep]
+    y, p, keep, joints = _finite_rows(measured, predicted, joints)
     n = y.shape[1]
-    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
     if noise is None:
         d = np.diff(y, axis=0)
         noise = 1.4826 * np.median(np.abs(d - np.median(d, axis=0)), axis=0) / np.sqrt(2) \
@@ -251,12 +257,8 @@ def torque_agreement(measured, nominal, joints=None):
         ``cross`` (n, n) ρ of measured joint i against nominal joint k, and
         ``joints``.
     """
-    y = np.asarray(measured, dtype=float)
-    g = np.asarray(nominal, dtype=float)
-    keep = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(g), axis=1)
-    y, g = y[keep], g[keep]
+    y, g, _, joints = _finite_rows(measured, nominal, joints)
     n = y.shape[1]
-    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
     yc, gc = y - y.mean(axis=0), g - g.mean(axis=0)
     sy, sg = np.sqrt((yc * yc).sum(axis=0)), np.sqrt((gc * gc).sum(axis=0))
     cross = (yc.T @ gc) / np.maximum(np.outer(sy, sg), 1e-300)
