@@ -98,10 +98,11 @@ def nodes(tmp_path_factory):
             assert stop(proc) == 0, node_output(proc)
 
 
-@settings(max_examples=3, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
-@given(messages=st.lists(joint_states(), min_size=60, max_size=120))
+# 30-60 messages per example: at 60-120, Hypothesis overran its data buffer on almost
+# every draw (1 valid example of 560 tried, 90 s of generation for one example)
+@settings(max_examples=6, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(messages=st.lists(joint_states(), min_size=30, max_size=60))
 def test_random_joint_states_never_crash_or_publish_non_finite_torque(nodes, messages):
     ros, outputs = nodes['ros'], nodes['outputs']
     start = {k: len(v) for k, v in outputs.items()}
