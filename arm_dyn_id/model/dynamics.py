@@ -43,6 +43,7 @@ Model file (YAML, ``schema: arm_dyn_id/dynamics_model``, ``version: 2``,
                coulomb_positive, coulomb_negative, coulomb_load},
     standard: {names, values}        # consistent link parameters θ (when fitted so)
     consistent: bool,                # every link's pseudo-inertia PSD, friction ≥ 0
+    measurement: {effort, torque_constants, ...}   # as in the gravity model file
     fit, selection, validation, preparation, provenance
 
 :func:`arm_dyn_id.model.load_model` reads either kind of model file.
@@ -62,8 +63,8 @@ from arm_dyn_id.model.base_parameters import (BaseParameters, base_from_regresso
 SCHEMA = 'arm_dyn_id/dynamics_model'
 VERSION = 2
 #: Sections of the model file carried in :attr:`DynamicsModel.metadata`.
-METADATA_SECTIONS = ('fit', 'selection', 'validation', 'preparation', 'provenance',
-                     'warnings_at_fit')
+METADATA_SECTIONS = ('measurement', 'fit', 'selection', 'validation', 'preparation',
+                     'provenance', 'warnings_at_fit')
 COULOMB_KINDS = ('sign', 'tanh')
 
 
@@ -403,6 +404,12 @@ class DynamicsModel:
         return self.metadata.get('selection')
 
     @property
+    def measurement(self):
+        """What ``joint_states.effort`` carried in the fitted data and its conversion to
+        torque (see :attr:`GravityModel.measurement`), or None."""
+        return self.metadata.get('measurement')
+
+    @property
     def friction_names(self):
         return self.friction_model.names(self.robot.n_joints)
 
@@ -580,6 +587,9 @@ class DynamicsModel:
         except (KeyError, TypeError) as exc:
             raise ConfigError(f'{source}: model file is missing {exc}') from exc
         metadata = files.read_metadata(doc, urdf_path, METADATA_SECTIONS)
+        measurement = files.read_measurement(doc, source)
+        if measurement is not None:
+            metadata['measurement'] = measurement
         standard = doc.get('standard')
         return cls(robot, base, beta, friction_model, phi, errors,
                    standard=None if standard is None else files.array(standard['values']),

@@ -6,6 +6,21 @@ base parameters in the same layout, carry their metadata sections and provenance
 same way, and are written atomically. Reading checks the header, finds the URDF (the
 named file, or one of that name beside the model file) and reports a URDF whose hash
 differs. One copy of each lives here.
+
+Both also carry, when the fit knew it, the ``measurement`` section: what
+``joint_states.effort`` held in the data the model was fitted from, and how it maps to
+joint torque (seed 000 eq. 19), per joint in the order of ``joints``::
+
+    measurement:
+      effort: current            # or torque (then no other key)
+      torque_constants: [...]    # k_e at the joint side (N·m/A), > 0
+      current_signs: [...]       # +1 or -1
+      current_offsets: [...]     # A
+      gear_ratios: [...]         # > 0
+      efficiencies: [...]        # > 0
+
+so a node reading ``joint_states`` with currents serves the model from its file alone
+(:func:`arm_dyn_id.data.motor.effort_reading`). Files without it still load.
 """
 
 import datetime
@@ -69,6 +84,117 @@ def add_metadata(doc, metadata, sections):
         datetime.timezone.utc).isoformat(timespec='seconds'))
     doc['provenance'].setdefault('software', f'arm_dyn_id {__version__}')
     return doc
+
+
+#: What ``joint_states.effort`` may carry (the ``effort`` key of ``measurement``).
+EFFORT_KINDS = ('current', 'torque')
+#: The per-joint arrays of a ``measurement`` section of effort ``current``, with their
+#: defaults (a missing array is its default for every joint).
+MEASUREMENT_ARRAYS = {'torque_constants': None, 'current_signs': 1.0, 'current_offsets': 0.0,
+                      'gear_ratios': 1.0, 'efficiencies': 1.0}
+
+
+def measurement_section(effort, torque_constants=None, current_signs=None,
+                        current_offsets=None, gear_ratios=None, efficiencies=None):
+    """The ``measurement`` section of a model file (module docstring).
+
+    Parameters
+    ----------
+    effort : {'current', 'torque'}
+        What ``joint_states.effort`` carried in the fitted data.
+    torque_constants, current_signs, current_offsets, gear_ratios, efficiencies : \
+array_like, (n,)
+        The conversion of effort ``current`` (N·m/A, ±1, A, 1, 1), in the model's joint
+        order; ignored for ``torque``.
+
+    Returns
+    -------
+    dict
+        Plain Python for YAML; checked by :func:`measurement_problem`.
+    """
+    if effort == 'torque':
+        return {'effort': 'torque'}
+    section = {'effort': effort}
+    given = dict(torque_constants=torque_constants, current_signs=current_signs,
+                 current_offsets=current_offsets, gear_ratios=gear_ratios,
+                 efficiencies=efficiencies)
+    n = np.size(torque_constants) if torque_constants is not None else 0
+    for key, default in MEASUREMENT_ARRAYS.items():
+        values = given[key]
+        if values is None:
+            values = np.full(n, np.nan if default is None else default)
+        section[key] = [float(v) for v in np.atleast_1d(np.asarray(values, dtype=float))]
+    return section
+
+
+def measurement_problem(section, n_joints):
+    """Why a ``measurement`` section cannot say how effort maps to torque, or None.
+
+    Parameters
+    ----------
+    section : object
+        The section as read from YAML.
+    n_joints : int
+        The model's number of joints.
+
+    Returns
+    -------
+    str or None
+        One sentence naming the key and the value (``measurement.torque_constants[2] =
+        -1.0 must be > 0``).
+    """
+    if not isinstance(section, dict):
+        return f'measurement is a {type(section).__name__}, not a mapping'
+    effort = section.get('effort')
+    if effort not in EFFORT_KINDS:
+        return f'measurement.effort = {effort!r} must be one of {list(EFFORT_KINDS)}'
+    if effort == 'torque':
+        return None
+    for key, default in MEASUREMENT_ARRAYS.items():
+        values = section.get(key)
+        if values is None:
+            if default is None:
+                return f'measurement.{key} is missing (effort current needs it)'
+            continue
+        if not isinstance(values, list):
+            return f'measurement.{key} is a {type(values).__name__}, not a list'
+        if len(values) != n_joints:
+            return (f'measurement.{key} has {len(values)} values for {n_joints} joints '
+                    '(one per joint, in the order of joints)')
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+                return f'measurement.{key}[{i}] = {v!r} is not a finite number'
+            if key == 'current_signs' and abs(v) != 1:
+                return f'measurement.{key}[{i}] = {v!r} must be +1 or -1'
+            if key in ('torque_constants', 'gear_ratios', 'efficiencies') and v <= 0:
+                return f'measurement.{key}[{i}] = {v!r} must be > 0'
+    unknown = sorted(set(section) - {'effort', *MEASUREMENT_ARRAYS})
+    if unknown:
+        return f'measurement has unknown keys {unknown}'
+    return None
+
+
+def read_measurement(doc, source):
+    """The ``measurement`` section of a model file with the defaults filled in, or None
+    when the file has none (written before it existed).
+
+    Raises
+    ------
+    ConfigError
+        The section is there but unusable (:func:`measurement_problem`), naming the file.
+    """
+    if doc.get('measurement') is None:
+        return None
+    section = doc['measurement']
+    problem = measurement_problem(section, len(doc['joints']))
+    if problem:
+        raise ConfigError(f'{source}: {problem}')
+    if section['effort'] == 'torque':
+        return {'effort': 'torque'}
+    n = len(doc['joints'])
+    return {'effort': 'current', **{
+        key: [float(v) for v in (section.get(key) or [default] * n)]
+        for key, default in MEASUREMENT_ARRAYS.items()}}
 
 
 def plain(value):

@@ -10,6 +10,10 @@ refused in one line naming the file, the reason and, when there is one, the opt-
 3. ``kind``: the kind the caller can use (``gravity``, ``full``, ``floating``);
 4. ``non_finite``: every base value (and full models' friction values, floating
    models' link parameters, the gravity it was fitted at) is a finite number;
+   ``measurement``: an arm model's ``measurement`` section, when it has one (how the
+   fitted data's ``joint_states.effort`` maps to torque: effort ``current`` or
+   ``torque``; per-joint arrays of the length of ``joints``, finite, torque constants,
+   gear ratios and efficiencies > 0, signs ±1);
 5. ``rejected``: the ``rejected`` mark that ``arm-dyn-id fit --force`` writes;
    opt-in ``allow_rejected`` (``--force``, ``accept_rejected:=true``);
 6. ``other_robot``: the joints the caller names are the model's, in its order, and
@@ -72,8 +76,8 @@ MIN_SIGN_RHO = -0.5
 N_CONFIGURATIONS = 24
 SEED = 0
 
-REASONS = ('unreadable', 'schema', 'version', 'kind', 'non_finite', 'implausible', 'rejected',
-           'other_robot')
+REASONS = ('unreadable', 'schema', 'version', 'kind', 'non_finite', 'measurement',
+           'implausible', 'rejected', 'other_robot')
 KINDS = ('gravity', 'full', 'floating')
 _FORCE_REJECTED = '--force/accept_rejected:=true uses it anyway'
 _FORCE_URDF = '--force/accept_other_urdf:=true uses it anyway'
@@ -201,6 +205,8 @@ def admit_doc(doc, *, source, urdf=None, joints=None, kinds=('gravity', 'full'),
     kind = check_doc(doc, source=source, kinds=kinds, what=what)
     checks = ['readable', f'schema {doc["schema"]} version {doc.get("version", 1)}',
               f'kind {kind}', 'finite values']
+    if isinstance(doc.get('measurement'), dict):
+        checks.append(f'measurement: effort {doc["measurement"]["effort"]}')
     warnings, notes = [], []
     # arm fits mark it at the top; a floating fit in its metrics (cli/fit_floating.py)
     rejected = doc.get('rejected') or (
@@ -278,6 +284,8 @@ def check_doc(doc, *, source, kinds=KINDS, what='model'):
     _check_kind(kind, kinds, src, source)
     _check_structure(doc, kind, src, source)
     _check_finite(doc, kind, src, source)
+    if kind != 'floating':
+        _check_measurement(doc, src, source)
     return kind
 
 
@@ -444,6 +452,19 @@ def _check_finite(doc, kind, src, source):
             raise ModelRefused(f'{src}: {section} value {name} is {values[bad]!r} ({count} of '
                                f'{len(values)} {section} values not finite numbers): '
                                'not a usable model', 'non_finite', source)
+
+
+def _check_measurement(doc, src, source):
+    """The ``measurement`` section, when there is one: how the fitted data's effort maps to
+    torque, which nodes apply to joint_states (else ``measurement``)."""
+    from arm_dyn_id.model.files import measurement_problem
+    if doc.get('measurement') is None:
+        return
+    problem = measurement_problem(doc['measurement'], len(doc['joints']))
+    if problem:
+        raise ModelRefused(f'{src}: {problem}: its joint_states effort cannot be converted '
+                           'to torque (fix or delete the measurement section)', 'measurement',
+                           source)
 
 
 def _load_arm(doc, kind, source, urdf, joints, src):

@@ -14,6 +14,8 @@ Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 2``,
     base: {names, expressions, values, std_errors, independent, dependent, K,
            parameter_names, kind, friction},
     friction: {coulomb, viscous},           # per joint, NaN when unknown
+    measurement: {effort, torque_constants, current_signs, current_offsets,
+                  gear_ratios, efficiencies},   # what joint_states.effort carried
     fit: {method, condition_number, n_samples, residual_rms, noise_std, seconds},
     selection: {by, method, reason, score, scores, folds},
     validation: {<case>: [per-joint metrics]},
@@ -23,6 +25,8 @@ Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 2``,
 scored on forward/backward pairs they were not fitted on), ``in_sample`` (the
 stated fallback when no pair could be held out, with the reason) or
 ``single_candidate``. Files written before it existed load with no selection.
+``measurement`` (:mod:`.files`) says how the fitted data's effort maps to torque; files
+without it load with ``measurement`` None.
 """
 
 import numpy as np
@@ -35,7 +39,8 @@ from arm_dyn_id.model.robot import Payload
 SCHEMA = 'arm_dyn_id/gravity_model'
 VERSION = 2
 #: Sections of the model file carried in :attr:`GravityModel.metadata`.
-METADATA_SECTIONS = ('fit', 'selection', 'validation', 'provenance', 'gross_errors', 'rejected')
+METADATA_SECTIONS = ('measurement', 'fit', 'selection', 'validation', 'provenance',
+                     'gross_errors', 'rejected')
 
 
 class GravityModel:
@@ -84,6 +89,13 @@ class GravityModel:
         """How the estimator was chosen (``{by, method, reason, scores, ...}``), or None
         for a model file written before the selection was recorded."""
         return self.metadata.get('selection')
+
+    @property
+    def measurement(self):
+        """What ``joint_states.effort`` carried in the fitted data and its conversion to
+        torque (``{effort, torque_constants, ...}``, :func:`.files.measurement_section`),
+        or None for a fit that did not record it."""
+        return self.metadata.get('measurement')
 
     # serving ------------------------------------------------------------------
     def gravity_torques(self, q, gravity=None):
@@ -168,6 +180,9 @@ class GravityModel:
         b = doc['base']
         base = BaseParameters.from_dict(b)
         metadata = files.read_metadata(doc, urdf_path, METADATA_SECTIONS)
+        measurement = files.read_measurement(doc, source)
+        if measurement is not None:
+            metadata['measurement'] = measurement
         values = files.array(b['values'])
         errors = files.array(b.get('std_errors'), len(values))
         fr = doc.get('friction', {})
