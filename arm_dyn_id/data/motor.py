@@ -8,7 +8,14 @@ with ``k_e`` the torque constant at the joint side (N·m/A, gear ratio included
 unless ``ratio`` is given separately), ``sign`` +1 or -1 and ``offset`` in A.
 Measured messages may list joints in any order and carry extra joints; they are
 matched by name, and the mapping is computed once per distinct name list.
+
+Which conversion a consumer of ``joint_states`` applies is decided in one place,
+:func:`effort_reading`: what is given explicitly (a parameter, a config), else what the
+model file's ``measurement`` section says the fitted data carried
+(:mod:`arm_dyn_id.model.files`), so a model fitted from currents is served from its file.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -119,6 +126,57 @@ class CurrentToTorque:
             'efficiencies': self.efficiencies.tolist(),
         }
 
+    @classmethod
+    def from_measurement(cls, joints, section):
+        """Build from a model file's ``measurement`` section of effort ``current`` (its
+        arrays in the order of ``joints``, the model's).
+
+        Raises
+        ------
+        ConfigError
+            The section is not of effort current, or an array is wrong.
+        """
+        if not isinstance(section, dict) or section.get('effort') != 'current':
+            raise ConfigError(f'measurement {section!r} is not of effort current: it has no '
+                              'torque constants')
+        return cls(joints, section.get('torque_constants'), section.get('current_signs'),
+                   section.get('current_offsets'), section.get('gear_ratios'),
+                   section.get('efficiencies'))
+
+    def measurement(self, joints=None):
+        """The model file's ``measurement`` section of this conversion (effort ``current``),
+        its arrays in the order of ``joints`` (default :attr:`joints`).
+
+        Raises
+        ------
+        JointNameError
+            A joint of ``joints`` is not converted here.
+        """
+        conversion = self if joints is None else self.reordered(joints)
+        return {'effort': 'current',
+                **{k: v for k, v in conversion.to_dict().items() if k != 'joints'}}
+
+    def reordered(self, joints):
+        """The same conversion for the joints ``joints`` (a subset, any order).
+
+        Raises
+        ------
+        JointNameError
+            Naming the first joint of ``joints`` that is not converted here.
+        """
+        joints = tuple(str(j) for j in joints)
+        if joints == self.joints:
+            return self
+        where = {j: i for i, j in enumerate(self.joints)}
+        missing = [j for j in joints if j not in where]
+        if missing:
+            raise JointNameError(f'no torque constant for joint {missing[0]!r}: the conversion '
+                                 f'is of {list(self.joints)}')
+        idx = [where[j] for j in joints]
+        return type(self)(joints, self.torque_constants[idx], self.current_signs[idx],
+                          self.current_offsets[idx], self.gear_ratios[idx],
+                          self.efficiencies[idx])
+
     @property
     def n_joints(self):
         return len(self.joints)
@@ -213,6 +271,111 @@ class CurrentToTorque:
         torques = np.subtract(currents, self.current_offsets)
         torques *= self.gains       # in place: one (N, n) array, not two
         return torques
+
+
+@dataclass(frozen=True)
+class EffortReading:
+    """How a consumer reads ``joint_states.effort`` as joint torque (:func:`effort_reading`).
+
+    Attributes
+    ----------
+    effort : {'current', 'torque'}
+    conversion : CurrentToTorque or None
+        For ``current``, in the consumer's joint order; None for ``torque``.
+    source : str
+        Where the choice came from, in words (``config /x/arm.yaml``, ``the model file's
+        measurement section``, ``given``).
+    """
+
+    effort: str
+    conversion: object
+    source: str
+
+    @property
+    def gains(self):
+        """N·m per A at the joint, sign included, (n,); None for effort torque."""
+        return None if self.conversion is None else self.conversion.gains
+
+    @property
+    def offsets(self):
+        """Current offsets (A), (n,); None for effort torque."""
+        return None if self.conversion is None else self.conversion.current_offsets
+
+    def measurement(self):
+        """This reading as a model file's ``measurement`` section (model/files.py)."""
+        return {'effort': 'torque'} if self.conversion is None else \
+            self.conversion.measurement()
+
+    def describe(self):
+        """One phrase for status and diagnostics lines."""
+        if self.effort == 'torque':
+            return f'torque in joint_states.effort ({self.source})'
+        return f'current in joint_states.effort, converted by {self.source}'
+
+
+#: How :func:`effort_reading` names the model file's section.
+FROM_MODEL = "the model file's measurement section"
+
+
+def effort_reading(joints, measurement=None, effort=None, config=None, model_joints=None,
+                   need='joint_states.effort is read as a motor current'):
+    """Which conversion of ``joint_states.effort`` to joint torque applies (seed 000 eq. 19).
+
+    What is given explicitly wins: ``effort`` ``torque`` (no conversion), else the torque
+    constants of ``config``; else the model file's ``measurement`` section (the effort the
+    model was fitted from and its conversion); else there is none.
+
+    Parameters
+    ----------
+    joints : sequence of str, (n,)
+        The consumer's joint order: the conversion's arrays come in it.
+    measurement : dict, optional
+        The model's ``measurement`` section (``model.measurement``), or None (an older
+        file, a fit that did not record it).
+    effort : {'current', 'torque', 'auto'}, optional
+        What the consumer was told effort is; ``'auto'`` or None: the model's.
+    config : ArmConfig or CurrentToTorque, optional
+        Torque constants configured explicitly (a config file, parameters).
+    model_joints : sequence of str, optional
+        The order of the section's arrays (the model's joints); default ``joints``.
+    need : str
+        Why a conversion is needed, for the error (a node's words).
+
+    Returns
+    -------
+    EffortReading
+
+    Raises
+    ------
+    ConfigError
+        Effort is (or must be) a current and neither ``config`` nor the model gives torque
+        constants: says what to give.
+    JointNameError
+        The configuration or the model lacks a joint of ``joints``.
+    """
+    if effort not in (None, 'auto', 'current', 'torque'):
+        raise ConfigError(f'effort {effort!r} must be current, torque or auto')
+    joints = tuple(joints)
+    if effort == 'torque':
+        return EffortReading('torque', None, 'given')
+    if config is not None:
+        conversion = config if isinstance(config, CurrentToTorque) else \
+            CurrentToTorque.from_config(config)
+        source = getattr(config, 'source', None)
+        return EffortReading('current', conversion.reordered(joints),
+                             f'config {source}' if source else 'the configured torque_constants')
+    measured = (measurement or {}).get('effort')
+    if measured == 'current':
+        conversion = CurrentToTorque.from_measurement(model_joints or joints, measurement)
+        return EffortReading('current', conversion.reordered(joints), FROM_MODEL)
+    if measured == 'torque' and effort in (None, 'auto'):
+        return EffortReading('torque', None, FROM_MODEL)
+    model = ('the model was fitted from joint torques (its measurement section: effort torque)'
+             if measured == 'torque' else
+             'the model file has no measurement section (fitted before it was written, or '
+             'from data of unknown effort)')
+    raise ConfigError(f'{need} but no torque constants are configured and {model}: give '
+                      'torque_constants (config_file), or read effort as torque')
 
 
 class StampJoiner:
