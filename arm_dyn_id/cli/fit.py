@@ -24,7 +24,10 @@ dynamics. --dynamics gravity or full asks for one. The full fit low-passes q and
 (round(1 / --holdout) blocks).
 
 Writes DIR/model.yaml, DIR/identified.urdf, DIR/validation.json, DIR/fit_data.npz
-and DIR/report.html (unless --no-report).
+and DIR/report.html (unless --no-report). model.yaml records what effort the bags
+carried and the torque constants, signs, offsets and gear ratios used (its measurement
+section): the identifier and compensation nodes serve it with currents in joint_states
+and no config.
 
 examples:
   arm-dyn-id fit my_bag/ --urdf arm.urdf --torque-constants 8.2,8.2,6.1,2.3,2.3,2.3 --out fit/
@@ -164,7 +167,8 @@ def fit_bag(args, progress, say=print):
     say(f'dynamics: {choice.kind} ({choice.reason})')
     context = dict(bags=bags, out=out, config=config, rec=rec, robot=robot, urdf=urdf,
                    robot_name=robot_name, read_s=read_s, choice=choice,
-                   gains=_gains(args, conversion, rec.joints))
+                   gains=_gains(args, conversion, rec.joints),
+                   measurement=_measurement(args, conversion, rec.joints))
     if choice.kind == 'gravity':
         try:
             return _fit_gravity(args, progress, **context)
@@ -188,6 +192,15 @@ def _gains(args, conversion, joints):
     gains = np.asarray(getattr(conversion, 'gains', ()), dtype=float)
     # the recording's joints are the configuration's, in its order
     return gains if gains.shape == (len(joints),) else None
+
+
+def _measurement(args, conversion, joints):
+    """The model file's ``measurement`` section: what the bags' effort was and the conversion
+    this fit applied, in the model's joint order, so that nodes reading joint_states with
+    the same effort serve the model from its file alone (model/files.py)."""
+    if (getattr(args, 'effort', None) or 'current') == 'torque':
+        return {'effort': 'torque'}
+    return conversion.measurement(joints)
 
 
 def _measured_velocity(rec):
@@ -228,13 +241,15 @@ def _save_model(model, out, verdict, progress):
 
 
 def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model,
-               verdict):
-    """What a gravity and a full fit write alike: refuse (unless --force), then the model,
-    the identified URDF and validation.json with the fit summary. Returns (paths,
-    validation); the caller adds its plot data."""
+               verdict, measurement=None):
+    """What a gravity and a full fit write alike: refuse (unless --force), then the model
+    (with the ``measurement`` section), the identified URDF and validation.json with the
+    fit summary. Returns (paths, validation); the caller adds its plot data."""
     if not verdict.ok and not args.force:
         raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
                          'the model marked rejected)')
+    if measurement is not None:
+        model.metadata['measurement'] = measurement
     out.mkdir(parents=True, exist_ok=True)
     paths = _save_model(model, out, verdict, progress)
     urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
@@ -251,7 +266,7 @@ def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fit
 
 
 def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
-                 choice, gains=None):
+                 choice, gains=None, measurement=None):
     from arm_dyn_id.identification.pipeline import fit_gravity_recording, judge_gravity_fit
     methods = parse_methods(args.methods or 'wls,joint_by_joint')
     fitted = fit_gravity_recording(
@@ -268,7 +283,7 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                                 gains=gains)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
-                                   choice, fitted, model, verdict)
+                                   choice, fitted, model, verdict, measurement)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
     paths['data'] = _save_plot_data(out / 'fit_data.npz', rec, model, sweeps, held_starts,
@@ -297,7 +312,7 @@ def _read_plan(path):
 
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
-              choice, gains=None):
+              choice, gains=None, measurement=None):
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
@@ -328,7 +343,7 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
-                                   choice, fitted, model, verdict)
+                                   choice, fitted, model, verdict, measurement)
     paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)
     return paths, validation
 
