@@ -10,7 +10,9 @@ array is in the order of ``joints``: configure the controller's ``joints`` alike
 The model: ``model_file`` (a model YAML written by ``arm-dyn-id fit`` or the
 identifier), else the identifier's ``model_topic`` (``std_msgs/String`` YAML,
 transient_local; the newest one is used), or ``nominal_urdf: true`` for the URDF's
-own inertial values.
+own inertial values. ``output: current`` divides by the configured torque constants,
+else by those of the model file (its ``measurement`` section: a model fitted from
+currents needs no constants configured); the diagnostics say which.
 
 Safety: when no usable ``joint_states`` arrived for ``stale_timeout`` s the node
 publishes zeros (every ``stale_timeout / 2`` s while stale), logs a warning once and
@@ -35,7 +37,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
-from arm_dyn_id.config import ArmConfig, load_arm_config
+from arm_dyn_id.config import ArmConfig, load_arm_config, read_parameter_file
 from arm_dyn_id.data.joint_states import Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.model.gate import ModelRefused, admit_doc, admit_model, admit_urdf
@@ -47,7 +49,7 @@ from arm_dyn_id.nodes.params import (
 from arm_dyn_id.nodes.qos import LATCHED_QOS
 from arm_dyn_id.service.compensation import (
     ACTIVE, OUTPUTS, STALE, Compensator, GravityTorques, friction_feedforward,
-    gravity_vector_from, model_friction)
+    gravity_vector_from, model_friction, output_gains)
 from arm_dyn_id.service.gravity import payload_from
 
 NODE_NAME = 'gravity_compensation_node'
@@ -74,7 +76,7 @@ class GravityCompensationNode(Node):
         output = self.get_parameter('output').value
         if output not in OUTPUTS:
             raise ConfigError(f'parameter output = {output!r} must be one of {list(OUTPUTS)}')
-        self.config = self._load_config(need_gains=output == 'current')
+        self.config = self._load_config()
         p = self._declare(output)
         self.robot = self._robot()
         self.model = None
@@ -137,15 +139,20 @@ class GravityCompensationNode(Node):
             f'zeros after {timeout:g} s without joint_states')
 
     # -- configuration ---------------------------------------------------------
-    def _load_config(self, need_gains):
+    def _load_config(self):
         path = self.get_parameter('config_file').value
         overrides = given_arm_parameters(self, ARM_FIELDS)
-        options = {'need_limits': False, 'need_torque_constants': need_gains}
+        # output current: torque constants not configured come from the model file
+        options = {'need_limits': False, 'need_torque_constants': False}
         if path:
-            return load_arm_config(path, node_name=NODE_NAME, overrides=overrides, **options)
-        if not overrides:
+            config = load_arm_config(path, node_name=NODE_NAME, overrides=overrides, **options)
+            given = read_parameter_file(config.source, NODE_NAME)
+        elif not overrides:
             raise ConfigError('parameter config_file is empty: give the arm config YAML')
-        return ArmConfig.from_params(overrides, **options)
+        else:
+            config, given = ArmConfig.from_params(overrides, **options), {}
+        self._gains_configured = 'torque_constants' in overrides or 'torque_constants' in given
+        return config
 
     def _declare(self, output):
         config = self.config
@@ -242,11 +249,11 @@ class GravityCompensationNode(Node):
         """A new Compensator (slow part: pinocchio copies), not yet in use."""
         gravity = self._gravity(model, gravity_vector, payload)
         friction, notes = self._friction(model, friction_values)
+        gains, source = output_gains(self.output, self.config.joints, model,
+                                     self.config if self._gains_configured else None)
         compensator = Compensator(
             gravity, joints=self.config.joints, effort_limits=self._effort_limits,
-            output=self.output,
-            torque_gains=self.config.joint_torque_gains if self.output == 'current' else None,
-            friction=friction,
+            output=self.output, torque_gains=gains, gains_source=source, friction=friction,
             stale_timeout=float(self.get_parameter('stale_timeout').value))
         return compensator, notes
 
@@ -264,7 +271,9 @@ class GravityCompensationNode(Node):
                 (getattr(model, 'metadata', None) or {}).get('warnings', []))
             self.reload_error = ''
         self.get_logger().info(f'compensating with {source}; effort limits '
-                               f'{compensator.effort_limits.tolist()} N·m')
+                               f'{compensator.effort_limits.tolist()} N·m' + (
+                                   f'; currents by the {compensator.gains_source}'
+                                   if compensator.gains_source else ''))
         for note in self.notes:
             self.get_logger().warning(note)
 
@@ -390,6 +399,8 @@ class GravityCompensationNode(Node):
             'state': state,
             'model_source': self.model_source,
             'output': self.output,
+            'torque_constants_from': compensator.gains_source if compensator is not None
+            else '',
             'topic': self.pub.topic_name,
             'gravity_vector': json.dumps(self.gravity_vector.tolist()),
             'payload': 'none' if self.payload is None else

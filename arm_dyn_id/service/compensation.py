@@ -10,7 +10,9 @@ frame of the URDF: floor, tilted, wall or ceiling mount) with a payload added
 analytically; the friction term is an optional feed-forward (Coulomb with a smooth
 breakaway of velocity ``v_b`` plus viscous, scaled by ``s_f`` in [0, 1]) and
 ``tau_max`` the URDF effort limits. When no joint state arrived for longer than
-the stale timeout the command is all zeros.
+the stale timeout the command is all zeros. ``k`` comes from the configured torque
+constants, else from the model file's ``measurement`` section (a model fitted from
+currents carries them: :func:`output_gains`).
 
 How G is served at any gravity vector: only base combinations ``β`` of the link
 mass parameters are identified (seed 000 eq. 8), so the model is turned into one
@@ -31,6 +33,7 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
+from arm_dyn_id.data.motor import effort_reading
 from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.model.robot import FRICTION_PARAMS
 from arm_dyn_id.service.gravity import carry_mass_parameters
@@ -380,6 +383,41 @@ class Command(NamedTuple):
     state: str
 
 
+def output_gains(output, joints, model=None, config=None):
+    """The N·m per A that output ``current`` divides by, and where they come from.
+
+    The configured torque constants when there are, else the model file's (its
+    ``measurement`` section: a model fitted from currents), by
+    :func:`arm_dyn_id.data.motor.effort_reading`.
+
+    Parameters
+    ----------
+    output : {'effort', 'current'}
+    joints : sequence of str, (n,)
+        Output order.
+    model : GravityModel or DynamicsModel, optional
+        The served model (None: the URDF's nominal values).
+    config : ArmConfig, optional
+        Only when its torque constants were configured explicitly.
+
+    Returns
+    -------
+    (ndarray (n,) or None, str)
+        Gains (sign included; None for output effort) and ``torque constants of ...``.
+
+    Raises
+    ------
+    ConfigError
+        Output current and no torque constants anywhere: says what to give.
+    """
+    if output != 'current':
+        return None, ''
+    reading = effort_reading(joints, getattr(model, 'measurement', None), effort='current',
+                             config=config, model_joints=getattr(model, 'joint_names', None),
+                             need='output current gives A = N·m / k_e')
+    return reading.gains, f'torque constants of {reading.source}'
+
+
 class Compensator:
     """Joint states in, compensation commands out; stale input gives zeros.
 
@@ -393,7 +431,10 @@ class Compensator:
         N·m in the output order; default the URDF's. Every joint needs a finite one.
     output : {'effort', 'current'}
     torque_gains : array_like (n,), optional
-        ``current``: N·m per A at the joint, sign included (``ArmConfig.joint_torque_gains``).
+        ``current``: N·m per A at the joint, sign included (``ArmConfig.joint_torque_gains``,
+        or :func:`output_gains`).
+    gains_source : str
+        Where ``torque_gains`` came from, for diagnostics.
     friction : FrictionFeedforward, optional
         In the output order.
     stale_timeout : float
@@ -406,7 +447,7 @@ class Compensator:
     """
 
     def __init__(self, gravity, joints=None, effort_limits=None, output='effort',
-                 torque_gains=None, friction=None, stale_timeout=0.1):
+                 torque_gains=None, friction=None, stale_timeout=0.1, gains_source=''):
         joints = tuple(gravity.joint_names if not joints else joints)
         if sorted(joints) != sorted(gravity.joint_names) or len(set(joints)) != len(joints):
             raise ConfigError(f'parameter joints = {list(joints)} must name the model\'s '
@@ -438,6 +479,7 @@ class Compensator:
                 raise ConfigError(f'parameter torque_constants = {gains.tolist()} must not be '
                                   'zero for output current')
             self.torque_gains = gains
+        self.gains_source = gains_source if output == 'current' else ''
         if friction is not None and np.asarray(friction.coulomb).shape != (n,):
             raise ConfigError(f'friction feed-forward has {len(friction.coulomb)} values for '
                               f'{n} joints')
@@ -538,5 +580,5 @@ class Compensator:
 
 
 __all__ = ['GravityTorques', 'FrictionFeedforward', 'Compensator', 'Command',
-           'gravity_vector_from', 'model_friction', 'friction_feedforward', 'OUTPUTS',
-           'WAITING', 'ACTIVE', 'STALE']
+           'gravity_vector_from', 'model_friction', 'friction_feedforward', 'output_gains',
+           'OUTPUTS', 'WAITING', 'ACTIVE', 'STALE']
