@@ -16,7 +16,7 @@ import tempfile
 import pytest
 
 # the per-test ROS environment fixture of the node tests (test/ros_utils.py)
-from ros_utils import ros_env  # noqa: F401
+from ros_utils import shm_files, cleanup_shm, ros_env  # noqa: F401
 
 HUMANOID_URDF = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              'urdf', 'humanoid_arm.urdf')
@@ -72,11 +72,24 @@ def pytest_runtest_setup(item):
                     'but is not marked @pytest.mark.ros', pytrace=False)
 
 
+_SHM_AT_START = set()
+
+
 def pytest_configure(config):
+    if not hasattr(config, 'workerinput'):      # the controller (or a run without -n)
+        _SHM_AT_START.update(shm_files())
     os.environ['ROS_HOME'] = _ROS_HOME.name
     os.environ['ROS_LOG_DIR'] = os.path.join(_ROS_HOME.name, 'log')
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     _guard_rclpy_contexts()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # with pytest-xdist the node tests leave Fast DDS shm files of killed nodes to the
+    # controller (test/ros_utils.py); every worker has finished when its session ends
+    if not hasattr(session.config, 'workerinput') and os.environ.get('PYTEST_XDIST_WORKER') \
+            is None:
+        cleanup_shm(_SHM_AT_START)
 
 
 def pytest_unconfigure(config):

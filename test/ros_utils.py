@@ -105,7 +105,7 @@ def _claim_domain():
     raise RuntimeError('all ROS domain ids 1..101 are in use by other test runs')
 
 
-def _shm_files():
+def shm_files():
     try:
         return {p.name for p in _SHM.iterdir() if p.name.startswith(_SHM_PREFIXES)}
     except OSError:
@@ -133,7 +133,7 @@ def _shm_in_use():
 
 def cleanup_shm(before):
     """Remove Fast DDS shm files that are new since ``before`` and no longer in use."""
-    new = _shm_files() - set(before)
+    new = shm_files() - set(before)
     if not new:
         return []
     in_use = _shm_in_use()
@@ -159,7 +159,7 @@ class RosEnv(dict):
 @contextmanager
 def ros_environment(root=None):
     """Yield a :class:`RosEnv`; on exit stop leftover processes and clean shm files."""
-    shm_before = _shm_files()
+    shm_before = shm_files()
     tmp = None
     if root is None:
         tmp = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_')
@@ -191,7 +191,12 @@ def ros_environment(root=None):
         for proc in env.procs:
             if proc.poll() is None:
                 stop(proc, timeout=5)
-        cleanup_shm(shm_before)
+        if not os.environ.get('PYTEST_XDIST_WORKER'):
+            # alone, this run's files are known: clean them now. Beside another pytest
+            # worker, a file new since this test began may be one that worker's node has
+            # just created; the controller cleans once, when every worker is done
+            # (conftest.pytest_sessionfinish)
+            cleanup_shm(shm_before)
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
         if tmp is not None:
