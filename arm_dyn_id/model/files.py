@@ -94,39 +94,6 @@ MEASUREMENT_ARRAYS = {'torque_constants': None, 'current_signs': 1.0, 'current_o
                       'gear_ratios': 1.0, 'efficiencies': 1.0}
 
 
-def measurement_section(effort, torque_constants=None, current_signs=None,
-                        current_offsets=None, gear_ratios=None, efficiencies=None):
-    """The ``measurement`` section of a model file (module docstring).
-
-    Parameters
-    ----------
-    effort : {'current', 'torque'}
-        What ``joint_states.effort`` carried in the fitted data.
-    torque_constants, current_signs, current_offsets, gear_ratios, efficiencies : \
-array_like, (n,)
-        The conversion of effort ``current`` (N·m/A, ±1, A, 1, 1), in the model's joint
-        order; ignored for ``torque``.
-
-    Returns
-    -------
-    dict
-        Plain Python for YAML; checked by :func:`measurement_problem`.
-    """
-    if effort == 'torque':
-        return {'effort': 'torque'}
-    section = {'effort': effort}
-    given = dict(torque_constants=torque_constants, current_signs=current_signs,
-                 current_offsets=current_offsets, gear_ratios=gear_ratios,
-                 efficiencies=efficiencies)
-    n = np.size(torque_constants) if torque_constants is not None else 0
-    for key, default in MEASUREMENT_ARRAYS.items():
-        values = given[key]
-        if values is None:
-            values = np.full(n, np.nan if default is None else default)
-        section[key] = [float(v) for v in np.atleast_1d(np.asarray(values, dtype=float))]
-    return section
-
-
 def measurement_problem(section, n_joints):
     """Why a ``measurement`` section cannot say how effort maps to torque, or None.
 

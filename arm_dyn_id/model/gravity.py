@@ -93,7 +93,7 @@ class GravityModel:
     @property
     def measurement(self):
         """What ``joint_states.effort`` carried in the fitted data and its conversion to
-        torque (``{effort, torque_constants, ...}``, :func:`.files.measurement_section`),
+        torque (``{effort, torque_constants, ...}``, the section of :mod:`.files`),
         or None for a fit that did not record it."""
         return self.metadata.get('measurement')
 
