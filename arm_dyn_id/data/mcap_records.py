@@ -5,9 +5,11 @@ records (about 6 µs a message: 20 s for a 1-hour 1 kHz bag). Here the chunk
 indexes of the MCAP summary (read with the ``mcap`` package) give the chunks
 that hold the topic; each chunk is decompressed once and its records are
 walked in *runs*: a message record followed by records with the same opcode,
-length and channel sits at a fixed stride, so a run of any length costs a few
-NumPy operations. The CDR bytes of all messages of one length are then decoded
-at once by :func:`~arm_dyn_id.data.bag_format.decode_joint_state_block`, and
+length and channel sits at a fixed stride, and so does each record of a
+repeating pattern (the recorder's ``joint_states``, ``joint_torques``,
+``joint_states``, ...), so a run of any length costs a few NumPy operations.
+The CDR bytes of all messages of one length in a chunk are then decoded at
+once by :func:`~arm_dyn_id.data.bag_format.decode_joint_state_block`, and
 the few it cannot decode (other layouts beyond its limit, big-endian CDR) go
 through rosbags' deserialiser.
 
@@ -37,6 +39,7 @@ _MESSAGE = 0x05
 _CHUNK = 0x06
 _MESSAGE_FIXED = 22     # channel id, sequence, log time, publish time
 _COMPRESSIONS = ('', 'zstd', 'lz4')
+_PERIOD = 8        # records of a repeating pattern recognised by _runs
 
 
 def _storages(reader, conn):
@@ -133,57 +136,90 @@ def _strided(buf, start, rows, cols, stride):
 
 
 def _runs(buf, channels, path, where):
-    """Message records of ``channels`` in a chunk's records, as runs of equal records.
+    """Message records of ``channels`` in a chunk's records, as runs at a fixed stride.
+
+    A run is a record repeated back to back (one topic) or one phase of a
+    repeating pattern of up to ``_PERIOD`` records: the recorder writes a
+    ``joint_states`` and a ``joint_torques`` message per sample, so its chunks
+    hold no two records of one topic in a row, but every second record is one.
+    A pattern is recognised from the first few records and confirmed with
+    NumPy in growing windows; where none repeats, records are taken one by one.
 
     Returns
     -------
-    list of (start, count, record length)
+    list of (start, count, record length, channel id, stride)
         ``count`` records of the same ``record length`` (bytes after opcode and
-        length field) back to back from byte ``start``.
+        length field) and channel, ``stride`` bytes apart from byte ``start``.
     """
     size = buf.shape[0]
     mv = memoryview(buf)
     runs = []
     pos = 0
     while pos < size:
-        if pos + 9 > size:
-            raise DataError(f'bag file {path}: a record is cut short in the chunk at byte '
-                            f'{where}: the file is damaged')
-        op = mv[pos]
-        (length,) = struct.unpack_from('<Q', mv, pos + 1)
-        stride = 9 + length
-        if pos + stride > size:
-            raise DataError(f'bag file {path}: a record overruns the chunk at byte {where}: '
-                            'the file is damaged')
-        if op != _MESSAGE:
-            pos += stride
-            continue
-        if length < _MESSAGE_FIXED:
-            raise DataError(f'bag file {path}: invalid message record length {length} in '
-                            f'the chunk at byte {where}')
+        heads = _pattern(mv, pos, size, path, where)
+        period = heads[-1][0] - pos + heads[-1][2]
         count = 1
-        head = buf[pos:pos + _HEAD]
-        nxt = pos + stride
-        # a run only when the next record looks the same; then check in growing windows
-        if nxt + _HEAD <= size and mv[nxt:nxt + _HEAD] == mv[pos:pos + _HEAD]:
+        if period >= _HEAD and pos + period + _HEAD <= size \
+                and mv[pos + period:pos + period + _HEAD] == mv[pos:pos + _HEAD]:
+            # a pattern of len(heads) records seems to repeat: count whole periods
             window = 64
             while True:
-                start = pos + count * stride
-                m = min(window, (size - start) // stride)
+                start = pos + count * period
+                m = min(window, (size - start) // period)
                 if m <= 0:
                     break
-                ok = (_strided(buf, start, m, _HEAD, stride) == head).all(axis=1)
+                ok = np.ones(m, dtype=bool)
+                for at, _, _ in heads:
+                    ok &= (_strided(buf, start + at - pos, m, _HEAD, period)
+                           == buf[at:at + _HEAD]).all(axis=1)
                 if ok.all():
                     count += m
                     window *= 4
                     continue
                 count += int(np.argmin(ok))
                 break
-        (cid,) = struct.unpack_from('<H', mv, pos + 9)
-        if cid in channels:
-            runs.append((pos, count, length, cid))
-        pos += count * stride
+        for at, op, stride in heads:
+            if op != _MESSAGE:
+                continue
+            if stride - 9 < _MESSAGE_FIXED:
+                raise DataError(f'bag file {path}: invalid message record length '
+                                f'{stride - 9} in the chunk at byte {where}')
+            (cid,) = struct.unpack_from('<H', mv, at + 9)
+            if cid in channels:
+                # count 1: the records of a pattern that did not come back, one by one
+                runs.append((at, count, stride - 9, cid, period if count > 1 else stride))
+        pos += count * period
     return runs
+
+
+def _pattern(mv, pos, size, path, where):
+    """[(offset, opcode, stride)] of the records from ``pos`` until one repeats the first.
+
+    At most ``_PERIOD`` records; only the first when a record is shorter than
+    the head compared, or when the first record's head does not come back.
+    """
+    heads = []
+    at = pos
+    first = mv[pos:pos + _HEAD]
+    while at < size and len(heads) < _PERIOD:
+        if at + 9 > size:
+            raise DataError(f'bag file {path}: a record is cut short in the chunk at byte '
+                            f'{where}: the file is damaged')
+        op = mv[at]
+        (length,) = struct.unpack_from('<Q', mv, at + 1)
+        stride = 9 + length
+        if at + stride > size:
+            raise DataError(f'bag file {path}: a record overruns the chunk at byte {where}: '
+                            'the file is damaged')
+        if heads and (stride < _HEAD or mv[at:at + _HEAD] == first):
+            break
+        heads.append((at, op, stride))
+        if stride < _HEAD:
+            break
+        at += stride
+    if len(heads) > 1 and not (at + _HEAD <= size and mv[at:at + _HEAD] == first):
+        return heads[:1]
+    return heads
 
 
 def _message_data(buf, runs):
@@ -194,20 +230,36 @@ def _message_data(buf, runs):
     log_time : ndarray of int64, (m,)
         ns, in record order.
     by_length : dict
-        length -> list of (positions (k,) into the m messages, bytes (k, length)).
+        length -> list of (positions (k,) into the m messages, bytes (k, length));
+        one item per length: the runs of one length are gathered into one block
+        (a recorder chunk holds one run per marker), so a chunk of interleaved
+        topics is decoded in a few NumPy operations, not message by message.
     """
-    times = []
-    by_length = {}
+    if not runs:
+        return np.zeros(0, dtype=np.int64), {}
+    starts, times = [], []
+    for pos, count, length, _, stride in runs:
+        starts.append(pos + stride * np.arange(count, dtype=np.int64))
+        times.append(_strided(buf, pos + 15, count, 8, stride))
+    starts = np.concatenate(starts)
+    # the runs of a pattern's phases overlap in the file: rank messages by their offset
+    rank = np.empty(starts.size, dtype=np.int64)
+    rank[np.argsort(starts, kind='stable')] = np.arange(starts.size)
+    log_time = np.empty(starts.size, dtype=np.int64)
+    log_time[rank] = np.concatenate(times).view('<u8')[:, 0]
+    groups = {}
     done = 0
-    for pos, count, length, _ in runs:
-        stride = 9 + length
-        t = np.ascontiguousarray(_strided(buf, pos + 15, count, 8, stride)).view('<u8')[:, 0]
-        times.append(t.astype(np.int64))
+    for pos, count, length, _, stride in runs:
         n = length - _MESSAGE_FIXED
-        by_length.setdefault(n, []).append(
-            (np.arange(done, done + count), _strided(buf, pos + 31, count, n, stride)))
+        groups.setdefault(n, []).append(
+            (rank[done:done + count], _strided(buf, pos + 31, count, n, stride)))
         done += count
-    log_time = np.concatenate(times) if times else np.zeros(0, dtype=np.int64)
+    by_length = {}
+    for n, items in groups.items():
+        if len(items) > 1:
+            items = [(np.concatenate([r for r, _ in items]),
+                      np.concatenate([b for _, b in items]))]
+        by_length[n] = items
     return log_time, by_length
 
 
@@ -396,15 +448,16 @@ def _raw_messages(plans):
         with open(path, 'rb') as f:
             for group in _groups(chunks):
                 found = []
-                for index in group:
+                for c, index in enumerate(group):
                     buf = _read_chunk(f, index, path)
-                    for pos, count, length, cid in _runs(buf, channels, path,
-                                                         index.chunk_start_offset):
-                        for r in range(pos, pos + count * (9 + length), 9 + length):
+                    for pos, count, length, cid, stride in _runs(
+                            buf, channels, path, index.chunk_start_offset):
+                        for r in range(pos, pos + count * stride, stride):
                             (t,) = struct.unpack_from('<Q', buf, r + 15)
                             if index.message_start_time <= t <= index.message_end_time:
-                                found.append((t, channels[cid], buf[r + 31:r + 9 + length]
-                                              .tobytes()))
-                found.sort(key=lambda m: m[0])      # stable: ties keep file order
-                for t, conn, raw in found:
+                                found.append((t, c, r, channels[cid],
+                                              buf[r + 31:r + 9 + length].tobytes()))
+                # ties in file order: the runs of a pattern's phases interleave in the chunk
+                found.sort(key=lambda m: m[:3])
+                for t, _, _, conn, raw in found:
                     yield conn, t, raw
