@@ -636,6 +636,12 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
                                          model_error=error)
 
 
+def arm_model_error(model):
+    """The arm model's own error per joint (N·m), ndarray (n,): its held-out RMSE (training
+    RMSE without a hold-out), NaN where its file does not say."""
+    return _model_error(model)
+
+
 def _model_error(model):
     """The arm model's held-out RMSE per joint (N·m; training RMSE without a hold-out)."""
     validation = model.metadata.get('validation') or {}
@@ -660,4 +666,4 @@ __all__ = ['DEFAULT_FRAMES', 'INERTIA_PARAMS', 'MIN_INERTIA_EXCITATION', 'NoPayl
            'identify_payload', 'identify_payload_full', 'identify_payload_quasi_static',
            'identify_payload_samples',
            'inertia_excitation', 'payload_full_regressor', 'payload_regressor',
-           'payload_transform']
+           'payload_transform', 'arm_model_error']
