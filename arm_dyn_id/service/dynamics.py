@@ -37,6 +37,8 @@ persistence and holding-friction tracker of :mod:`arm_dyn_id.service.contact` wh
 stream is given a :class:`~arm_dyn_id.service.contact.ContactThresholds`.
 """
 
+import copy
+
 import numpy as np
 import pinocchio as pin
 
@@ -219,6 +221,19 @@ class EquivalentDynamics:
         ref = np.asarray(model.friction_torques(v), dtype=float)
         mine = np.array([friction(row) for row in v])
         return friction if np.allclose(mine, ref, rtol=1e-12, atol=1e-12) else None
+
+    def with_friction(self, phi):
+        """The same rigid body (shared pinocchio model) with friction parameters ``phi``
+        (the model's layout, (n·k,)): what an online friction update serves
+        (:mod:`arm_dyn_id.service.friction_drift`). A few ms; ``self`` is not changed."""
+        out = copy.copy(self)
+        out.model = copy.copy(self.model)
+        out.model.phi = np.asarray(phi, dtype=float).copy()
+        if out.model.phi.shape != self.model.phi.shape:
+            raise ValueError(f'{out.model.phi.size} friction values for '
+                             f'{self.model.phi.size}')
+        out._friction = out._fast_friction(np.random.default_rng(0))
+        return out
 
     def gravity_torques(self, q):
         """G(q) (N·m), (n,), at the served gravity and payload."""
@@ -425,6 +440,14 @@ class ServedDynamics:
         q, dq, ddq = sample.position, sample.velocity, sample.effort
         return q, dq, ddq, self.fast.rigid_body(q, dq, ddq), self.fast.friction(dq)
 
+    def with_friction(self, phi):
+        """A ServedDynamics of the same model with friction ``phi`` (EquivalentDynamics
+        .with_friction); ``self`` is not changed."""
+        out = copy.copy(self)
+        out.fast = self.fast.with_friction(phi)
+        out.model = out.fast.model
+        return out
+
     def observer(self, gains, thresholds=None, max_gap=0.05, velocity_cutoff_hz=20.0):
         """A fresh :class:`MomentumObserver` for one joint_states stream."""
         return MomentumObserver(self.fast, gains, thresholds, max_gap, velocity_cutoff_hz)
@@ -501,6 +524,12 @@ class ResidualStream:
         tau = sample.effort if self._gains is None else \
             self._gains * (sample.effort - self._offsets)
         return self.step(t, sample.position, sample.velocity, tau)
+
+    def serve(self, served):
+        """Go on with the friction of ``served`` (a :meth:`ServedDynamics.with_friction` or
+        :meth:`EquivalentDynamics.with_friction` of the stream's model): the observer keeps
+        its state, so r stays continuous."""
+        self.observer.dynamics = getattr(served, 'fast', served)
 
     def step(self, t, q, dq, tau):
         """One checked sample in model order (q rad, dq rad/s or None, tau N·m): what
