@@ -13,9 +13,11 @@ flange load ``y = −r + P_s(q) θ_s``, so applying a payload does not disturb i
 
 Every ``fit_period`` s, a weighted least-squares fit of θ on the last ``window`` s
 (samples kept every ``sample_period`` s) gives the load; its covariance is the
-batch-means sandwich over 0.1 s blocks (the residual is low-passed by the observer
-and the arm model's error is correlated in time, so per-sample white noise would
-understate it). The object is that load minus the configured (baseline) payload.
+batch-means sandwich over ten blocks of the span (at least 0.1 s each: the residual is
+low-passed by the observer and the arm model's error is correlated in time, so
+per-sample white noise would understate it), plus the white-noise term (directions the
+window does not excite, an arm at rest) and, when given, the arm model's own error.
+The object is that load minus the configured (baseline) payload.
 
 Decisions, each with hysteresis:
 
@@ -411,8 +413,9 @@ class PayloadWatch:
         inv = np.linalg.pinv(A / np.outer(scale, scale), rcond=1e-8) / np.outer(scale, scale)
         theta = inv @ b
         e = y - P @ theta
-        # batch means: score sums over 0.1 s blocks, independent between blocks
-        blocks = np.floor((t - t[0]) / BLOCK).astype(int)
+        # batch means: score sums over blocks of a tenth of the span (>= 0.1 s), independent
+        # between blocks (the observer's low-pass, the arm model's slow error)
+        blocks = np.floor((t - t[0]) / max(BLOCK, (t[-1] - t[0]) / 10)).astype(int)
         nb = blocks[-1] + 1
         scores = np.zeros((nb, 4))
         np.add.at(scores, blocks, np.einsum('mjp,j,mj->mp', P, w, e))
@@ -460,7 +463,9 @@ class PayloadWatch:
         self.fits.append(fit)
         events = []
         if self._pending is not None:
-            events += self._confirm(fit)
+            # judged like the event: on the samples since its candidate began
+            since = self._pending[0].since
+            events += self._confirm(self.fit(max(t - s.window, since), t) or fit)
         held = float(self.object[0])
         if self.state == 'empty':
             start, keep = fit.mass >= s.enter_mass, fit.mass >= s.exit_mass

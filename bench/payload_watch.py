@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""The payload watch (issue 24 item 5): a load picked up and put down while the arm works.
+
+1. MuJoCo: the Staubli TX-60 (config/staubli_tx60.yaml, the simulator's friction, current
+   noise and gross errors) moves every joint in slow sinusoids for 10 s; a 1 kg point mass at
+   (0, 0, 0.05) m in the flange is attached at 3 s and removed at 7 s. The served model is
+   the true one (URDF inertias, the simulator's friction). The watch runs as the node runs it
+   (ResidualStream -> PayloadWatch, sample by sample, ``apply`` on: an applied / reverted event
+   rebuilds the served model with its payload). Reported per seed: delay of the picked_up
+   event after the change (simulated time), its mass error, the applied mass, the put_down
+   and reverted delays; and the watch's cost per joint_states sample (wall time, this
+   machine). Goals: event within 2 s, mass within 10 %, revert within 2 s.
+2. Real UR10e (``../shared/real-data/ur10e``, README there; skipped when absent, nothing of
+   it written into the repository): the arm model is ``arm-dyn-id fit`` of the 30 s Fourier
+   run (rows 635:3510) with the README's torque constants, in a temporary folder. The twin
+   runs ``ur-19_12_23_free`` and ``ur-20_01_13-load_2600`` (the same trajectory without and
+   with 2.602 kg at the flange) are concatenated both ways (a 0.1 s gap between: the observer
+   restarts), free -> loaded (picked up) and loaded -> free (put down). Effort = k·i, the
+   README's k. The watch takes the arm model's held-out RMSE as its own error
+   (``arm_model_error``). Settings: the defaults, and a real-arm profile (support and
+   confirm 2 s, enter / exit 1.0 / 0.5 kg, max_mass_std 0.2 kg, max_relative_std 0.1) with
+   a 10 s and a 20 s window. Reported per setting: the events with their delay and mass, the
+   applied mass, and the events on the free part (false). Goal: mass within 20 % of 2.602 kg.
+
+    .venv/bin/python bench/payload_watch.py [--seeds 3] [--keep DIR]
+"""
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from arm_dyn_id.config import load_arm_config
+from arm_dyn_id.identification.payload import arm_model_error, payload_frame
+from arm_dyn_id.model.dynamics import (
+    DynamicsModel, FrictionModel, nominal_standard_parameters, rigid_base_parameters)
+from arm_dyn_id.model.robot import RobotModel
+from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics
+from arm_dyn_id.service.payload_watch import (
+    APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings)
+from arm_dyn_id.sim.arm import SimArm, SimParams
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = (REPO / '..' / 'shared' / 'real-data' / 'ur10e').resolve()
+K = np.array([10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232])
+FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
+FREE, LOADED, UR_MASS = 'ur-19_12_23_free', 'ur-20_01_13-load_2600', 2.602
+T_ON, T_OFF, MASS, COM = 3.0, 7.0, 1.0, (0.0, 0.0, 0.05)
+
+
+def simulate(seed, seconds=10.0):
+    """TX-60 in MuJoCo with MASS at COM in [T_ON, T_OFF): config, true model, t, q, dq, τ."""
+    config = load_arm_config('staubli_tx60.yaml', node_name='sim_arm_node')
+    q0 = np.array([0.0, 0.6, 1.2, 0.0, 0.5, 0.0])
+    params = SimParams.from_params(dict(config.extra, initial_positions=q0.tolist(),
+                                        seed=seed), config.n_joints)
+    arm = SimArm(config, params)
+    robot = RobotModel.from_config(config)
+    base = rigid_base_parameters(robot)
+    model = DynamicsModel(robot, base, base.beta(nominal_standard_parameters(robot)),
+                          FrictionModel(coulomb='tanh',
+                                        smooth_velocity=params.friction_smoothing_velocity),
+                          np.column_stack([params.friction_coulomb,
+                                           params.friction_viscous]).ravel())
+    amp = np.array([0.8, 0.4, 0.4, 1.0, 0.6, 1.0])
+    w = 2 * np.pi * np.array([0.13, 0.21, 0.17, 0.29, 0.23, 0.31])
+    t = np.arange(int(round(seconds / params.timestep))) * params.timestep
+    q, dq, current = (np.empty((len(t), 6)) for _ in range(3))
+    held = False
+    for k, tk in enumerate(t):
+        on = T_ON <= tk < T_OFF
+        if on != held:
+            if on:
+                arm.attach_payload(MASS, COM)
+            else:
+                arm.detach_payload()
+            held = on
+        arm.step(q0 + amp * np.sin(w * tk), amp * w * np.cos(w * tk),
+                 -amp * w * w * np.sin(w * tk))
+        _, q[k], dq[k], current[k] = arm.measure()
+    return config, model, t, q, dq, config.joint_torque_gains * (current -
+                                                                 config.current_offsets)
+
+
+def follow(model, t, q, dq, tau, settings, frame, noise=None, model_error=None):
+    """The node's path without ROS. Returns (events, wall seconds in the watch, samples)."""
+    watch = PayloadWatch(model.robot, settings, frame, noise=noise, model_error=model_error)
+    served = None
+    stream = ResidualStream(ServedDynamics(model), 25.0)
+    events, spent = [], 0.0
+    for k in range(len(t)):
+        _, v, _, r, contact = stream.step(t[k], q[k], dq[k], tau[k])
+        start = time.perf_counter()
+        out = watch.update(t[k], q[k], v, r, contact, served)
+        spent += time.perf_counter() - start
+        for event in out:
+            events.append(event)
+            if event.kind in (APPLIED, REVERTED):
+                served = event.payload
+                stream = ResidualStream(ServedDynamics(model, payload=served), 25.0)
+    return events, spent, len(t)
+
+
+def first(events, kind, after=-np.inf):
+    return next((e for e in events if e.kind == kind and e.t > after), None)
+
+
+def mujoco_case(seeds):
+    print('== MuJoCo TX-60, 1 kg picked up at 3 s, put down at 7 s (simulated time), '
+          'default WatchSettings with apply')
+    print(f'{"seed":>4} {"picked_up s":>11} {"mass err %":>10} {"applied kg":>10} '
+          f'{"CoM z mm":>8} {"put_down s":>10} {"reverted s":>10} {"events":>6} '
+          f'{"µs/sample":>9}')
+    rows = []
+    for seed in range(seeds):
+        config, model, t, q, dq, tau = simulate(seed)
+        events, spent, n = follow(model, t, q, dq, tau, WatchSettings(apply=True), 'flange',
+                                  noise=config.torque_noise)
+        up, down = first(events, PICKED_UP), first(events, PUT_DOWN)
+        applied, reverted = first(events, APPLIED), first(events, REVERTED)
+        row = (up.t - T_ON if up else np.nan, 100 * (up.mass - MASS) / MASS if up else np.nan,
+               applied.payload.mass if applied else np.nan,
+               1e3 * applied.payload.com[2] if applied else np.nan,
+               down.t - T_OFF if down else np.nan, reverted.t - T_OFF if reverted else np.nan,
+               len(events), 1e6 * spent / n)
+        rows.append(row)
+        print(f'{seed:>4} {row[0]:>11.2f} {row[1]:>10.1f} {row[2]:>10.3f} {row[3]:>8.1f} '
+              f'{row[4]:>10.2f} {row[5]:>10.2f} {row[6]:>6} {row[7]:>9.0f}')
+    rows = np.array(rows)
+    print(f'worst: picked_up {np.nanmax(rows[:, 0]):.2f} s after the change, |mass error| '
+          f'{np.nanmax(np.abs(rows[:, 1])):.1f} %, reverted {np.nanmax(rows[:, 5]):.2f} s '
+          f'after the put-down (goals 2 s, 10 %, 2 s); events per run {rows[:, 6].tolist()} '
+          '(4: picked_up, applied, put_down, reverted)')
+
+
+def _quiet_cli(*argv):
+    from arm_dyn_id import cli
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = cli.main([str(a) for a in argv])
+    if code != 0:
+        raise SystemExit(f'arm-dyn-id {argv[0]} failed (exit {code})')
+
+
+def ur10e_case(keep=None):
+    if not (DATA / 'data' / f'{LOADED}.csv.gz').exists():
+        print(f'\n== real UR10e: skipped, no data at {DATA}')
+        return
+    tmp = keep or Path(tempfile.mkdtemp(prefix='payload_watch_ur10e_'))
+    tmp.mkdir(parents=True, exist_ok=True)
+    if REPO in tmp.resolve().parents:
+        raise SystemExit('work outside the repository')
+    model_file = tmp / 'fit' / 'model.yaml'
+    if not model_file.exists():
+        bag = tmp / 'fit_bag'
+        if not bag.exists():
+            subprocess.run([sys.executable, str(DATA / 'to_bag.py'),
+                            str(DATA / 'data' / f'{FIT[0]}.csv.gz'), str(bag), '--rows',
+                            FIT[1]], check=True, capture_output=True)
+        _quiet_cli('fit', bag, '--urdf', DATA / 'urdf' / 'ur10e.urdf', '--torque-constants',
+                   ','.join(str(k) for k in K), '--out', tmp / 'fit', '--no-report', '--quiet')
+    from arm_dyn_id.model import load_model
+    model = load_model(model_file)
+    spec = importlib.util.spec_from_file_location('ur_to_bag', DATA / 'to_bag.py')
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    runs = {name: mod.load_csv(DATA / 'data' / f'{name}.csv.gz') for name in (FREE, LOADED)}
+    frame = payload_frame(model.robot)
+    error = arm_model_error(model)
+    print(f'\n== real UR10e: {FREE} and {LOADED} (2.602 kg) concatenated; arm model '
+          f'{FIT[0]} rows {FIT[1]} (held-out RMSE {np.round(error, 2).tolist()} N·m), '
+          f'frame {frame}, k = README')
+    real = dict(apply=True, support=2.0, confirm=2.0, enter_mass=1.0, exit_mass=0.5,
+                max_mass_std=0.2, max_relative_std=0.1)
+    settings = {'defaults (window 1 s)': WatchSettings(apply=True),
+                'real-arm profile, window 10 s': WatchSettings(window=10.0, **real),
+                'real-arm profile, window 20 s': WatchSettings(window=20.0, **real)}
+    for case, (a, b) in (('picked up', (FREE, LOADED)), ('put down', (LOADED, FREE))):
+        a, b = runs[a], runs[b]
+        t_change = a['t'][-1] - a['t'][0] + 0.1
+        t = np.concatenate([a['t'] - a['t'][0], b['t'] - b['t'][0] + t_change])
+        q, dq = np.vstack([a['q'], b['q']]), np.vstack([a['qd'], b['qd']])
+        tau = np.vstack([a['i'], b['i']]) * K
+        for label, s in settings.items():
+            events, _, _ = follow(model, t, q, dq, tau, s, frame, model_error=error)
+            loaded_part = (lambda e: e.t > t_change) if case == 'picked up' else \
+                (lambda e: e.t < t_change)
+            false = [e.kind for e in events if not loaded_part(e)
+                     and e.kind in (PICKED_UP, 'changed')]
+            text = ', '.join(f'{e.kind} {e.t - t_change:+.1f} s {e.mass:.2f} kg'
+                             for e in events) or 'none'
+            masses = [e.payload.mass for e in events if e.kind == APPLIED and loaded_part(e)]
+            verdict = '' if not masses else \
+                f'; applied mass {masses[-1]:.2f} kg ({100 * (masses[-1] / UR_MASS - 1):+.0f} %)'
+            print(f'{case:>9} | {label:<33} | {text}{verdict}'
+                  + (f'; false on the free part: {false}' if false and case == 'picked up'
+                     else ''))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--seeds', type=int, default=3)
+    p.add_argument('--keep', type=Path, help='UR10e work folder (outside the repository)')
+    a = p.parse_args(argv)
+    load = Path('/proc/loadavg').read_text().split()[:3]
+    print(f'machine: {platform.node()} {platform.processor() or platform.machine()}, '
+          f'python {platform.python_version()}, load average {load}')
+    started = time.time()
+    mujoco_case(a.seeds)
+    ur10e_case(a.keep)
+    print(f'\ntotal {time.time() - started:.0f} s')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
