@@ -9,7 +9,8 @@ repository: the bags, the model and the thresholds go to a temporary folder outs
    (``--no-report`` only saves time; the model is the same).
 2. Thresholds: ``arm-dyn-id residual MODEL BAG... --calibrate`` (defaults: quantile 0.999,
    margin 3, persistence 0.05 s, holding tracker on) on free-motion recordings the fit did
-   not use: CALIBRATION below.
+   not use: CALIBRATION below. Also ('from the fit'): the contact_thresholds.yaml that
+   ``fit`` writes beside the model from its own held-out residuals, no other recording.
 3. ``arm-dyn-id residual`` (the node's ResidualStream, sample by sample) on push_pose_1 and on
    every free-motion recording not used for the thresholds (EVALUATION): the contact
    episodes. On push_pose_1, each push's visible start (below) against the first flag.
@@ -167,11 +168,17 @@ def main(argv=None):
     print(f'push_pose_1: {len(spans)} pushes visible in k·i (>{VISIBLE_NM:g} N·m off the '
           f'median; quiet = within {QUIET_WIDTHS:g} x noise {np.round(noise, 2).tolist()} N·m)')
     variants = {'calibrated': [], 'no holding tracker': ['--no-holding'],
-                'persistence 0': ['--persistence', '0']}
+                'persistence 0': ['--persistence', '0'], 'from the fit': None}
     for label, extra in variants.items():
-        thresholds = tmp / f'thresholds_{label.replace(" ", "_")}.yaml'
-        _cli('residual', model, *cal, '--urdf', DATA / 'urdf' / 'ur10e.urdf',
-             '--torque-constants', K, '--calibrate', '--out', thresholds, '--quiet', *extra)
+        if extra is None:
+            # what `fit` wrote beside the model: its own held-out residuals, no other
+            # recording (the CALIBRATION recordings stay unused)
+            thresholds, extra = model.parent / 'contact_thresholds.yaml', []
+        else:
+            thresholds = tmp / f'thresholds_{label.replace(" ", "_")}.yaml'
+            _cli('residual', model, *cal, '--urdf', DATA / 'urdf' / 'ur10e.urdf',
+                 '--torque-constants', K, '--calibrate', '--out', thresholds, '--quiet',
+                 *extra)
         extra = extra + ['--thresholds', thresholds]
         pushed = residual(model, [push], tmp / 'push.json', *extra)['bags'][0]
         eps = pushed['episodes']

@@ -106,6 +106,10 @@ def add_arguments(parser):
                         help='gravity magnitude (m/s²) the bag was recorded at (default: the '
                         'config\'s, else 9.81)')
     parser.add_argument('--no-report', action='store_true', help='do not write report.html')
+    parser.add_argument('--no-thresholds', action='store_true',
+                        help='full dynamics: do not write contact_thresholds.yaml (contact '
+                        'thresholds from the fit\'s own held-out residuals, used by the '
+                        'identifier node by default)')
     fit_floating.add_arguments(parser)
 
 
@@ -345,7 +349,27 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
                                    choice, fitted, model, verdict, measurement)
     paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)
+    if verdict.ok and not getattr(args, 'no_thresholds', False):
+        _write_thresholds(progress, robot, model, rec, paths)
     return paths, validation
+
+
+def _write_thresholds(progress, robot, model, rec, paths):
+    """contact_thresholds.yaml beside the model, from the fit's own held-out residuals."""
+    from arm_dyn_id.service import contact
+    from arm_dyn_id.service.contact_from_fit import HELD_OUT_FRACTION, held_out_thresholds
+    progress.phase(f'contact thresholds: the last {HELD_OUT_FRACTION:g} of the recording held '
+                   'out, fitted without it (WLS), its residual calibrated')
+    try:
+        th, info = held_out_thresholds(robot, model, rec.t, rec.q, rec.tau,
+                                       model_file=str(paths['model']))
+    except ConfigError as exc:
+        progress.phase(f'no contact thresholds written: {exc}')
+        return
+    paths['thresholds'] = th.save(contact.thresholds_file(paths['model']))
+    progress.phase(f'contact thresholds (false-alarm target {info["false_alarm_target"]:.2g} '
+                   f'per state bin, persistence {th.persistence:g} s): standstill '
+                   f'{np.round(th.standstill, 3).tolist()} N·m; {paths["thresholds"]}')
 
 
 def _save_full_plot_data(path, rec, fitted):
