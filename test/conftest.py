@@ -73,6 +73,14 @@ def pytest_runtest_setup(item):
 
 
 _SHM_AT_START = set()
+#: The longest test files (minutes each): collected first, so that under ``make test``'s two
+#: workers (a file per worker) they start at once instead of ending the run alone.
+LONG_FIRST = ('test_demo.py', 'test_shutdown.py', 'test_packaging.py', 'test_replay.py')
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: k for k, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))
 
 
 def pytest_configure(config):

@@ -374,9 +374,13 @@ def test_disk_full_mid_recording_is_reported_and_recoverable(ros_env, tmp_path):
     assert scan['size'] == limit
     rec = read_bag(bag, recover=True)
     assert not find_unfinished(tmp_path / 'bags')
-    # a contiguous prefix of what was published, with the right torques
+    # what was published, from the first message, in order, never twice, with the right
+    # torques. Not always every message: this recorder talks over UDP (above), and on a
+    # loaded machine (a CI run beside four other jobs, load 8 on 2 cores) a recorder that
+    # falls behind its 1000-deep queue loses messages before it sees them; that is the
+    # throughput's business (bench/recorder_rate.py), not the recovery's
     idx = np.round(rec.q[:, 0] / 0.01).astype(int)
-    np.testing.assert_array_equal(idx, np.arange(rec.n_samples))
+    assert idx[0] == 0 and np.all(np.diff(idx) > 0), idx
     np.testing.assert_allclose(rec.tau, np.array([expected(i) for i in idx]), atol=1e-9)
     assert 1000 <= rec.n_samples < len(sent)
     recovered = rec.quality['recorded']
