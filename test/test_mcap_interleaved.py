@@ -223,3 +223,35 @@ def test_patterns_of_any_period_up_to_the_limit(tmp_path, period):
                                   for k in range(period - 1)]
     bag = write_interleaved(tmp_path / 'bag', [(pattern, 700, 'none')], period)
     check_bag(bag)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(text=st.text(), little=st.booleans(), pad=st.integers(0, 5),
+       cut=st.integers(0, 3), junk=st.binary(max_size=12))
+def test_string_data_reads_as_rosbags_does(text, little, pad, cut, junk):
+    """bag_reader.string_data gives rosbags' String.data, or rosbags' error."""
+    from rosbags.serde import SerdeError
+    store = typestore()
+    raw = bytes(store.serialize_cdr(store.types[STRING](data=text), STRING,
+                                    little_endian=little))
+    for candidate in (raw, raw + b'\0' * pad, raw[:len(raw) - cut], junk, raw[:4] + junk):
+        try:
+            expected = store.deserialize_cdr(candidate, STRING).data
+        except SerdeError as exc:
+            with pytest.raises(SerdeError, match=str(exc)[:20]):
+                bag_reader.string_data(candidate)
+        else:
+            assert bag_reader.string_data(candidate) == expected
+
+
+def test_reading_a_recorder_bag_builds_no_type_store(tmp_path, monkeypatch):
+    """rosbags' type store (0.3 s to build) is left alone when NumPy decodes everything."""
+    from arm_dyn_id.data import bag_format
+    good = (0, 'full', 'full', 'full', '')
+    plan = [([(STATES, good), (TORQUES, good), (MARKERS, good)], 50, 'none')]
+    bag = write_interleaved(tmp_path / 'bag', plan, 0)
+    monkeypatch.setattr(bag_format, '_TYPESTORE', None)
+    bag_reader.read_stored_config(bag)
+    rec = read_bag(bag, CONV)
+    assert rec.n_samples == 50 and len(rec.markers) == 50
+    assert bag_format._TYPESTORE is None
