@@ -40,13 +40,11 @@ import numpy as np
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.identification.payload import arm_model_error, payload_frame
-from arm_dyn_id.model.dynamics import (
-    DynamicsModel, FrictionModel, nominal_standard_parameters, rigid_base_parameters)
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics
 from arm_dyn_id.service.payload_watch import (
     APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings)
-from arm_dyn_id.sim.arm import SimArm, SimParams
+from arm_dyn_id.sim.arm import SimArm, SimParams, true_model
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = (REPO / '..' / 'shared' / 'real-data' / 'ur10e').resolve()
@@ -64,12 +62,7 @@ def simulate(seed, seconds=10.0):
                                         seed=seed), config.n_joints)
     arm = SimArm(config, params)
     robot = RobotModel.from_config(config)
-    base = rigid_base_parameters(robot)
-    model = DynamicsModel(robot, base, base.beta(nominal_standard_parameters(robot)),
-                          FrictionModel(coulomb='tanh',
-                                        smooth_velocity=params.friction_smoothing_velocity),
-                          np.column_stack([params.friction_coulomb,
-                                           params.friction_viscous]).ravel())
+    model = true_model(robot, params)
     amp = np.array([0.8, 0.4, 0.4, 1.0, 0.6, 1.0])
     w = 2 * np.pi * np.array([0.13, 0.21, 0.17, 0.29, 0.23, 0.31])
     t = np.arange(int(round(seconds / params.timestep))) * params.timestep

@@ -11,13 +11,11 @@ import numpy as np
 import pytest
 
 from arm_dyn_id.config import load_arm_config
-from arm_dyn_id.model.dynamics import (
-    DynamicsModel, FrictionModel, nominal_standard_parameters, rigid_base_parameters)
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, run_stream
 from arm_dyn_id.service.payload_watch import (
     APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings, run_watch)
-from arm_dyn_id.sim.arm import SimArm, SimParams
+from arm_dyn_id.sim.arm import SimArm, SimParams, true_model
 
 T_ON, T_OFF = 3.0, 7.0          # s, the load is held in [T_ON, T_OFF)
 MASS, COM = 1.0, (0.0, 0.0, 0.05)
@@ -40,12 +38,7 @@ def simulate(t_on=T_ON, t_off=T_OFF, seconds=10.0, push=None):
     params = SimParams.from_params(values, config.n_joints)
     arm = SimArm(config, params)
     robot = RobotModel.from_config(config)
-    base = rigid_base_parameters(robot)
-    model = DynamicsModel(robot, base, base.beta(nominal_standard_parameters(robot)),
-                          FrictionModel(coulomb='tanh',
-                                        smooth_velocity=params.friction_smoothing_velocity),
-                          np.column_stack([params.friction_coulomb,
-                                           params.friction_viscous]).ravel())
+    model = true_model(robot, params)
     w = 2 * np.pi * HZ
     n_steps = int(round(seconds / params.timestep))
     t = np.arange(n_steps) * params.timestep

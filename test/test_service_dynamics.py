@@ -22,7 +22,7 @@ from arm_dyn_id.service.dynamics import (
 from arm_dyn_id.service.gravity import ServedModel
 from arm_dyn_id.service.model_dir import (
     LATEST, default_model_dir, latest_model_file, resolve_model_dir, write_fit)
-from arm_dyn_id.sim.arm import SimArm, SimParams
+from arm_dyn_id.sim.arm import SimArm, SimParams, true_model
 
 JOINTS = ('joint_1', 'joint_2', 'joint_3', 'joint_4', 'joint_5', 'joint_6')
 PERM = [3, 0, 5, 1, 4, 2]
@@ -155,12 +155,7 @@ def simulated_contact(force=FORCE, seconds=3.4):
     params = SimParams.from_params(values, config.n_joints)
     arm = SimArm(config, params)
     robot = RobotModel.from_config(config)
-    base = rigid_base_parameters(robot)
-    model = DynamicsModel(robot, base, base.beta(nominal_standard_parameters(robot)),
-                          FrictionModel(coulomb='tanh',
-                                        smooth_velocity=params.friction_smoothing_velocity),
-                          np.column_stack([params.friction_coulomb,
-                                           params.friction_viscous]).ravel())
+    model = true_model(robot, params)
     body = mujoco.mj_name2id(arm.model, mujoco.mjtObj.mjOBJ_BODY, 'link_4')
     w, amp, dt = 2 * np.pi * 0.25, 0.3, params.timestep
     rows = []

@@ -236,6 +236,20 @@ class SimParams:
         )
 
 
+def true_model(robot, params):
+    """The simulated arm's own dynamics as a DynamicsModel: the URDF's inertias (``robot``)
+    and the simulator's friction (tanh Coulomb at ``friction_smoothing_velocity``, viscous);
+    what a perfect identification would give (no payload, no sensor model)."""
+    from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel,
+                                           nominal_standard_parameters, rigid_base_parameters)
+    base = rigid_base_parameters(robot)
+    return DynamicsModel(robot, base, base.beta(nominal_standard_parameters(robot)),
+                         FrictionModel(coulomb='tanh',
+                                       smooth_velocity=params.friction_smoothing_velocity),
+                         np.column_stack([params.friction_coulomb,
+                                          params.friction_viscous]).ravel())
+
+
 def strip_urdf(text, source='URDF'):
     """URDF text without ``<visual>`` elements and mesh collision geometry.
 
