@@ -19,17 +19,20 @@ contribution is subtracted from the target), like the rigid body.
 
 **How.** Recursive least squares with exponential forgetting, per joint (the
 regressor is block-diagonal): ``λ = exp(−Δt / T)`` per step, T the forgetting time
-constant (s; default 60 s: a friction changing by 1.5 %/min is followed within
-~1.5 %), applied only on steps that update the joint (a joint at rest keeps its
-covariance: no wind-up), and its covariance never exceeds the prior's trace. A
+constant (s; default 30 s: a friction changing by 1.5 %/min is followed within
+~1 %), applied only on steps that update the joint (a joint at rest keeps what it
+knows), kept in information form with the prior refreshed at the forgetting rate
+(:meth:`FrictionTracker._step`). A
 joint's step needs ``|q̇| > min_speed`` and no contact flagged; the RLS runs at most
 at ``rate`` Hz and a new estimate is proposed every ``period`` seconds of stream time.
 
 **Bounds.** Each tracked coefficient must stay within ``[low·fitted − margin,
 high·fitted + margin]`` and ≥ 0 (the physical sign of Coulomb and viscous friction).
-A proposal with any coefficient outside is refused as a whole: the served friction
-stays the last good one and :attr:`FrictionTracker.status` names the joint, the term,
-its value and bounds, and asks for a refit.
+A joint whose proposal has any coefficient outside is refused: it keeps being served
+its last good values (the other joints' update goes on, so one joint beyond its bounds
+does not freeze the others), and :attr:`FrictionTracker.status` names the joint, the
+term, its value and bounds, and asks for a refit. Its RLS keeps running: back inside
+the bounds, it is accepted again.
 
 **Versions.** Version 0 is the fitted friction. Every accepted proposal that changes
 a coefficient by more than ``min_change`` (relative to its fitted magnitude plus the
@@ -55,6 +58,7 @@ from arm_dyn_id.model import files
 STATE_FILE = 'friction_drift.yaml'
 SCHEMA = 'arm_dyn_id/friction_drift'
 TRACKED = ('fc', 'fcp', 'fcn', 'fv')      # the terms followed online
+REFRESH = 0.01      # fraction of the prior's information kept in steady state (a floor)
 TERM_NAMES = {'fc': 'coulomb', 'fcp': 'coulomb_positive', 'fcn': 'coulomb_negative',
               'fv': 'viscous', 'fo': 'offset', 'fs': 'stribeck', 'fl': 'coulomb_load'}
 
@@ -82,7 +86,7 @@ class TrackerSettings:
         Standard deviation of the torque noise the RLS assumes (N·m).
     prior : float
         Prior standard deviation of each coefficient, a fraction of its fitted value
-        (plus the margin); also the covariance's cap.
+        (plus the margin); its information is refreshed at the forgetting rate.
     min_change : float
         A proposal becomes a version only when a coefficient moved by more than this
         fraction of (|fitted| + margin) from the served value.
@@ -93,9 +97,9 @@ class TrackerSettings:
         Versions kept for a rollback (the fitted one, version 0, always).
     """
 
-    forgetting_time: float = 60.0
+    forgetting_time: float = 30.0
     rate: float = 100.0
-    period: float = 10.0
+    period: float = 5.0
     bounds: tuple = (0.5, 1.5)
     margin: float = 0.01
     min_speed: float = 0.05
@@ -206,10 +210,14 @@ class FrictionTracker:
         self.upper = np.maximum(low * fit, high * fit) + s.margin
         self._scale = np.abs(fit) + s.margin + 1e-12
         m = len(self._cols)
-        self._P0 = np.zeros((n, m, m))
-        self._P0[:] = np.eye(m)
-        self._P0 *= ((s.prior * self._scale) ** 2)[:, :, None]
-        self._cap = np.trace(self._P0, axis1=1, axis2=2)
+        # the prior's information (inverse covariance), per joint, and its pull to the fit
+        self._A0 = np.zeros((n, m, m))
+        self._A0[:] = np.eye(m)
+        self._A0 /= ((s.prior * self._scale) ** 2)[:, :, None]
+        # what of it is refreshed at the forgetting rate: a floor, not a pull (the data of
+        # one forgetting time carry far more information on any joint that moves)
+        self._A_floor = REFRESH * self._A0
+        self._b_floor = np.einsum('jab,jb->ja', self._A_floor, fit)
         self._R = s.noise ** 2
         self.history = [(0, self.fitted.copy(), math.nan, 'fitted')]
         self.next_version = 1
@@ -230,9 +238,10 @@ class FrictionTracker:
         self.version = int(version)
         table = self.phi.reshape(self.n, self.k)
         self._served_cols = table[:, :len(self.terms)].copy()
-        self.theta = table[:, self._cols].copy()
+        start = table[:, self._cols]
         self._frozen_values = table[:, self._frozen].copy()
-        self.P = self._P0.copy()
+        self.A = self._A0.copy()
+        self.b = np.einsum('jab,jb->ja', self._A0, start)
         self.steps = np.zeros(self.n, dtype=int)
         self._F = np.zeros((self.n, len(self.terms)))
         self._L = np.zeros(self.n)
@@ -317,8 +326,16 @@ class FrictionTracker:
         return None
 
     def _step(self, dt, dq, residual, contact):
-        """One RLS step with forgetting, every moving joint at once (block-diagonal)."""
-        if contact or not np.all(np.isfinite(residual)):
+        """One RLS step with forgetting, every joint at once (block-diagonal regressor).
+
+        Kept in information form, ``A = λ A + x xᵀ / R + (1 − λ) ε A0`` and
+        ``b = λ b + x y / R + (1 − λ) ε A0 θ_fit`` (A0 the prior's information,
+        ε = REFRESH), θ = A⁻¹ b: the exponentially weighted least-squares estimate that
+        covariance-form RLS computes recursively, without its loss of positive
+        definiteness over 10⁵ steps. The refreshed share of the prior is a floor, so an
+        unexcited direction cannot wind up. A joint at rest gets
+        no step and no forgetting."""
+        if contact or not math.isfinite(float(residual.sum())):
             return
         move = np.abs(dq) > self.settings.min_speed
         if not move.any():
@@ -326,61 +343,63 @@ class FrictionTracker:
         # LP(τ_f,true) = LP(τ_f,model) − r; frozen terms' share taken out
         y = self._L - residual
         if self._frozen.size:
-            y = y - np.einsum('jk,jk->j', self._F[:, self._frozen], self._frozen_values)
-        x = self._F[:, self._cols][move]                        # (m_j, c)
-        P = self.P[move]
-        theta = self.theta[move]
-        Px = np.einsum('jab,jb->ja', P, x)
-        gain = Px / (self._R + np.einsum('ja,ja->j', x, Px))[:, None]
-        err = y[move] - np.einsum('ja,ja->j', x, theta)
-        theta = theta + gain * err[:, None]
-        lam = math.exp(-dt / self.settings.forgetting_time)
-        P = (P - gain[:, :, None] * Px[:, None, :]) / lam
-        P = 0.5 * (P + np.transpose(P, (0, 2, 1)))
-        trace = np.trace(P, axis1=1, axis2=2)
-        over = trace > self._cap[move]
-        if over.any():
-            P[over] *= (self._cap[move][over] / trace[over])[:, None, None]
-        self.P[move] = P
-        self.theta[move] = theta
-        self.steps[move] += 1
+            y -= (self._F[:, self._frozen] * self._frozen_values).sum(axis=1)
+        x = self._F[:, self._cols]                                   # (n, m)
+        lam = np.where(move, math.exp(-dt / self.settings.forgetting_time), 1.0)
+        w = move / self._R
+        self.A *= lam[:, None, None]
+        self.A += (1.0 - lam)[:, None, None] * self._A_floor
+        self.A += (w[:, None] * x)[:, :, None] * x[:, None, :]
+        self.b *= lam[:, None]
+        self.b += (1.0 - lam)[:, None] * self._b_floor + (w * y)[:, None] * x
+        self.steps += move
+
+    @property
+    def theta(self):
+        """The RLS estimate of the tracked coefficients, (n, m) (Coulomb, viscous...)."""
+        return np.linalg.solve(self.A, self.b[:, :, None])[:, :, 0]
 
     def _propose(self, t):
-        """The RLS estimate of the excited joints as a new version, or refused."""
+        """The RLS estimate of the excited joints as a new version; a joint with a
+        coefficient outside its bounds is refused (it keeps its last good values)."""
         ready = self.steps >= self.settings.min_steps
         if not ready.any():
             return None
         served = self.phi.reshape(self.n, self.k)[:, self._cols]
         proposal = np.where(ready[:, None], self.theta, served)
         outside = (proposal < self.lower) | (proposal > self.upper) | ~np.isfinite(proposal)
+        refused = ''
         if outside.any():
             j, c = (int(i[0]) for i in np.nonzero(outside))
             term = TERM_NAMES[self.terms[self._cols[c]]]
             fit = self.fitted.reshape(self.n, self.k)[j, self._cols[c]]
+            bad = outside.any(axis=1)
             self.refusals += 1
-            self.status = (
+            refused = (
                 f'refused at t={t:.1f} s: {self.joints[j]} {term} {proposal[j, c]:.4g} '
                 f'outside [{self.lower[j, c]:.4g}, {self.upper[j, c]:.4g}] (fitted '
-                f'{fit:.4g}); still serving version {self.version}: the friction drifted '
-                'beyond its bounds, refit the model')
-            return None
+                f'{fit:.4g}); {", ".join(np.asarray(self.joints)[bad])} still served at '
+                'their last good values: the friction drifted beyond its bounds, refit '
+                'the model')
+            proposal[bad] = served[bad]
         if not np.any(np.abs(proposal - served) > self.settings.min_change * self._scale):
+            if refused:
+                self.status = refused
             return None
         phi = self.phi.reshape(self.n, self.k).copy()
         phi[:, self._cols] = proposal
         version = self.next_version
         update = self._accept(phi.ravel(), version, t, 'tracked')
-        self.theta = proposal.copy()        # the RLS goes on from where it is
-        self.status = f'tracking: version {version} accepted at t={t:.1f} s'
+        self.status = refused or f'tracking: version {version} accepted at t={t:.1f} s'
+        if refused:
+            self.status = f'version {version} accepted for the other joints; ' + refused
         return update
 
     def _accept(self, phi, version, t, reason):
-        theta, P, steps, F, L, t_last = (self.theta, self.P, self.steps, self._F, self._L,
-                                         self._t)
+        A, b, steps, F, L, t_last = (self.A, self.b, self.steps, self._F, self._L, self._t)
         self._serve(phi, version)
         if reason == 'tracked':             # keep the RLS state and the filters
-            self.theta, self.P, self.steps, self._F, self._L, self._t = (
-                theta, P, steps, F, L, t_last)
+            self.A, self.b, self.steps, self._F, self._L, self._t = (A, b, steps, F, L, t_last)
             # the model filter now carries the old friction's past: equal to what r saw
         self.next_version = max(self.next_version, version + 1)
         self.accepted += reason == 'tracked'
