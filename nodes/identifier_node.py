@@ -56,16 +56,17 @@ from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
+from arm_dyn_id.data.motor import effort_reading
 from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
-from arm_dyn_id.identification.payload import identify_payload_samples
+from arm_dyn_id.identification.payload import arm_model_error, identify_payload_samples
 from arm_dyn_id.identification.pipeline import (choose_dynamics, fit_full_samples, fit_gravity,
                                                 judge_full_fit, judge_gravity_fit,
                                                 plan_harmonic_hz)
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gate import ModelRefused, admit_model
-from arm_dyn_id.model.robot import RobotModel
+from arm_dyn_id.model.robot import Payload, RobotModel
 from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, try_publish)
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
@@ -75,7 +76,10 @@ from arm_dyn_id.service.contact import calibrated_thresholds
 from arm_dyn_id.service.dynamics import (
     ResidualStream, ServedDynamics, answer_dynamics_query, is_full)
 from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
+from arm_dyn_id.service.friction_drift import (
+    FrictionTracker, TrackerSettings, model_id, save_state, state_path)
 from arm_dyn_id.service.model_dir import latest_model_file, resolve_model_dir, write_fit
+from arm_dyn_id.service.payload_watch import APPLIED, REVERTED, PayloadWatch, WatchSettings
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
 
@@ -84,7 +88,7 @@ BASE_PREFIX = 'base_parameters.'
 ARM_FIELDS = ('joints', 'urdf')     # arm config fields that parameters may override
 FIT_TIMEOUT = 600.0     # s a Trigger reply waits for a fit
 DYNAMICS_MODES = ('auto', 'gravity', 'full')
-EFFORT_KINDS = ('current', 'torque')
+EFFORT_KINDS = ('auto', 'current', 'torque')
 
 
 def _joint_state(header, names, position, effort, velocity=None):
@@ -116,6 +120,15 @@ class IdentifierNode(Node):
         self.gravity = p('gravity').value
         self.payload = payload_from(p('payload_mass').value, p('payload_com').value,
                                     p('payload_frame').value)
+        self.watch_settings = self._payload_watch_settings()
+        self.watch = None                   # PayloadWatch, made at the first residual
+        self.watch_baseline = self.payload  # what a put-down reverts to
+        self._watch_pool = None             # applies the watch's events, in order
+        # friction drift (service.friction_drift): None when friction_tracking is off
+        self.friction_settings = self._friction_settings()
+        self.friction_tracker = None        # FrictionTracker of the served full model
+        self.friction_stream = None         # the ResidualStream it feeds on
+        self._friction_lock = threading.Lock()  # tracker: residual path vs rollback
         self.dynamics_mode = p('dynamics').value
         robot_name = self.config.robot_name if self.config else ''
         try:
@@ -177,6 +190,10 @@ class IdentifierNode(Node):
         self.model_torque_pub = self.create_publisher(JointState, 'model_torques', streams)
         self.external_pub = self.create_publisher(JointState, 'external_torques', streams)
         self.contact_pub = self.create_publisher(Bool, 'contact', streams)
+        # payload watch events, JSON (docs/identifier.md); latched: a late joiner gets the last
+        self.payload_event_pub = self.create_publisher(String, '~/payload_events', LATCHED_QOS)
+        # the served friction's version and values, JSON (docs/identifier.md), latched
+        self.friction_pub = self.create_publisher(String, '~/friction', LATCHED_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_state, streams)
         self.create_subscription(JointState, 'gravity_query', self._on_query, streams)
@@ -277,9 +294,10 @@ class IdentifierNode(Node):
             Param('write_report', True, 'render report.html into each fit folder'),
             Param('residual', True, 'full model: publish model_torques, external_torques '
                   '(and contact) for every joint_states', read_only=True),
-            Param('joint_states_effort', 'current', 'what joint_states.effort carries for the '
+            Param('joint_states_effort', 'auto', 'what joint_states.effort carries for the '
                   'residual: current (A, converted with torque_constants, current_offsets, '
-                  '...) or torque (N·m)', read_only=True),
+                  '...), torque (N·m), or auto: current converted by config_file when given, '
+                  'else what the model file\'s measurement section says', read_only=True),
             Param('observer_gains', [25.0], 'momentum observer bandwidth K per joint, or one '
                   'for all (1/s): the residual follows an external torque with time '
                   'constant 1/K', read_only=True),
@@ -295,6 +313,48 @@ class IdentifierNode(Node):
                   high=10000.0),
             Param('payload_window', 60.0, '~/identify_payload uses the joint_torques samples '
                   'of the last payload_window seconds (s)', low=0.1, high=1e6),
+            Param('payload_watch', False, 'full model: follow a payload picked up or put down '
+                  'from the residual; events on ~/payload_events (docs/identifier.md)',
+                  read_only=True),
+            Param('payload_watch_apply', False, 'payload_watch: serve a picked-up payload '
+                  'after payload_watch_confirm seconds, revert when it is put down',
+                  read_only=True),
+            Param('payload_watch_window', 1.0, 'payload_watch: seconds of motion each fit '
+                  'of the flange load uses (s)', read_only=True, low=0.3, high=60.0),
+            Param('payload_watch_support', 0.8, 'payload_watch: a change must last this '
+                  'long before its event (s)', read_only=True, low=0.05, high=60.0),
+            Param('payload_watch_confirm', 0.5, 'payload_watch_apply: seconds after a '
+                  'picked_up / changed event before it is served (s)', read_only=True,
+                  low=0.01, high=60.0),
+            Param('payload_watch_enter_mass', 0.3, 'payload_watch: a load change of at least '
+                  'this mass starts a candidate (kg)', read_only=True, low=1e-3, high=1000.0),
+            Param('payload_watch_exit_mass', 0.15, 'payload_watch: a candidate ends when the '
+                  'change falls below this mass (kg, < enter mass: hysteresis)',
+                  read_only=True, low=1e-3, high=1000.0),
+            Param('payload_watch_max_mass_std', 0.1, 'payload_watch: no event while the '
+                  'standard error of the mass exceeds this (kg)', read_only=True, low=1e-6,
+                  high=1000.0),
+            Param('payload_watch_max_relative_std', 0.1, 'payload_watch: no event while the '
+                  'standard error of the mass exceeds this fraction of the change',
+                  read_only=True, low=1e-6, high=10.0),
+            Param('friction_tracking', False, 'full model: follow the friction drift '
+                  '(Coulomb, viscous) online from the residual, rigid body frozen; '
+                  'versions on ~/friction, ~/rollback_friction (docs/identifier.md)',
+                  read_only=True),
+            Param('friction_forgetting_time', 30.0, 'friction_tracking: time constant of '
+                  'the RLS forgetting (s)', read_only=True, low=0.1, high=1e6),
+            Param('friction_period', 5.0, 'friction_tracking: stream time between two '
+                  'proposed friction versions (s)', read_only=True, low=0.01, high=1e6),
+            Param('friction_rate', 100.0, 'friction_tracking: largest rate of RLS steps '
+                  '(Hz)', read_only=True, low=0.1, high=100000.0),
+            Param('friction_bounds', [0.5, 1.5], 'friction_tracking: [low, high] factors '
+                  'of the fitted value each coefficient must stay within; an update '
+                  'outside is refused (refit)', read_only=True),
+            Param('friction_bound_margin', 0.01, 'friction_tracking: absolute widening of '
+                  'the bounds (N·m, N·m·s/rad)', read_only=True, low=0.0, high=1000.0),
+            Param('friction_min_speed', 0.05, 'friction_tracking: a joint is updated '
+                  'only while |velocity| exceeds this (rad/s)', read_only=True, low=0.0,
+                  high=100.0),
         ], self.config)
         p = self.get_parameter
         if p('dynamics').value not in DYNAMICS_MODES:
@@ -380,13 +440,13 @@ class IdentifierNode(Node):
             return None, 'off (parameter residual is false)'
         if not dynamics.fast.exact:
             return None, 'off: the model has no pinocchio equivalent (a massless body)'
-        gains = offsets = None
-        if p('joint_states_effort').value == 'current':
-            if self.config is None:
-                return None, ('off: joint_states effort is a motor current and no config_file '
-                              'gives the torque constants (give config_file, or '
-                              'joint_states_effort:=torque)')
-            gains, offsets = self.config.joint_torque_gains, self.config.current_offsets
+        # joint_states_effort or config_file when given, else the model file's measurement
+        try:
+            reading = effort_reading(dynamics.joints, dynamics.model.measurement,
+                                     effort=p('joint_states_effort').value, config=self.config,
+                                     model_joints=dynamics.model.joint_names)
+        except (ConfigError, JointNameError) as exc:
+            return None, f'off: {exc}'
         thresholds = np.asarray(p('contact_thresholds').value, dtype=float)
         thresholds = None if np.all(thresholds <= 0) else \
             np.where(thresholds > 0, thresholds, np.inf)
@@ -397,14 +457,14 @@ class IdentifierNode(Node):
         stream = ResidualStream(dynamics, p('observer_gains').value,
                                 thresholds if calibrated is None else calibrated,
                                 p('observer_max_gap').value, p('velocity_cutoff').value,
-                                torque_gains=gains, offsets=offsets)
+                                torque_gains=reading.gains, offsets=reading.offsets)
         if calibrated is not None:
             what = f'contact by the calibrated thresholds {why}'
         elif thresholds is None:
             what = 'no contact flag' + (f' ({why})' if why else '')
         else:
             what = f'contact above {np.round(stream.observer.thresholds, 4).tolist()} N·m'
-        return stream, f'on ({p("joint_states_effort").value} in joint_states.effort; {what})'
+        return stream, f'on ({reading.describe()}; {what})'
 
     def _install(self, built):
         """Swap the served objects in (each one reference: the 1 kHz paths take no lock)."""
@@ -509,6 +569,10 @@ class IdentifierNode(Node):
             raise DataError(f'{choice.kind} fit refused by the data gate: {verdict.reason}')
         seconds = time.monotonic() - started
         model.metadata.setdefault('dynamics_choice', choice.to_dict())
+        # what joint_states.effort carries (the recorder's conversion), for who serves it
+        model.metadata.setdefault('measurement', effort_reading(
+            model.joint_names, effort=self.get_parameter('joint_states_effort').value,
+            config=self.config).measurement())
         prepared = self._prepare(model, source=f'fit of {len(t)} samples ({choice.kind})')
         written = self._write_fit(model, prepared['urdf'], validation, choice)
         prepared['written'] = written
@@ -803,6 +867,11 @@ class IdentifierNode(Node):
                     f'the threshold at {joint}', throttle_duration_sec=1.0)
             self.contact = contact
         self.counts['residual'] += 1
+        if self.friction_settings is not None:
+            self._track_friction(residual, stamp.sec + stamp.nanosec * 1e-9, dq, contact)
+        if self.watch_settings is not None:
+            self._watch_payload(residual, stamp.sec + stamp.nanosec * 1e-9, q, dq, external,
+                                contact)
 
     def _on_dynamics_query(self, msg):
         """Inverse dynamics: position, velocity, effort = acceleration in; torques out."""
@@ -857,6 +926,8 @@ class IdentifierNode(Node):
                                 callback_group=services)
         commands.create_service(Trigger, f'{base}/apply_payload', self._apply_payload_srv,
                                 callback_group=services)
+        commands.create_service(Trigger, f'{base}/rollback_friction',
+                                self._rollback_friction_srv, callback_group=services)
         p = self.get_parameter
         commands.create_timer(p('diagnostics_period').value, self._publish_diagnostics,
                               callback_group=timers)
@@ -937,12 +1008,16 @@ class IdentifierNode(Node):
             doc['inertia'] = np.asarray(inertia, dtype=float).tolist()
         return True, json.dumps(doc)
 
-    def apply_payload(self):
-        """Serve the last identified payload (sets payload_mass, payload_com, payload_frame)."""
-        fit = self.payload_fit
-        if fit is None:
-            return False, 'no payload identified yet: call ~/identify_payload first'
-        payload = fit.payload
+    def apply_payload(self, payload=None):
+        """Serve the last identified payload, or ``payload`` (the payload watch's; False:
+        none) by setting payload_mass, payload_com, payload_frame."""
+        if payload is None:
+            fit = self.payload_fit
+            if fit is None:
+                return False, 'no payload identified yet: call ~/identify_payload first'
+            payload = fit.payload
+        elif payload is False:
+            payload = Payload(0.0, (0.0, 0.0, 0.0), self.get_parameter('payload_frame').value)
         results = self.set_parameters([
             Parameter('payload_frame', Parameter.Type.STRING, payload.frame),
             Parameter('payload_com', Parameter.Type.DOUBLE_ARRAY,
@@ -953,6 +1028,181 @@ class IdentifierNode(Node):
             return False, f'payload not applied: {refused[0]}'
         return True, (f'serving the payload {payload.mass:.4g} kg at '
                       f'{np.round(payload.com, 4).tolist()} m in {payload.frame}')
+
+    # -- payload watch (service.payload_watch) ------------------------------
+    def _payload_watch_settings(self):
+        """WatchSettings from the payload_watch_* parameters, None when it is off."""
+        p = self.get_parameter
+        if not p('payload_watch').value:
+            return None
+        try:
+            return WatchSettings(**{key: p(f'payload_watch_{key}').value for key in (
+                'apply', 'window', 'support', 'confirm', 'enter_mass', 'exit_mass',
+                'max_mass_std', 'max_relative_std')})
+        except ValueError as exc:
+            raise ConfigError(f'{NODE_NAME}: {exc}') from exc
+
+    def _watch_payload(self, residual, t, q, dq, external, contact):
+        """Feed the watch one residual sample; publish (and apply) what it decides."""
+        dynamics = residual.observer.dynamics
+        if self.watch is None:
+            frame = self.get_parameter('payload_frame').value
+            try:
+                self.watch = PayloadWatch(dynamics.model.robot, self.watch_settings, frame,
+                                          self.watch_baseline, say=self.get_logger().info,
+                                          noise=self.config.torque_noise if self.config
+                                          else None,
+                                          model_error=arm_model_error(dynamics.model))
+            except (ValueError, JointNameError) as exc:
+                self.watch_settings = None
+                self.get_logger().error(f'payload watch off: {exc}')
+                return
+        try:
+            events = self.watch.update(t, q, dq, external, contact, dynamics.payload)
+        except JointNameError as exc:      # the payload frame is not in the URDF
+            self.watch_settings = None
+            self.get_logger().error(f'payload watch off: {exc}')
+            return
+        for event in events:
+            try_publish(self, self.payload_event_pub, String(data=json.dumps(event.to_dict())))
+            if event.kind in (APPLIED, REVERTED):
+                # set_parameters rebuilds the served model (~0.1 s): not on the 1 kHz path;
+                # one thread, so an apply and a revert are served in their order
+                if self._watch_pool is None:
+                    self._watch_pool = concurrent.futures.ThreadPoolExecutor(
+                        1, thread_name_prefix='payload-watch')
+                self._watch_pool.submit(self._watch_apply, event)
+
+    def _watch_apply(self, event):
+        ok, message = self.apply_payload(event.payload or False)
+        log = self.get_logger().info if ok else self.get_logger().error
+        log(f'payload watch {event.kind}: {message}')
+
+    # -- friction drift (service.friction_drift) ----------------------------
+    def _friction_settings(self):
+        """TrackerSettings from the friction_* parameters, None when tracking is off."""
+        p = self.get_parameter
+        if not p('friction_tracking').value:
+            return None
+        try:
+            return TrackerSettings(
+                forgetting_time=p('friction_forgetting_time').value,
+                period=p('friction_period').value, rate=p('friction_rate').value,
+                bounds=tuple(p('friction_bounds').value),
+                margin=p('friction_bound_margin').value,
+                min_speed=p('friction_min_speed').value)
+        except ValueError as exc:
+            raise ConfigError(f'{NODE_NAME}: {exc}') from exc
+
+    def _friction_file(self):
+        """friction_drift.yaml beside the served model's file, None when it has none."""
+        if self.model_source.startswith('fit'):
+            return state_path(Path(self.last_fit_dir) / 'model.yaml') \
+                if self.last_fit_dir else None
+        return state_path(self.model_source) if self.model_source else None
+
+    def _track_friction(self, residual, t, dq, contact):
+        """Feed the tracker one residual sample; serve (and persist) a new version."""
+        with self._friction_lock:
+            if self.friction_stream is not residual:      # a new model or a rebuild
+                self._start_tracker(residual)
+            tracker = self.friction_tracker
+            if tracker is None:
+                return
+            update = tracker.update(t, dq, residual.observer.residual, contact)
+            if update is not None:
+                self._serve_friction(update)
+            elif tracker.refusals != self._friction_refusals:
+                self._friction_refusals = tracker.refusals
+                self.get_logger().error(f'friction update {tracker.status}',
+                                        throttle_duration_sec=60.0)
+
+    def _start_tracker(self, residual):
+        """A tracker for the stream's model; the same model keeps its tracker (a payload or
+        gravity change rebuilds the stream), another one restores friction_drift.yaml."""
+        self.friction_stream = residual
+        model = residual.observer.dynamics.model
+        tracker = self.friction_tracker
+        if tracker is None or tracker.model_id != model_id(model):
+            try:
+                tracker = FrictionTracker(model, residual.observer.gains,
+                                          self.friction_settings, residual.observer.max_gap)
+            except ValueError as exc:
+                self.friction_tracker = None
+                self.get_logger().error(f'friction tracking off for this model: {exc}')
+                return
+            path = self._friction_file()
+            update, message = (None, 'no model file: the tracked friction is not saved') \
+                if path is None else tracker.restore(path)
+            self.get_logger().info(f'friction tracking on (model {tracker.model_id}): '
+                                   f'{message}')
+            self.friction_tracker = tracker
+            self._friction_refusals = 0
+        tracker.restart()       # the new stream's observer starts again too
+        if tracker.version != 0:
+            self._serve_friction(None, save=False)
+        else:
+            self._publish_friction(None)
+
+    def _serve_friction(self, update, save=True):
+        """The tracker's friction into the served dynamics and the residual stream (no
+        rebuild: the rigid body and the observer state stay); ~/friction, the file."""
+        tracker = self.friction_tracker
+        residual = self.friction_stream
+        dynamics = residual.observer.dynamics
+        served = self.served_dynamics
+        if served is not None and served.fast is dynamics:
+            self.served_dynamics = served = served.with_friction(tracker.phi)
+            residual.serve(served)
+        else:       # a stream of another served object: its observer only
+            residual.serve(dynamics.with_friction(tracker.phi))
+        self._publish_friction(update)
+        path = self._friction_file()
+        if save and path is not None:
+            state = tracker.to_dict()
+            # disk I/O off the 1 kHz path
+            threading.Thread(target=self._save_friction, args=(state, path), daemon=True,
+                             name='friction-save').start()
+
+    def _publish_friction(self, update):
+        """~/friction: the served friction's version, values and status (JSON)."""
+        tracker = self.friction_tracker
+        table = tracker.table()
+        doc = {'version': tracker.version, 'model_id': tracker.model_id,
+               'stamp': None if update is None or not np.isfinite(update.stamp)
+               else update.stamp, 'reason': 'restored' if update is None else update.reason,
+               'joints': list(tracker.joints), 'status': tracker.status,
+               **{k: np.round(v, 6).tolist() for k, v in table.items()}}
+        try_publish(self, self.friction_pub, String(data=json.dumps(doc)))
+
+    def _save_friction(self, state, path):
+        try:
+            save_state(state, path)
+        except OSError as exc:
+            self._error('friction save failed')
+            self.get_logger().error(f'could not write {path}: {exc}')
+
+    def rollback_friction(self):
+        """Serve the friction version before the current one again; (success, message)."""
+        with self._friction_lock:
+            tracker = self.friction_tracker
+            if self.friction_settings is None:
+                return False, 'friction_tracking is false: there is nothing to roll back'
+            if tracker is None or self.friction_stream is not self.residual:
+                return False, ('no friction tracked yet: it starts with the first joint_states '
+                               'of a full model')
+            if tracker.version == 0:
+                return False, 'already serving the fitted friction (version 0)'
+            was = tracker.version
+            update = tracker.rollback()
+            self._serve_friction(update)
+        message = f'friction rolled back from version {was} to version {update.version}'
+        self.get_logger().info(message)
+        return True, message
+
+    def _rollback_friction_srv(self, request, response):
+        response.success, response.message = self.rollback_friction()
+        return response
 
     # -- diagnostics --------------------------------------------------------
     def _publish_diagnostics(self):
@@ -993,18 +1243,29 @@ class IdentifierNode(Node):
             'observer_restarts': self.residual.observer.restarts if self.residual else 0,
             'contact': self.contact,
             'contacts': self.counts['contacts'],
+            'payload_watch': 'off' if self.watch_settings is None else
+            'no residual yet' if self.watch is None else
+            f'{self.watch.state} {self.watch.object[0]:.4g} kg' +
+            (' (applied)' if self.watch.applied else ''),
             'model_dir': str(self.model_root),
             'last_fit_dir': self.last_fit_dir,
             'samples_rejected': self.counts['samples_rejected'],
             'publish_failures': json.dumps(getattr(self, 'publish_failures', {})),
             'errors': json.dumps(self.errors),
             'reload_error': self.reload_error,
+            'friction_tracking': 'off' if self.friction_settings is None else
+            'no residual yet' if self.friction_tracker is None else
+            self.friction_tracker.status,
+            'friction_version': self.friction_tracker.version
+            if self.friction_tracker is not None else 0,
         }
         publish_diagnostics(self, status, values)
 
     def shutdown(self):
         self._stopping = True
         self._worker.shutdown(wait=False, cancel_futures=True)
+        if self._watch_pool is not None:
+            self._watch_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def main(args=None):
