@@ -12,12 +12,14 @@ FLAKE8_PIN := flake8==7.5.0
 .PHONY: test test-fast demo bench lint venv clean
 
 # Everything, the node tests across processes included: the CI command (.ci/run).
-# Two workers, one test file each at a time (module fixtures are built once); TEST_WORKERS=0
-# runs in one process.
+# Two workers, one test file each at a time (module fixtures are built once), files in
+# collection order (test/conftest.py puts the longest first; xdist would otherwise order
+# them by their number of tests and start the one-test demo last); TEST_WORKERS=0 runs in
+# one process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(VPY) -m pytest -q -p no:cacheprovider --durations=15 \
-	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) test
+	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) test
 
 # The core tests: no ROS node, no DDS participant (-m "not ros"), nothing over ~5 s
 # ("not slow"). About a minute on 2 cores; run it while you work, `make test` before a push.
