@@ -246,15 +246,8 @@ def _joint_state(t, names, q, dq, effort):
 
 
 def _identifier_diagnostics(harness):
-    from diagnostic_msgs.msg import DiagnosticArray
-    got = []
-
-    def on_diag(msg):
-        for status in msg.status:
-            if status.name.startswith('identifier_node'):
-                got.append({kv.key: kv.value for kv in status.values})
-    harness.node.create_subscription(DiagnosticArray, 'diagnostics', on_diag, 10)
-    return got
+    from test_identifier_full import diagnostics     # imports rclpy's messages: here only
+    return diagnostics(harness)
 
 
 @pytest.mark.ros
