@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Friction drift while serving: the residual of a frozen model against a tracked one.
 
-Issue 24 item 6. A simulated warm-up of the humanoid arm: Coulomb and viscous friction
-of every joint fall linearly by 30 % over 20 minutes, after 2 cold minutes. The arm:
-the URDF's link parameters (its rigid body), the simulator's tanh friction
-(config/humanoid_arm.yaml sim_arm_node), torque noise of the config's ``torque_noise``
-(Gaussian, per joint), a three-harmonic Fourier motion of every joint; torques from the
-model's own inverse dynamics (offline, faster than real time). The served model: the
-fitted one a good fit gives, i.e. the same friction (cold) and link parameters off by
-1 % (seeded), so its cold residual is not pure noise.
+Issue 24 item 6. A simulated warm-up of the humanoid arm (``arm_dyn_id.sim.warmup``):
+Coulomb and viscous friction of every joint fall linearly by 30 % over 20 minutes, after
+2 cold minutes. The arm: the URDF's link parameters (its rigid body), the simulator's tanh
+friction (config/humanoid_arm.yaml sim_arm_node), torque noise of the config's
+``torque_noise`` (Gaussian, per joint), a three-harmonic Fourier motion of every joint;
+torques from the model's own inverse dynamics (offline, faster than real time). The served
+model: the fitted one a good fit gives, i.e. the same friction (cold) and link parameters
+off by 1 % (seeded), so its cold residual is not pure noise.
 
-Both runs go through the node's code, sample by sample: ``ResidualStream`` (momentum
+Both runs go through the node's code, sample by sample
+(``arm_dyn_id.service.friction_drift.track_recording``): ``ResidualStream`` (momentum
 observer, K = 25 /s) and, tracked, ``FrictionTracker.update`` with every accepted version
 swapped in by ``ServedDynamics.with_friction`` / ``ResidualStream.serve`` (what
 identifier_node does with friction_tracking on; its defaults: forgetting time 30 s,
@@ -36,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 from arm_dyn_id.config import load_arm_config  # noqa: E402
-from arm_dyn_id.model.dynamics import (  # noqa: E402
-    DynamicsModel, FrictionModel, nominal_standard_parameters, rigid_base_parameters)
+from arm_dyn_id.model.dynamics import DynamicsModel, nominal_standard_parameters  # noqa: E402
 from arm_dyn_id.model.robot import RobotModel  # noqa: E402
-from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics  # noqa: E402
-from arm_dyn_id.service.friction_drift import FrictionTracker, TrackerSettings  # noqa: E402
-from arm_dyn_id.sim.arm import SimParams  # noqa: E402
+from arm_dyn_id.service.friction_drift import (  # noqa: E402
+    FrictionTracker, TrackerSettings, track_recording)
+from arm_dyn_id.sim.arm import SimParams, true_model  # noqa: E402
+from arm_dyn_id.sim.warmup import warm_up  # noqa: E402
 
 GAINS = 25.0
 COLD_MIN = 2.0
@@ -53,57 +54,20 @@ def models(seed=0):
     config = load_arm_config('humanoid_arm.yaml')
     sim = SimParams.from_config(load_arm_config('humanoid_arm.yaml', node_name='sim_arm_node'))
     robot = RobotModel.from_config(config)
-    base = rigid_base_parameters(robot)
+    truth = true_model(robot, sim)
     theta = nominal_standard_parameters(robot)
-    friction = FrictionModel(coulomb='tanh', smooth_velocity=sim.friction_smoothing_velocity)
-    phi = np.column_stack([sim.friction_coulomb, sim.friction_viscous]).ravel()
-    truth = DynamicsModel(robot, base, base.beta(theta), friction, phi)
     rng = np.random.default_rng(seed)
     fitted = theta * (1 + 0.01 * rng.standard_normal(theta.shape))
-    served = DynamicsModel(robot, base, base.beta(fitted), friction, phi)
+    served = DynamicsModel(robot, truth.base, truth.base.beta(fitted), truth.friction_model,
+                           truth.phi)
     return config, truth, served
-
-
-def warm_up(truth, noise, minutes, rate, seed=0):
-    """t, q, dq, tau (N·m) and the friction scale of the warm-up."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, (COLD_MIN + minutes) * 60.0, 1.0 / rate)
-    n = truth.robot.n_joints
-    q, dq, ddq = (np.zeros((len(t), n)) for _ in range(3))
-    for j in range(n):
-        for h in range(1, 4):
-            a, b = rng.normal(0.0, 0.3 / h, 2)
-            w = 2 * np.pi * 0.1 * h
-            s, c = np.sin(w * t), np.cos(w * t)
-            q[:, j] += a * s + b * c
-            dq[:, j] += w * (a * c - b * s)
-            ddq[:, j] -= w * w * (a * s + b * c)
-    scale = 1.0 - FALL * np.clip((t / 60.0 - COLD_MIN) / minutes, 0.0, 1.0)
-    tau = np.empty_like(q)
-    for lo in range(0, len(t), 20000):      # the regressor of 20000 samples at a time
-        sl = slice(lo, lo + 20000)
-        tau[sl] = (np.asarray(truth.rigid_body_torques(q[sl], dq[sl], ddq[sl]))
-                   + scale[sl, None] * np.asarray(truth.friction_torques(dq[sl])))
-    tau += np.asarray(noise) * rng.standard_normal(q.shape)
-    return t, q, dq, tau, scale
 
 
 def run(served_model, data, tracker=None):
     """The node's residual path; residual (N, n), updates, wall seconds."""
-    t, q, dq, tau, _ = data
-    served = ServedDynamics(served_model)
-    stream = ResidualStream(served, GAINS)
-    residual, updates = np.empty_like(q), []
     started = time.perf_counter()
-    for k in range(len(t)):
-        _, v, _, r, contact = stream.step(t[k], q[k], dq[k], tau[k])
-        residual[k] = r
-        if tracker is not None:
-            update = tracker.update(t[k], v, stream.observer.residual, contact)
-            if update is not None:
-                served = served.with_friction(update.phi)
-                stream.serve(served)
-                updates.append(update)
+    residual, updates = track_recording(served_model, data.t, data.q, data.dq, data.tau,
+                                        GAINS, tracker)
     return residual, updates, time.perf_counter() - started
 
 
@@ -150,8 +114,10 @@ def main():
     args = parser.parse_args()
     report = benchlib.Report('friction_drift', args, title='Friction drift while serving')
     config, truth, served = models(args.seed)
-    data = warm_up(truth, config.torque_noise, args.minutes, args.rate, args.seed)
-    t = data[0]
+    data = warm_up(truth, seconds=(COLD_MIN + args.minutes) * 60.0, rate=args.rate, fall=FALL,
+                   ramp=args.minutes * 60.0, cold=COLD_MIN * 60.0, noise=config.torque_noise,
+                   seed=args.seed)
+    t = data.t
     frozen, _, frozen_s = run(served, data)
     tracker = FrictionTracker(served, GAINS, TrackerSettings())
     tracked, updates, tracked_s = run(served, data, tracker)
@@ -165,7 +131,7 @@ def main():
                                   'tracked_max': round(float(k[m].max()), 3)})
     left = [u.version for u in updates if np.any(
         (u.phi.reshape(-1, 2) < tracker.lower) | (u.phi.reshape(-1, 2) > tracker.upper))]
-    truth_end = data[4][-1] * truth.phi.reshape(-1, 2)
+    truth_end = data.scale[-1] * truth.phi.reshape(-1, 2)
     got = tracker.phi.reshape(-1, 2)
     summary = report.add('summary', {
         'samples': len(t), 'rate_hz': args.rate, 'joints': joints,

@@ -12,9 +12,10 @@ import yaml
 
 from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.model.robot import RobotModel
-from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics
+from arm_dyn_id.service.dynamics import ServedDynamics
 from arm_dyn_id.service.friction_drift import (
-    STATE_FILE, FrictionTracker, TrackerSettings, save_state, state_path)
+    STATE_FILE, FrictionTracker, TrackerSettings, save_state, state_path, track_recording)
+from arm_dyn_id.sim.warmup import warm_up
 from test_service_dynamics import JOINTS, full_model
 
 FC = np.array([0.3, 0.3, 0.06, 0.06, 0.01, 0.005])     # N·m
@@ -29,50 +30,9 @@ def model():
     return full_model(robot, coulomb='tanh', fc=FC, fv=FV, smooth_velocity=0.01)
 
 
-def motion(seconds, rate=100.0, seed=0):
-    """Three-harmonic Fourier motion of every joint (seed 001 eq. 19): t, q, dq, ddq."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(0.0, seconds, 1.0 / rate)
-    q, dq, ddq = (np.zeros((len(t), 6)) for _ in range(3))
-    for j in range(6):
-        for h in range(1, 4):
-            a, b = rng.normal(0.0, 0.3 / h, 2)
-            w = 2 * np.pi * 0.1 * h
-            s, c = np.sin(w * t), np.cos(w * t)
-            q[:, j] += a * s + b * c
-            dq[:, j] += w * (a * c - b * s)
-            ddq[:, j] -= w * w * (a * s + b * c)
-    return t, q, dq, ddq
-
-
-def warm_up(model, seconds=120.0, fall=0.3, ramp=90.0, noise=0.02, seed=0):
-    """The arm driven by ``model``'s rigid body with its friction scaled by 1 - fall·t/ramp
-    (then held): t, q, dq, tau (N·m), scale (N,)."""
-    t, q, dq, ddq = motion(seconds, seed=seed)
-    scale = 1.0 - fall * np.clip(t / ramp, 0.0, 1.0)
-    rng = np.random.default_rng(seed + 1)
-    tau = (np.asarray(model.rigid_body_torques(q, dq, ddq))
-           + scale[:, None] * np.asarray(model.friction_torques(dq))
-           + noise * rng.standard_normal(q.shape))
-    return t, q, dq, tau, scale
-
-
 def run(model, data, tracker=None):
-    """The node's residual path on ``data``; residual (N, n) and the updates served."""
-    t, q, dq, tau, _ = data
-    served = ServedDynamics(model)
-    stream = ResidualStream(served, GAINS)
-    residual, updates = np.empty_like(q), []
-    for k in range(len(t)):
-        _, v, _, r, contact = stream.step(t[k], q[k], dq[k], tau[k])
-        residual[k] = r
-        if tracker is not None:
-            update = tracker.update(t[k], v, stream.observer.residual, contact)
-            if update is not None:
-                served = served.with_friction(update.phi)
-                stream.serve(served)
-                updates.append(update)
-    return residual, updates
+    """The node's residual path on a warm-up; residual (N, n) and the updates served."""
+    return track_recording(model, data.t, data.q, data.dq, data.tau, GAINS, tracker)
 
 
 def rms(x, mask):
@@ -81,7 +41,7 @@ def rms(x, mask):
 
 @pytest.fixture(scope='module')
 def tracked(model):
-    data = warm_up(model)
+    data = warm_up(model, 120.0)        # friction -30 % over 90 s, then held
     frozen, _ = run(model, data)
     tracker = FrictionTracker(model, GAINS, FAST)
     residual, updates = run(model, data, tracker)

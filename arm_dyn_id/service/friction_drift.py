@@ -54,6 +54,7 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.model import files
+from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics
 
 STATE_FILE = 'friction_drift.yaml'
 SCHEMA = 'arm_dyn_id/friction_drift'
@@ -503,5 +504,47 @@ def save_state(doc, path):
     return files.save(doc, path)
 
 
+def track_recording(model, t, q, dq, tau, gains, tracker=None):
+    """The served model's residual over a recording, sample by sample, through the node's
+    path: a :class:`ResidualStream` (momentum observer) and, with ``tracker``, every
+    accepted friction version served at once (``ServedDynamics.with_friction``,
+    ``ResidualStream.serve``), as identifier_node does with friction tracking on.
+    Without ``tracker`` the model stays frozen.
+
+    Parameters
+    ----------
+    model : DynamicsModel
+        The served (fitted) model.
+    t : ndarray, (N,)
+        Stamps (s).
+    q, dq, tau : ndarray, (N, n)
+        Joint positions (rad), velocities (rad/s) and torques (N·m), model order.
+    gains : float or ndarray, (n,)
+        Observer gains K (1/s).
+    tracker : FrictionTracker, optional
+        Built on ``model`` with the same gains; its state goes on from where it is.
+
+    Returns
+    -------
+    residual : ndarray, (N, n)
+        The observer's residual at every sample (N·m), contact band applied.
+    updates : list of FrictionUpdate
+        The versions served, in order.
+    """
+    served = ServedDynamics(model)
+    stream = ResidualStream(served, gains)
+    residual, updates = np.empty_like(q), []
+    for k in range(len(t)):
+        _, v, _, r, contact = stream.step(t[k], q[k], dq[k], tau[k])
+        residual[k] = r
+        if tracker is not None:
+            update = tracker.update(t[k], v, stream.observer.residual, contact)
+            if update is not None:
+                served = served.with_friction(update.phi)
+                stream.serve(served)
+                updates.append(update)
+    return residual, updates
+
+
 __all__ = ['FrictionTracker', 'FrictionUpdate', 'STATE_FILE', 'TrackerSettings', 'model_id',
-           'save_state', 'state_path']
+           'save_state', 'state_path', 'track_recording']
