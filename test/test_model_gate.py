@@ -26,7 +26,7 @@ from arm_dyn_id.model.gate import (KINDS, SCALE_LIMIT, ModelRefused, admit_doc, 
                                    admit_urdf)
 from arm_dyn_id.model.gravity import GravityModel
 from test_cli_fit import URDF, reciprocating_data, write_config, write_synthetic_bag
-from test_cli_full import fourier_data, write_plain_bag
+from test_cli_full import fourier_data, one_error_line, run, write_plain_bag
 
 
 def _fit(bag, config, out):
@@ -116,21 +116,6 @@ def bad_files(fits):
                             yaml.safe_dump(content, sort_keys=False))
         out[name] = path
     return out
-
-
-def run(capsys, *argv):
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_error_line(err):
-    lines = [line for line in err.strip().splitlines() if not line.startswith('[')]
-    assert len(lines) == 1 and 'Traceback' not in err, err
-    return lines[0]
 
 
 # -- the gate itself --------------------------------------------------------------------

@@ -22,6 +22,7 @@ from arm_dyn_id.service.dynamics import (ResidualStream, ServedDynamics, calibra
                                          run_stream)
 from test_cli_fit import COULOMB, JOINTS, K_E, NOISE, URDF, write_config
 from test_cli_full import VISCOUS, fourier_data, write_plain_bag
+from test_cli_full import run as run_cli
 
 RATE = 200.0
 GAINS = 25.0
@@ -117,15 +118,6 @@ def free_run(seed, pushes=(), segments=6, rate=RATE, t0=2000.0):
 def write_run(path, data):
     return write_bag(path, data['t'], JOINTS, data['q'], data['current'],
                      velocity=data['dq'])
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope='module')
