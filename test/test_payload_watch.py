@@ -6,60 +6,25 @@ identifier node publishes the events on ~/payload_events and serves the payload.
 
 import json
 
-import mujoco
 import numpy as np
 import pytest
 
-from arm_dyn_id.config import load_arm_config
-from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, run_stream
 from arm_dyn_id.service.payload_watch import (
-    APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings, run_watch)
-from arm_dyn_id.sim.arm import SimArm, SimParams, true_model
+    APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings, correlation_time,
+    run_watch)
+from arm_dyn_id.sim import pick_and_place as sim
 
 T_ON, T_OFF = 3.0, 7.0          # s, the load is held in [T_ON, T_OFF)
 MASS, COM = 1.0, (0.0, 0.0, 0.05)
-Q0 = np.array([0.0, 0.6, 1.2, 0.0, 0.5, 0.0])
-AMP = np.array([0.8, 0.4, 0.4, 1.0, 0.6, 1.0])
-HZ = np.array([0.13, 0.21, 0.17, 0.29, 0.23, 0.31])
 THRESHOLDS = [3.0, 3.0, 1.5, 0.5, 0.5, 0.3]     # N·m, a push of 40 N flags contact
 
 
 def simulate(t_on=T_ON, t_off=T_OFF, seconds=10.0, push=None):
-    """The TX-60 in MuJoCo moving every joint (slow sinusoids, normal work) with a point
-    mass ``MASS`` at ``COM`` in the flange frame in [t_on, t_off), and optionally a force
-    ``push = (start, end, F)`` (N, world frame) on link_4.
-
-    Returns the config, the true arm model without load (URDF inertias, the simulator's
-    tanh friction) and per 1 ms sample t, q, dq (measured), joint torque k·(i − offset).
-    """
-    config = load_arm_config('staubli_tx60.yaml', node_name='sim_arm_node')
-    values = dict(config.extra, initial_positions=Q0.tolist())
-    params = SimParams.from_params(values, config.n_joints)
-    arm = SimArm(config, params)
-    robot = RobotModel.from_config(config)
-    model = true_model(robot, params)
-    w = 2 * np.pi * HZ
-    n_steps = int(round(seconds / params.timestep))
-    t = np.arange(n_steps) * params.timestep
-    q, dq, current = (np.empty((n_steps, 6)) for _ in range(3))
-    held = False
-    for k in range(n_steps):
-        on = t_on is not None and t_on <= t[k] < t_off
-        if on != held:
-            if on:
-                arm.attach_payload(MASS, COM)
-            else:
-                arm.detach_payload()
-            held = on
-        if push is not None:
-            body = mujoco.mj_name2id(arm.model, mujoco.mjtObj.mjOBJ_BODY, 'link_4')
-            arm.data.xfrc_applied[body, :3] = push[2] if push[0] <= t[k] < push[1] else 0.0
-        arm.step(Q0 + AMP * np.sin(w * t[k]), AMP * w * np.cos(w * t[k]),
-                 -AMP * w * w * np.sin(w * t[k]))
-        _, q[k], dq[k], current[k] = arm.measure()
-    tau = config.joint_torque_gains * (current - config.current_offsets)
-    return config, model, t, q, dq, tau
+    """The TX-60 in MuJoCo with MASS at COM in [t_on, t_off) (arm_dyn_id.sim.pick_and_place):
+    config, true model, t, q, dq, τ at 1 kHz."""
+    run = sim.pick_and_place(MASS, COM, t_on, t_off, seconds, push=push)
+    return run.config, run.model, run.t, run.q, run.dq, run.tau
 
 
 def follow(config, model, t, q, dq, tau, settings, thresholds=None):
@@ -140,8 +105,6 @@ def test_a_brief_push_is_not_a_payload(flags):
     events = run_watch(watch, t, q, dq, out['residual'],
                        out['contact'] if flags else None)
     assert events == [], watch.decisions
-    # it did look like a load for a moment: a candidate, then refused with a reason
-    assert 'candidate' in [d['decision'] for d in watch.decisions]
 
 
 def test_nothing_is_applied_while_the_standard_error_is_too_large(pick_and_place):
@@ -153,11 +116,55 @@ def test_nothing_is_applied_while_the_standard_error_is_too_large(pick_and_place
     assert held and all(d['mass_std'] > 1e-4 for d in held)
 
 
+@pytest.fixture(scope='module')
+def realistic():
+    """2 kg held in [20, 45) s of 65 s, 500 Hz, served an imperfect model (its rigid body
+    5 %, friction 15-45 %, gains 3 % off, a 3 s-correlated torque error): a real arm's case."""
+    run = sim.realistic_pick_and_place(seed=0)
+    residual = run_stream(ResidualStream(ServedDynamics(run.served), 25.0), run.t, run.q,
+                          run.dq, run.tau)['residual']
+    return run, residual
+
+
+def test_an_imperfect_arm_model_gives_no_confident_wrong_load(realistic):
+    """With time-correlated model error the white standard error was over-confident: the
+    1 s fits of the old defaults made a 0.65 ± 0.04 kg picked_up on free motion. Every
+    event must now be right within 20 % or its claimed standard errors (3 of them)."""
+    run, residual = realistic
+    watch = PayloadWatch(run.model.robot, WatchSettings(), 'flange',
+                         noise=run.config.torque_noise)
+    events = run_watch(watch, run.t, run.q, run.dq, residual)
+    for e in events:
+        held = run.t_on <= e.since < run.t_off
+        truth = run.mass if held else 0.0
+        if e.kind == PUT_DOWN:
+            assert not held, e
+            continue
+        assert held, e
+        assert abs(e.mass - truth) <= max(0.2 * truth, 3 * e.mass_std), e
+    # the standard error is widened for the correlation the watch measured
+    assert watch.correlation_time > 0.05
+
+
+def test_correlation_time_of_white_and_correlated_series():
+    rng = np.random.default_rng(0)
+    white = rng.standard_normal(4000)
+    assert correlation_time(white, 0.02) < 0.03
+    # AR(1) with a 1 s time constant at 50 Hz: integrated time ~ 1 s
+    a = np.exp(-0.02 / 1.0)
+    x = np.zeros(20000)
+    for k in range(1, len(x)):
+        x[k] = a * x[k - 1] + rng.standard_normal()
+    assert 0.5 < correlation_time(x, 0.02) < 1.5
+
+
 def test_settings_are_checked():
     with pytest.raises(ValueError, match='exit_mass 0.5 kg must be below enter_mass'):
         WatchSettings(enter_mass=0.3, exit_mass=0.5)
     with pytest.raises(ValueError, match='window = -1'):
         WatchSettings(window=-1.0)
+    with pytest.raises(ValueError, match='max_window 2.0 s must be >= window 5.0 s'):
+        WatchSettings(window=5.0, max_window=2.0)
 
 
 # -- the node ------------------------------------------------------------------------

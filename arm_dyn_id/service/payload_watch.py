@@ -63,6 +63,19 @@ PICKED_UP, PUT_DOWN, CHANGED, APPLIED, REVERTED = (
     'picked_up', 'put_down', 'changed', 'applied', 'reverted')
 BLOCK = 0.1          # s, the blocks of the batch-means covariance
 SETTLE = 0.1         # s left out after a push (the observer's residual decays)
+#: s, correlation time of the residual assumed until the watch has measured it
+CORRELATION_PRIOR = 1.0
+#: s of steady state (no candidate, no change) the correlation time is measured on, at least
+CORRELATION_SPAN = 8.0
+#: s of stream time between two measurements of the correlation time
+CORRELATION_PERIOD = 1.0
+#: a candidate's change of mass is at least this many standard errors
+SIGNIFICANCE = 3.0
+#: steady fits of a length before their spread counts in the standard error
+NULL_FITS = 20
+#: s after the first sample (a start or restart: the observer and the arm settling) whose
+#: fits do not count in the null
+STARTUP = 1.0
 #: the arm model's own error is taken as independent between blocks this long (s)
 MODEL_ERROR_SECONDS = 1.0
 
@@ -74,7 +87,8 @@ class WatchSettings:
     Attributes
     ----------
     window : float
-        s of motion each fit uses.
+        s of motion of the shortest fit; the watch's fit grows (doubling) up to
+        ``max_window`` until its mass standard error is at most ``exit_mass / 2``.
     support : float
         s a candidate must last before its event.
     confirm : float
@@ -93,6 +107,10 @@ class WatchSettings:
         s between samples kept and between fits.
     apply : bool
         Emit ``applied`` / ``reverted`` (the node then serves the payload).
+    max_window : float
+        s, the longest fit: the watch's fit and an event's fit (on the samples since its
+        candidate began) never use more. An event is decided at most ``max_window`` s after
+        its candidate began, or held back.
     """
 
     window: float = 1.0
@@ -107,6 +125,7 @@ class WatchSettings:
     sample_period: float = 0.02
     fit_period: float = 0.1
     apply: bool = False
+    max_window: float = 30.0
 
     def __post_init__(self):
         for f in fields(self):
@@ -121,6 +140,9 @@ class WatchSettings:
         if self.window < 3 * BLOCK or self.sample_period * 10 > self.window:
             raise ValueError(f'payload watch: window {self.window} s must be >= {3 * BLOCK} s '
                              f'and hold >= 10 samples of sample_period {self.sample_period} s')
+        if not self.max_window >= self.window:
+            raise ValueError(f'payload watch: max_window {self.max_window} s must be >= '
+                             f'window {self.window} s')
 
 
 @dataclass(frozen=True)
@@ -142,6 +164,10 @@ class WatchFit:
     scales : ndarray, (3,)
         The load's scale on each third of the window (1: sustained).
     samples : int
+    span : float
+        s from its first sample to its last.
+    correlation : float
+        s, the residual's correlation time its standard errors were widened for.
     """
 
     t: float
@@ -154,6 +180,8 @@ class WatchFit:
     explained: float
     scales: np.ndarray
     samples: int
+    span: float = 0.0
+    correlation: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -264,9 +292,27 @@ class PayloadWatch:
             np.isfinite(error) & (error > 0)) else None
         self._say = say or (lambda text: None)
         s = self.settings
-        keep = int(np.ceil((s.window + s.confirm + s.support) / s.sample_period)) + 4
-        # [t, q, dq, r, served θ, served frame, P, y]; P and y once q̈ is known
-        self._records = deque(maxlen=keep)
+        # the samples whose q̈ is not known yet: [t, q, dq, r, served θ, served frame, P, y]
+        self._records = deque(maxlen=int(np.ceil(s.fit_period / s.sample_period)) + 8)
+        # the regressed samples of the longest fit: t, P (M, n, 4), y (M, n)
+        self._keep = int(np.ceil((s.max_window + s.confirm + s.support) / s.sample_period)) + 4
+        self._t = np.empty(2 * self._keep)
+        self._P = np.empty((2 * self._keep, n, 4))
+        self._y = np.empty((2 * self._keep, n))
+        self._rows = 0
+        #: s, the residual's correlation time (measured in steady state; module notes)
+        self.correlation_time = CORRELATION_PRIOR
+        self._correlation_span = 0.0
+        # the watch's fit lengths, and what their mass does while nothing changes (the
+        # null): [sum of squared deviations from the belief, count] per length
+        self._levels = [s.window]
+        while self._levels[-1] < s.max_window:
+            self._levels.append(min(2.0 * self._levels[-1], s.max_window))
+        self._null = np.zeros((len(self._levels), 2))
+        self._unsure = deque()
+        self._steady_since = -np.inf
+        self._next_correlation = -np.inf
+        self._first = np.inf
         self._served = None
         self._served_theta = np.zeros(4)
         self._served_frame = frame
@@ -289,8 +335,11 @@ class PayloadWatch:
     def reset(self):
         """Forget the samples (a stream restart); the belief stays."""
         self._records.clear()
+        self._rows = 0
         self._last_kept = self._next_fit = -np.inf
         self._candidate = None
+        self._steady_since = -np.inf
+        self._first = np.inf
 
     def update(self, t, q, dq, residual, contact=False, served=None):
         """One sample in; the events it decided (usually none).
@@ -325,6 +374,7 @@ class PayloadWatch:
             self._served_theta = _theta(served)
             self._served_frame = served.frame if served is not None else self.frame
         self._last_kept = t
+        self._first = min(self._first, t)
         self._records.append([t, np.array(q, dtype=float),
                               None if dq is None else np.array(dq, dtype=float),
                               np.array(residual, dtype=float), self._served_theta,
@@ -388,24 +438,38 @@ class PayloadWatch:
                     payload_regressor(self.robot, rec[1], rec[5])[0]
                 y = y + Ps @ rec[4]
             rec[6], rec[7] = P[k], y
+            self._push_row(rec[0], P[k], y)
+
+    def _push_row(self, t, P, y):
+        if self._rows == len(self._t):          # full: keep the newest _keep rows
+            k = self._keep
+            for a in (self._t, self._P, self._y):
+                a[:k] = a[self._rows - k:self._rows]
+            self._rows = k
+        self._t[self._rows], self._P[self._rows], self._y[self._rows] = t, P, y
+        self._rows += 1
+
+    def _samples(self, start, end):
+        """t, P, y of the regressed samples in [start, end] (pushes left out)."""
+        m = self._rows
+        t = self._t[:m]
+        lo, hi = np.searchsorted(t, start, 'left'), np.searchsorted(t, end, 'right')
+        t, P, y = t[lo:hi], self._P[lo:hi], self._y[lo:hi]
+        if np.isfinite(self._push_until):
+            keep = ~((t >= self._push_from - SETTLE) & (t <= self._push_until))
+            t, P, y = t[keep], P[keep], y[keep]
+        return t, P, y
 
     def fit(self, start, end=None):
         """WatchFit of the samples in [start, end] (pushes left out), or None (too few)."""
         self._regress()
-        recs = [r for r in self._records if r[6] is not None]
-        if not recs:
+        if not self._rows:
             return None
-        t = np.array([r[0] for r in recs])
-        end = t[-1] if end is None else end
-        use = (t >= start) & (t <= end)
-        if np.isfinite(self._push_until):
-            use &= ~((t >= self._push_from - SETTLE) & (t <= self._push_until))
+        end = self._t[self._rows - 1] if end is None else end
+        t, P, y = self._samples(start, end)          # (M,), (M, n, 4), (M, n)
         need = 0.6 * (end - start) / self.settings.sample_period
-        if use.sum() < max(10, need):
+        if len(t) < max(10, need):
             return None
-        t = t[use]
-        P = np.array([r[6] for r, u in zip(recs, use) if u])     # (M, n, 4)
-        y = np.array([r[7] for r, u in zip(recs, use) if u])     # (M, n)
         w = self._w
         A = np.einsum('mjp,j,mjq->pq', P, w, P)
         b = np.einsum('mjp,j,mj->p', P, w, y)
@@ -415,12 +479,18 @@ class PayloadWatch:
         e = y - P @ theta
         # batch means: score sums over blocks of a tenth of the span (>= 0.1 s), independent
         # between blocks (the observer's low-pass, the arm model's slow error)
-        blocks = np.floor((t - t[0]) / max(BLOCK, (t[-1] - t[0]) / 10)).astype(int)
+        block = max(BLOCK, (t[-1] - t[0]) / 10)
+        blocks = np.floor((t - t[0]) / block).astype(int)
         nb = blocks[-1] + 1
         scores = np.zeros((nb, 4))
         np.add.at(scores, blocks, np.einsum('mjp,j,mj->mp', P, w, e))
         used = np.count_nonzero(np.any(scores != 0, axis=1))
-        cov = inv @ (scores.T @ scores) @ inv * used / max(used - 4, 1)
+        # blocks shorter than the residual's correlation time are not independent: the
+        # variance of their sum is 2 τ / block times what batch means gives (the effective
+        # number of samples of a correlated series; module notes)
+        widen = max(1.0, 2.0 * self.correlation_time / block)
+        cov = inv @ (scores.T @ scores) @ inv * used / max(used - 4, 1) * widen
+        span = t[-1] - t[0]
         # plus the white-noise term: the sandwich has no variance along directions the
         # window does not excite (an arm at rest: m against the vertical CoM)
         dof = max(e.size - 4, 1)
@@ -429,6 +499,13 @@ class PayloadWatch:
             cov += model_error_covariance(P, self._noise, self._model_error, max(1, int(round(
                 (t[-1] - t[0]) / MODEL_ERROR_SECONDS))))
         std = np.sqrt(np.clip(np.diag(cov), 0, None))
+        # never more precise than fits of that length were while nothing changed: the arm
+        # model's error depends on the poses, and over a short window it is a bias no
+        # within-window estimate sees (the null of the longest length not above the span)
+        null = self.null_std(span)
+        if null > std[0]:
+            std[0] = null
+            cov[0, 0] = null ** 2
         belief = self._base + self.object
         e0 = y - P @ belief
         E0 = float(np.einsum('mj,j,mj->', e0, w, e0))
@@ -452,12 +529,107 @@ class PayloadWatch:
             com_std = np.sqrt(np.clip(np.diag(J @ cov @ J.T), 0, None))
         return WatchFit(t=float(t[-1]), theta=theta, std_errors=std, mass=mass,
                         mass_std=float(std[0]), com=com, com_std=com_std,
-                        explained=float(explained), scales=scales, samples=int(len(t)))
+                        explained=float(explained), scales=scales, samples=int(len(t)),
+                        span=float(t[-1] - t[0]), correlation=self.correlation_time)
+
+    def null_std(self, span):
+        """RMS deviation (kg) of the watch's steady fits (no candidate, nothing changed
+        within them) from the load believed, for the longest fit length not above ``span``
+        s (the shortest when ``span`` is shorter) with at least ``NULL_FITS`` of them; 0 when
+        none has."""
+        ok = self._null[:, 1] >= NULL_FITS
+        if not ok.any():
+            return 0.0
+        # shorter than the shortest: as the shortest (a shorter fit is no more precise)
+        below = [k for k in np.nonzero(ok)[0] if self._levels[k] <= span * 1.0001 + 1e-9]
+        k = below[-1] if below else np.nonzero(ok)[0][0]
+        return float(np.sqrt(self._null[k, 0] / self._null[k, 1]))
+
+    def _measure_correlation(self, t):
+        """The residual's correlation time, measured on the steady samples (no candidate, no
+        pending event, no change) of the last ``max_window`` s, at least ``CORRELATION_SPAN``
+        s of them: the integrated autocorrelation time of the mass's influence series
+        (by blocking). A load change inside would look like a long correlation, hence steady
+        samples only; until measured, ``CORRELATION_PRIOR``; a measurement is replaced only
+        by one on as long a span (after a change, the one before stays)."""
+        if t < self._next_correlation or self._candidate is not None or \
+                self._pending is not None:
+            return
+        self._next_correlation = t + CORRELATION_PERIOD
+        start = max(self._steady_since, t - self.settings.max_window)
+        # a shorter span than the measurement in force cannot see as slow an error
+        if t - start < max(CORRELATION_SPAN, 0.999 * self._correlation_span):
+            return
+        self._correlation_span = t - start
+        tt, P, y = self._samples(start, t)
+        if len(tt) < 20:
+            return
+        w = self._w
+        A = np.einsum('mjp,j,mjq->pq', P, w, P)
+        inv = np.linalg.pinv(A, rcond=1e-8)
+        e = y - P @ (inv @ np.einsum('mjp,j,mj->p', P, w, y))
+        h = np.einsum('p,mjp,j,mj->m', inv[0], P, w, e)
+        self.correlation_time = correlation_time(h, self.settings.sample_period)
 
     # -- decisions ----------------------------------------------------------------
+    def watch_fit(self, t):
+        """The fits that watch for a change: on the last ``window`` s, doubled up to
+        ``max_window`` until the mass's standard error is at most ``exit_mass / 2``.
+
+        Returns
+        -------
+        (WatchFit or None, WatchFit or None)
+            The first fit whose change of mass is a candidate's (>= ``enter_mass`` and
+            >= ``SIGNIFICANCE`` standard errors; None: none is), and the last fit made (the
+            precise one, or the longest there is; None: too few samples).
+        """
+        s = self.settings
+        found, last, span = None, None, s.window
+        steady = self._candidate is None and self._pending is None
+        if not steady:
+            self._unsure.clear()
+        while self._unsure and self._unsure[0][0] <= t:
+            _, k, dev = self._unsure.popleft()
+            self._null[k] += (dev, 1.0)
+        for k, span in enumerate(self._levels):
+            # never across the last change: before it the arm held another load
+            start = max(t - span, self._steady_since)
+            fit = self.fit(start, t)
+            if fit is None:
+                return found, last
+            last = fit
+            if steady and start > self._steady_since and start >= self._first + STARTUP:
+                # counted once nothing changed for as long again after it (a fit that saw
+                # the start of a change is not a steady one): dropped if a candidate starts
+                self._unsure.append((t + max(span, 2.0), k,
+                                     (fit.mass - float(self.object[0])) ** 2))
+            if found is None and self._starts(fit):
+                found = fit
+            if fit.mass_std <= s.exit_mass / 2 or start == self._steady_since:
+                return found, last
+        return found, last
+
+    def _starts(self, fit):
+        """Whether ``fit`` shows a change that starts a candidate (hysteresis enter side)."""
+        s = self.settings
+        held = float(self.object[0])
+        if self.state == 'empty':
+            start = fit.mass >= s.enter_mass
+        else:
+            start = abs(fit.mass - held) >= s.enter_mass or fit.mass < s.exit_mass
+        return start and abs(fit.mass - held) >= SIGNIFICANCE * fit.mass_std
+
+    def _keeps(self, fit):
+        """Whether a candidate fitted at ``fit`` is still a change (hysteresis exit side)."""
+        s = self.settings
+        if self.state == 'empty':
+            return fit.mass >= s.exit_mass
+        return abs(fit.mass - float(self.object[0])) >= s.exit_mass
+
     def _decide(self, t):
         s = self.settings
-        fit = self.fit(t - s.window, t)
+        self._measure_correlation(t)
+        found, fit = self.watch_fit(t)
         if fit is None:
             return []
         self.fits.append(fit)
@@ -465,37 +637,40 @@ class PayloadWatch:
         if self._pending is not None:
             # judged like the event: on the samples since its candidate began
             since = self._pending[0].since
-            events += self._confirm(self.fit(max(t - s.window, since), t) or fit)
+            events += self._confirm(self.fit(max(t - s.max_window, since), t) or fit)
         held = float(self.object[0])
-        if self.state == 'empty':
-            start, keep = fit.mass >= s.enter_mass, fit.mass >= s.exit_mass
-        else:
-            # one candidate for any change of a held load; put_down or changed is told
-            # by the fit that makes the event (a load put down passes through lighter fits)
-            start = abs(fit.mass - held) >= s.enter_mass or fit.mass < s.exit_mass
-            keep = abs(fit.mass - held) >= s.exit_mass
-        kind = None if not start else PICKED_UP if self.state == 'empty' else \
-            PUT_DOWN if fit.mass < s.exit_mass else CHANGED
         if self._candidate is not None:
             _, since = self._candidate
-            if not keep:
-                self._drop(t, f'the fitted mass {fit.mass:.3g} kg left the band',
-                           mass=fit.mass)
+            # judged on the samples since it began (all after the change), up to
+            # max_window of them: the window grows until the fit is precise
+            recent = self.fit(max(t - s.max_window, since), t)
+            if recent is None:
                 return events
-            if t - since >= s.support:
-                # the event is judged on the samples since the candidate began (all after
-                # the change), up to a window of them
-                fit = self.fit(max(t - s.window, since), t) or fit
-                ckind = PICKED_UP if self.state == 'empty' else \
-                    PUT_DOWN if fit.mass < s.exit_mass else CHANGED
-                events += self._event(ckind, since, fit)
-            return events
-        if kind is not None:
+            if not self._keeps(recent) and recent.mass_std <= s.exit_mass / 2:
+                self._drop(t, f'the mass fitted since it began, {recent.mass:.3g} ± '
+                           f'{recent.mass_std:.2g} kg, is back in the band', mass=recent.mass)
+                return events
+            if t - since >= s.support and self._keeps(recent):
+                kind = PICKED_UP if self.state == 'empty' else \
+                    PUT_DOWN if recent.mass < s.exit_mass else CHANGED
+                why = self._ready(kind, recent)
+                if found is None or not why.startswith(('not explained', 'not sustained')):
+                    events += self._event(kind, since, recent)
+                    return events
+                # not a flange load since it began, and a change now: start again from now
+                # (a change after a false start would never be sustained since then)
+                self._drop(t, f'{why}; a new change is seen')
+            else:
+                return events
+        if found is not None:
+            kind = PICKED_UP if self.state == 'empty' else \
+                PUT_DOWN if found.mass < s.exit_mass else CHANGED
             self._candidate = (kind, t)
             self._held = ''
-            self._log('candidate', t, f'{kind} candidate: object mass {fit.mass:.3g} ± '
-                      f'{fit.mass_std:.2g} kg (now {held:.3g} kg), explained '
-                      f'{fit.explained:.2f}', kind=kind, mass=fit.mass, mass_std=fit.mass_std)
+            self._log('candidate', t, f'{kind} candidate: object mass {found.mass:.3g} ± '
+                      f'{found.mass_std:.2g} kg on {found.span:.1f} s (now {held:.3g} kg), '
+                      f'explained {found.explained:.2f}', kind=kind, mass=found.mass,
+                      mass_std=found.mass_std)
         return events
 
     def _ready(self, kind, fit):
@@ -509,10 +684,12 @@ class PayloadWatch:
             return (f'not sustained over the window: scale per third '
                     f'{np.round(fit.scales, 2).tolist()} (1 ± {s.sustain_tolerance})')
         if not fit.mass_std <= s.max_mass_std:
-            return f'mass std error {fit.mass_std:.3g} kg > max_mass_std {s.max_mass_std}'
+            return (f'not precise: mass std error {fit.mass_std:.3g} kg > max_mass_std '
+                    f'{s.max_mass_std} (on {fit.span:.1f} s)')
         if not fit.mass_std <= s.max_relative_std * change:
-            return (f'mass std error {fit.mass_std:.3g} kg > max_relative_std '
-                    f'{s.max_relative_std} x the change {change:.3g} kg')
+            return (f'not precise for the change: mass std error {fit.mass_std:.3g} kg > '
+                    f'max_relative_std {s.max_relative_std} x the change {change:.3g} kg '
+                    f'(on {fit.span:.1f} s)')
         return ''
 
     def _event(self, kind, since, fit):
@@ -525,6 +702,7 @@ class PayloadWatch:
             return []
         self._candidate = None
         self._held = ''
+        self._steady_since = since
         if kind == PUT_DOWN:
             self.state, self.object = 'empty', np.zeros(4)
             mass, com, mass_std, com_std = 0.0, (0.0, 0.0, 0.0), fit.mass_std, (0.0,) * 3
@@ -606,6 +784,39 @@ class PayloadWatch:
         self._say(f'payload watch t={t:.2f} s: {text}')
 
 
+def correlation_time(x, dt, min_blocks=6):
+    """Integrated autocorrelation time (s) of a series by blocking (Flyvbjerg and Petersen
+    1989): for blocks of 1, 2, 4, ... samples (at least ``min_blocks`` of them), the
+    variance of the block means times the block length over the series' variance is
+    ``2 τ``; the largest of these (the plateau, or the longest block when the series is
+    too short to show it: the safe side).
+
+    Parameters
+    ----------
+    x : ndarray, (M,)
+        Samples ``dt`` s apart.
+    dt : float
+    min_blocks : int
+
+    Returns
+    -------
+    float
+        At least ``dt / 2`` (white); the variance of a mean of M samples is ``2 τ / (M dt)``
+        times theirs.
+    """
+    x = np.asarray(x, dtype=float)
+    var = np.var(x)
+    if not var > 0:
+        return dt / 2
+    tau, size = 0.5, 1
+    while len(x) // size >= min_blocks:
+        n = len(x) // size
+        means = x[:n * size].reshape(n, size).mean(axis=1)
+        tau = max(tau, 0.5 * size * np.var(means, ddof=1) / var)
+        size *= 2
+    return float(tau) * dt
+
+
 def run_watch(watch, t, q, dq, residual, contact=None, served=None):
     """A recorded residual through ``watch`` sample by sample (the node's code path).
 
@@ -629,4 +840,4 @@ def run_watch(watch, t, q, dq, residual, contact=None, served=None):
 
 
 __all__ = ['APPLIED', 'CHANGED', 'PICKED_UP', 'PUT_DOWN', 'PayloadEvent', 'PayloadWatch',
-           'REVERTED', 'WatchFit', 'WatchSettings', 'run_watch']
+           'REVERTED', 'WatchFit', 'WatchSettings', 'correlation_time', 'run_watch']
