@@ -69,15 +69,15 @@ from arm_dyn_id.model.gate import ModelRefused, admit_model
 from arm_dyn_id.model.robot import Payload, RobotModel
 from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, try_publish)
+from arm_dyn_id.nodes.messages import StreamMessage, joint_state
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
 from arm_dyn_id.service.contact import calibrated_thresholds
-from arm_dyn_id.service.dynamics import (
-    ResidualStream, ServedDynamics, answer_dynamics_query, is_full)
-from arm_dyn_id.service.gravity import ServedModel, answer_query, payload_from
-from arm_dyn_id.service.friction_drift import (
-    FrictionTracker, TrackerSettings, model_id, save_state, state_path)
+from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, is_full
+from arm_dyn_id.service.gravity import ServedModel, payload_from
+from arm_dyn_id.service.friction_drift import TrackerSettings, state_path
+from arm_dyn_id.service.live_model import LiveFriction, LiveModel
 from arm_dyn_id.service.model_dir import latest_model_file, resolve_model_dir, write_fit
 from arm_dyn_id.service.payload_watch import APPLIED, REVERTED, PayloadWatch, WatchSettings
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
@@ -89,18 +89,6 @@ ARM_FIELDS = ('joints', 'urdf')     # arm config fields that parameters may over
 FIT_TIMEOUT = 600.0     # s a Trigger reply waits for a fit
 DYNAMICS_MODES = ('auto', 'gravity', 'full')
 EFFORT_KINDS = ('auto', 'current', 'torque')
-
-
-def _joint_state(header, names, position, effort, velocity=None):
-    """A JointState reply or stream message (arrays -> lists)."""
-    out = JointState()
-    out.header = header
-    out.name = list(names)
-    out.position = position.tolist()
-    if velocity is not None:
-        out.velocity = velocity.tolist()
-    out.effort = effort.tolist()
-    return out
 
 
 class IdentifierNode(Node):
@@ -124,11 +112,10 @@ class IdentifierNode(Node):
         self.watch = None                   # PayloadWatch, made at the first residual
         self.watch_baseline = self.payload  # what a put-down reverts to
         self._watch_pool = None             # applies the watch's events, in order
-        # friction drift (service.friction_drift): None when friction_tracking is off
-        self.friction_settings = self._friction_settings()
-        self.friction_tracker = None        # FrictionTracker of the served full model
-        self.friction_stream = None         # the ResidualStream it feeds on
-        self._friction_lock = threading.Lock()  # tracker: residual path vs rollback
+        # the served model, its residual stream, friction drift (service.live_model)
+        friction = self._friction_settings()
+        self.live = LiveModel(None if friction is None else LiveFriction(
+            friction, self._friction_file, self._publish_friction, self._live_log))
         self.dynamics_mode = p('dynamics').value
         robot_name = self.config.robot_name if self.config else ''
         try:
@@ -148,10 +135,6 @@ class IdentifierNode(Node):
         self.torque_check = JointStateCheck(self.config.joints) if self.config else None
         self.marker_log = MarkerLog()
         self.model = None
-        self.served = None
-        self.served_dynamics = None     # ServedDynamics of a full model, else None
-        self.residual = None            # ResidualStream of joint_states, else None
-        self.residual_status = 'no full-dynamics model'
         self.contact = False
         self.payload_fit = None
         self.last_fit_dir = ''
@@ -185,20 +168,29 @@ class IdentifierNode(Node):
         self.model_pub = self.create_publisher(String, '~/model', LATCHED_QOS)
         self.urdf_pub = self.create_publisher(String, 'robot_description_identified', LATCHED_QOS)
         self.gravity_pub = self.create_publisher(JointState, 'gravity_torques', streams)
-        self.result_pub = self.create_publisher(JointState, 'gravity_result', streams)
-        self.dyn_result_pub = self.create_publisher(JointState, 'dynamics_result', streams)
         self.model_torque_pub = self.create_publisher(JointState, 'model_torques', streams)
         self.external_pub = self.create_publisher(JointState, 'external_torques', streams)
         self.contact_pub = self.create_publisher(Bool, 'contact', streams)
+        # one reusable message per 1 kHz stream, refilled on the stream thread (nodes.messages)
+        self._gravity_out, self._model_out, self._external_out = (
+            StreamMessage(), StreamMessage(), StreamMessage())
         # payload watch events, JSON (docs/identifier.md); latched: a late joiner gets the last
         self.payload_event_pub = self.create_publisher(String, '~/payload_events', LATCHED_QOS)
         # the served friction's version and values, JSON (docs/identifier.md), latched
         self.friction_pub = self.create_publisher(String, '~/friction', LATCHED_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_state, streams)
-        self.create_subscription(JointState, 'gravity_query', self._on_query, streams)
-        self.create_subscription(JointState, 'dynamics_query', self._on_dynamics_query,
-                                 streams)
+        # queries on a companion node with an executor thread of its own: they do not
+        # queue behind the 1 kHz stream (both evaluate the model under live.lock)
+        self.queries = create_command_node(self, 'queries')
+        self.side_nodes = (self.queries,)
+        self.result_pub, self.dyn_result_pub = (self.queries.create_publisher(
+            JointState, self.resolve_topic_name(topic), streams)
+            for topic in ('gravity_result', 'dynamics_result'))
+        self.queries.create_subscription(JointState, self.resolve_topic_name('gravity_query'),
+                                         self._on_query, streams)
+        self.queries.create_subscription(JointState, self.resolve_topic_name('dynamics_query'),
+                                         self._on_dynamics_query, streams)
         if not self.serve_only:
             self.create_subscription(JointState, 'joint_torques', self._on_torques, streams)
             self.create_subscription(String, 'excitation_segments', self._on_marker, MARKER_QOS)
@@ -400,7 +392,7 @@ class IdentifierNode(Node):
             if bad or not new['methods']:
                 return SetParametersResult(successful=False, reason=(
                     f'unknown estimator {bad[:1]}; choose from {sorted(ESTIMATORS)}'))
-        if not hasattr(self, 'served'):     # still declaring
+        if not hasattr(self, 'live'):     # still declaring
             return SetParametersResult(successful=True)
         g = float(new.get('gravity', self.gravity))
         with self._lock:
@@ -468,11 +460,8 @@ class IdentifierNode(Node):
 
     def _install(self, built):
         """Swap the served objects in (each one reference: the 1 kHz paths take no lock)."""
-        self.served_dynamics = built['dynamics']
-        self.residual = built['residual']
-        self.residual_status = built['residual_status']
         self.contact = False
-        self.served = built['served']
+        self.live.install(built)
 
     def _publish_base_parameters(self, model):
         wanted = {BASE_PREFIX + n: float(v) for n, v in zip(model.base.names, model.beta)}
@@ -819,19 +808,20 @@ class IdentifierNode(Node):
 
     # -- serving ------------------------------------------------------------
     def _on_state(self, msg):
-        served = self.served
-        if served is None:
+        stamp = msg.header.stamp
+        t = stamp.sec + stamp.nanosec * 1e-9
+        out = self.live.stream(msg.name, t, msg.position, msg.velocity, msg.effort)
+        if out.served is None:
             self.counts['stream_skipped'] += 1
             self._error('stream: no_model')
             return
-        residual = self.residual
-        if residual is not None:
-            self._residual(residual, msg)
-        answer = served.stream(msg.name, msg.position)
-        if self._rejected(answer, 'stream', 'not served'):
+        if out.residual is not None:
+            self._residual(out.stream, msg, t, out.residual)
+        if self._rejected(out.gravity, 'stream', 'not served'):
             return
-        q, tau = answer
-        if try_publish(self, self.gravity_pub, _joint_state(msg.header, served.joints, q, tau)):
+        q, tau = out.gravity
+        if try_publish(self, self.gravity_pub,
+                       self._gravity_out.fill(msg.header, out.served.joints, q, tau)):
             self.counts['stream'] += 1
 
     def _rejected(self, answer, what, says):
@@ -844,18 +834,16 @@ class IdentifierNode(Node):
                                   f'{answer.detail}', throttle_duration_sec=self._throttle)
         return True
 
-    def _residual(self, residual, msg):
-        """model_torques, external_torques (and contact) for one joint_states message."""
-        stamp = msg.header.stamp
-        answer = residual.update(msg.name, stamp.sec + stamp.nanosec * 1e-9, msg.position,
-                                 msg.velocity, msg.effort)
+    def _residual(self, residual, msg, t, answer):
+        """model_torques, external_torques (and contact) of one joint_states message
+        (``answer``: what ``residual.update`` made of it at stamp ``t``)."""
         if self._rejected(answer, 'residual', 'gives no residual'):
             return
         q, dq, model, external, contact = answer
         try_publish(self, self.model_torque_pub,
-                    _joint_state(msg.header, residual.joints, q, model, dq))
+                    self._model_out.fill(msg.header, residual.joints, q, model, dq))
         try_publish(self, self.external_pub,
-                    _joint_state(msg.header, residual.joints, q, external, dq))
+                    self._external_out.fill(msg.header, residual.joints, q, external, dq))
         if residual.observer.thresholds is not None:
             try_publish(self, self.contact_pub, Bool(data=contact))
             if contact and not self.contact:
@@ -867,28 +855,23 @@ class IdentifierNode(Node):
                     f'the threshold at {joint}', throttle_duration_sec=1.0)
             self.contact = contact
         self.counts['residual'] += 1
-        if self.friction_settings is not None:
-            self._track_friction(residual, stamp.sec + stamp.nanosec * 1e-9, dq, contact)
         if self.watch_settings is not None:
-            self._watch_payload(residual, stamp.sec + stamp.nanosec * 1e-9, q, dq, external,
-                                contact)
+            self._watch_payload(residual, t, q, dq, external, contact)
 
     def _on_dynamics_query(self, msg):
         """Inverse dynamics: position, velocity, effort = acceleration in; torques out."""
-        served = self.served_dynamics
-        answer = answer_dynamics_query(served, msg.name, msg.position, msg.velocity,
-                                       msg.effort)
+        served, answer = self.live.dynamics_query(msg.name, msg.position, msg.velocity,
+                                                  msg.effort)
         if not isinstance(answer, Rejection):
             _, _, _, rigid, friction = answer
             # total in effort, rigid body in position, friction in velocity
-            answer = _joint_state(msg.header, served.joints, rigid, rigid + friction, friction)
+            answer = joint_state(msg.header, served.joints, rigid, rigid + friction, friction)
         self._reply(self.dyn_result_pub, msg, answer, 'dynamics_query', 'dynamics_queries')
 
     def _on_query(self, msg):
-        served = self.served
-        answer = answer_query(served, msg.name, msg.position)
+        served, answer = self.live.query(msg.name, msg.position)
         if not isinstance(answer, Rejection):
-            answer = _joint_state(msg.header, served.joints, *answer)
+            answer = joint_state(msg.header, served.joints, *answer)
         self._reply(self.result_pub, msg, answer, 'query', 'queries')
 
     def _reply(self, publisher, msg, answer, what, count):
@@ -1101,104 +1084,19 @@ class IdentifierNode(Node):
                 if self.last_fit_dir else None
         return state_path(self.model_source) if self.model_source else None
 
-    def _track_friction(self, residual, t, dq, contact):
-        """Feed the tracker one residual sample; serve (and persist) a new version."""
-        with self._friction_lock:
-            if self.friction_stream is not residual:      # a new model or a rebuild
-                self._start_tracker(residual)
-            tracker = self.friction_tracker
-            if tracker is None:
-                return
-            update = tracker.update(t, dq, residual.observer.residual, contact)
-            if update is not None:
-                self._serve_friction(update)
-            elif tracker.refusals != self._friction_refusals:
-                self._friction_refusals = tracker.refusals
-                self.get_logger().error(f'friction update {tracker.status}',
-                                        throttle_duration_sec=60.0)
-
-    def _start_tracker(self, residual):
-        """A tracker for the stream's model; the same model keeps its tracker (a payload or
-        gravity change rebuilds the stream), another one restores friction_drift.yaml."""
-        self.friction_stream = residual
-        model = residual.observer.dynamics.model
-        tracker = self.friction_tracker
-        if tracker is None or tracker.model_id != model_id(model):
-            try:
-                tracker = FrictionTracker(model, residual.observer.gains,
-                                          self.friction_settings, residual.observer.max_gap)
-            except ValueError as exc:
-                self.friction_tracker = None
-                self.get_logger().error(f'friction tracking off for this model: {exc}')
-                return
-            path = self._friction_file()
-            update, message = (None, 'no model file: the tracked friction is not saved') \
-                if path is None else tracker.restore(path)
-            self.get_logger().info(f'friction tracking on (model {tracker.model_id}): '
-                                   f'{message}')
-            self.friction_tracker = tracker
-            self._friction_refusals = 0
-        tracker.restart()       # the new stream's observer starts again too
-        if tracker.version != 0:
-            self._serve_friction(None, save=False)
-        else:
-            self._publish_friction(None)
-
-    def _serve_friction(self, update, save=True):
-        """The tracker's friction into the served dynamics and the residual stream (no
-        rebuild: the rigid body and the observer state stay); ~/friction, the file."""
-        tracker = self.friction_tracker
-        residual = self.friction_stream
-        dynamics = residual.observer.dynamics
-        served = self.served_dynamics
-        if served is not None and served.fast is dynamics:
-            self.served_dynamics = served = served.with_friction(tracker.phi)
-            residual.serve(served)
-        else:       # a stream of another served object: its observer only
-            residual.serve(dynamics.with_friction(tracker.phi))
-        self._publish_friction(update)
-        path = self._friction_file()
-        if save and path is not None:
-            state = tracker.to_dict()
-            # disk I/O off the 1 kHz path
-            threading.Thread(target=self._save_friction, args=(state, path), daemon=True,
-                             name='friction-save').start()
-
-    def _publish_friction(self, update):
+    def _publish_friction(self, doc):
         """~/friction: the served friction's version, values and status (JSON)."""
-        tracker = self.friction_tracker
-        table = tracker.table()
-        doc = {'version': tracker.version, 'model_id': tracker.model_id,
-               'stamp': None if update is None or not np.isfinite(update.stamp)
-               else update.stamp, 'reason': 'restored' if update is None else update.reason,
-               'joints': list(tracker.joints), 'status': tracker.status,
-               **{k: np.round(v, 6).tolist() for k, v in table.items()}}
         try_publish(self, self.friction_pub, String(data=json.dumps(doc)))
 
-    def _save_friction(self, state, path):
-        try:
-            save_state(state, path)
-        except OSError as exc:
-            self._error('friction save failed')
-            self.get_logger().error(f'could not write {path}: {exc}')
+    def _live_log(self, level, text):
+        getattr(self.get_logger(), level)(text)
 
     def rollback_friction(self):
         """Serve the friction version before the current one again; (success, message)."""
-        with self._friction_lock:
-            tracker = self.friction_tracker
-            if self.friction_settings is None:
-                return False, 'friction_tracking is false: there is nothing to roll back'
-            if tracker is None or self.friction_stream is not self.residual:
-                return False, ('no friction tracked yet: it starts with the first joint_states '
-                               'of a full model')
-            if tracker.version == 0:
-                return False, 'already serving the fitted friction (version 0)'
-            was = tracker.version
-            update = tracker.rollback()
-            self._serve_friction(update)
-        message = f'friction rolled back from version {was} to version {update.version}'
-        self.get_logger().info(message)
-        return True, message
+        ok, message = self.live.rollback_friction()
+        if ok:
+            self.get_logger().info(message)
+        return ok, message
 
     def _rollback_friction_srv(self, request, response):
         response.success, response.message = self.rollback_friction()
@@ -1206,12 +1104,13 @@ class IdentifierNode(Node):
 
     # -- diagnostics --------------------------------------------------------
     def _publish_diagnostics(self):
+        live = self.live
         status = DiagnosticStatus()
         status.name = f'{self.get_name()}: identification and gravity service'
         status.hardware_id = self.config.robot_name if self.config else ''
-        fast = self.served.fast if self.served is not None else None
+        fast = live.served.fast if live.served is not None else None
         problems = []
-        if self.served is None:
+        if live.served is None:
             problems.append('no model loaded')
         if self.fit_status.startswith('failed'):
             problems.append(f'fit {self.fit_status}')
@@ -1223,7 +1122,7 @@ class IdentifierNode(Node):
             'samples': self.buffer.count if self.buffer else 0,
             'markers': len(self.marker_log),
             'fit_status': self.fit_status,
-            'model_loaded': self.served is not None,
+            'model_loaded': live.served is not None,
             'model_source': self.model_source,
             'urdf': self.urdf_status,
             'gravity_served': fast.gravity if fast else math.nan,
@@ -1233,14 +1132,14 @@ class IdentifierNode(Node):
             'query_errors': self.counts['query_errors'],
             'stream_served': self.counts['stream'],
             'stream_skipped': self.counts['stream_skipped'],
-            'dynamics': 'full' if self.served_dynamics is not None else (
-                'gravity' if self.served is not None else 'none'),
+            'dynamics': 'full' if live.dynamics is not None else (
+                'gravity' if live.served is not None else 'none'),
             'dynamics_queries_served': self.counts['dynamics_queries'],
             'dynamics_query_errors': self.counts['dynamics_query_errors'],
-            'residual': self.residual_status,
+            'residual': live.residual_status,
             'residual_served': self.counts['residual'],
             'residual_skipped': self.counts['residual_skipped'],
-            'observer_restarts': self.residual.observer.restarts if self.residual else 0,
+            'observer_restarts': live.residual.observer.restarts if live.residual else 0,
             'contact': self.contact,
             'contacts': self.counts['contacts'],
             'payload_watch': 'off' if self.watch_settings is None else
@@ -1251,15 +1150,17 @@ class IdentifierNode(Node):
             'last_fit_dir': self.last_fit_dir,
             'samples_rejected': self.counts['samples_rejected'],
             'publish_failures': json.dumps(getattr(self, 'publish_failures', {})),
-            'errors': json.dumps(self.errors),
+            'errors': json.dumps(self._errors_with_saves()),
             'reload_error': self.reload_error,
-            'friction_tracking': 'off' if self.friction_settings is None else
-            'no residual yet' if self.friction_tracker is None else
-            self.friction_tracker.status,
-            'friction_version': self.friction_tracker.version
-            if self.friction_tracker is not None else 0,
+            'friction_tracking': 'off' if live.friction is None else live.friction.status,
+            'friction_version': 0 if live.friction is None else live.friction.version,
         }
         publish_diagnostics(self, status, values)
+
+    def _errors_with_saves(self):
+        """The error counts, friction_drift.yaml writes that failed included."""
+        failed = 0 if self.live.friction is None else self.live.friction.save_errors
+        return {**self.errors, 'friction save failed': failed} if failed else self.errors
 
     def shutdown(self):
         self._stopping = True

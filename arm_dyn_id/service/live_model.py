@@ -1,0 +1,240 @@
+"""The model the identifier serves while the arm works, without ROS.
+
+identifier_node (nodes/identifier_node.py) turns messages into calls and results into
+messages; what happens in between lives here:
+
+- the served objects (:class:`~arm_dyn_id.service.gravity.ServedModel`, a full model's
+  :class:`~arm_dyn_id.service.dynamics.ServedDynamics` and its joint_states
+  :class:`~arm_dyn_id.service.dynamics.ResidualStream`), swapped in as one reference
+  each so that the 1 kHz path takes no lock to find them;
+- one lock around every evaluation of them: the stream and the queries run on two
+  threads of the node and share the pinocchio data of a full model;
+- friction drift (:class:`LiveFriction`): the tracker of the served model's residual
+  stream, the versions it serves, friction_drift.yaml, rollback.
+
+The payload watch (arm_dyn_id.service.payload_watch) is fed by the node with the
+stream's residual; an applied payload comes back as a new model through
+:meth:`LiveModel.install`.
+"""
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from arm_dyn_id.data.joint_states import Rejection
+from arm_dyn_id.service.dynamics import answer_dynamics_query
+from arm_dyn_id.service.friction_drift import FrictionTracker, model_id, save_state
+from arm_dyn_id.service.gravity import answer_query
+
+NO_MODEL_STATUS = 'no full-dynamics model'
+
+
+@dataclass
+class StreamAnswer:
+    """What one joint_states message gave (see :meth:`LiveModel.stream`).
+
+    ``gravity``: (q, G(q)) or a Rejection, None without a model; ``residual``: the
+    ResidualStream's (q, dq, model, external, contact) or a Rejection, None without a
+    residual stream; ``served`` / ``stream``: the objects that answered (their joints
+    name the values).
+    """
+
+    served: object
+    stream: object
+    gravity: object
+    residual: object
+
+
+class LiveFriction:
+    """Friction drift while serving: a :class:`FrictionTracker` of the served model,
+    the friction versions it serves, persisted and rolled back.
+
+    Parameters
+    ----------
+    settings : TrackerSettings
+    state_file : callable
+        ``state_file()`` -> path of friction_drift.yaml beside the served model, or None
+        when the model has no file (nothing is saved then).
+    publish : callable
+        ``publish(doc)``: the served friction's document (``~/friction``, JSON).
+    log : callable
+        ``log(level, text)`` with level 'info' or 'error'.
+    """
+
+    def __init__(self, settings, state_file, publish, log):
+        self.settings = settings
+        self.state_file = state_file
+        self.publish = publish
+        self.log = log
+        self.tracker = None     # FrictionTracker of the served full model
+        self.stream = None      # the ResidualStream it feeds on
+        self.save_errors = 0
+        self._refusals = 0
+
+    @property
+    def status(self):
+        return 'no residual yet' if self.tracker is None else self.tracker.status
+
+    @property
+    def version(self):
+        return 0 if self.tracker is None else self.tracker.version
+
+    def update(self, stream, served, t, dq, contact):
+        """Feed the tracker one residual sample of ``stream``; returns the ServedDynamics
+        to serve from now on (``served``, or a copy with the new friction version).
+        The caller holds :attr:`LiveModel.friction_lock` (here and in :meth:`rollback`)."""
+        if self.stream is not stream:      # a new model or a rebuild
+            served = self._start(stream, served)
+        tracker = self.tracker
+        if tracker is None:
+            return served
+        update = tracker.update(t, dq, stream.observer.residual, contact)
+        if update is not None:
+            return self._serve(update, served)
+        if tracker.refusals != self._refusals:
+            self._refusals = tracker.refusals
+            self.log('error', f'friction update {tracker.status}')
+        return served
+
+    def rollback(self, stream, served):
+        """The version before the current one, served again: (success, message, served)."""
+        tracker = self.tracker
+        if tracker is None or self.stream is not stream:
+            return False, ('no friction tracked yet: it starts with the first joint_states '
+                           'of a full model'), served
+        if tracker.version == 0:
+            return False, 'already serving the fitted friction (version 0)', served
+        was = tracker.version
+        update = tracker.rollback()
+        served = self._serve(update, served)
+        return True, f'friction rolled back from version {was} to version {update.version}', \
+            served
+
+    def _start(self, stream, served):
+        """A tracker for the stream's model; the same model keeps its tracker (a payload or
+        gravity change rebuilds the stream), another one restores friction_drift.yaml."""
+        self.stream = stream
+        model = stream.observer.dynamics.model
+        tracker = self.tracker
+        if tracker is None or tracker.model_id != model_id(model):
+            try:
+                tracker = FrictionTracker(model, stream.observer.gains, self.settings,
+                                          stream.observer.max_gap)
+            except ValueError as exc:
+                self.tracker = None
+                self.log('error', f'friction tracking off for this model: {exc}')
+                return served
+            path = self.state_file()
+            _, message = (None, 'no model file: the tracked friction is not saved') \
+                if path is None else tracker.restore(path)
+            self.log('info', f'friction tracking on (model {tracker.model_id}): {message}')
+            self.tracker = tracker
+            self._refusals = 0
+        tracker.restart()       # the new stream's observer starts again too
+        if tracker.version != 0:
+            return self._serve(None, served, save=False)
+        self.publish(self.document(None))
+        return served
+
+    def _serve(self, update, served, save=True):
+        """The tracker's friction into the served dynamics and the residual stream (no
+        rebuild: the rigid body and the observer state stay); the document, the file."""
+        tracker, stream = self.tracker, self.stream
+        dynamics = stream.observer.dynamics
+        if served is not None and served.fast is dynamics:
+            served = served.with_friction(tracker.phi)
+            stream.serve(served)
+        else:       # a stream of another served object: its observer only
+            stream.serve(dynamics.with_friction(tracker.phi))
+        self.publish(self.document(update))
+        path = self.state_file()
+        if save and path is not None:
+            # disk I/O off the 1 kHz path
+            threading.Thread(target=self._save, args=(tracker.to_dict(), path), daemon=True,
+                             name='friction-save').start()
+        return served
+
+    def _save(self, state, path):
+        try:
+            save_state(state, path)
+        except OSError as exc:
+            self.save_errors += 1
+            self.log('error', f'could not write {path}: {exc}')
+
+    def document(self, update):
+        """The served friction's version, values and status (``~/friction``)."""
+        tracker = self.tracker
+        return {'version': tracker.version, 'model_id': tracker.model_id,
+                'stamp': None if update is None or not np.isfinite(update.stamp)
+                else update.stamp, 'reason': 'restored' if update is None else update.reason,
+                'joints': list(tracker.joints), 'status': tracker.status,
+                **{k: np.round(v, 6).tolist() for k, v in tracker.table().items()}}
+
+
+class LiveModel:
+    """The served model, its residual stream and friction drift (module docstring).
+
+    Parameters
+    ----------
+    friction : LiveFriction, optional
+        None: friction_tracking off.
+    """
+
+    def __init__(self, friction=None):
+        self.served = None          # ServedModel, None before the first model
+        self.dynamics = None        # ServedDynamics of a full model, else None
+        self.residual = None        # ResidualStream of joint_states, else None
+        self.residual_status = NO_MODEL_STATUS
+        self.friction = friction
+        self.lock = threading.Lock()    # evaluation: stream thread vs query thread
+        # friction versions: stream thread vs rollback and install (services, fits)
+        self.friction_lock = threading.Lock()
+
+    def install(self, built):
+        """Swap in what serves a new model: a dict with ``served``, ``dynamics``,
+        ``residual``, ``residual_status`` (each one reference: the 1 kHz path takes no
+        lock to find them; ``served`` last, the one the stream looks at first)."""
+        with self.friction_lock:
+            self.dynamics = built['dynamics']
+            self.residual = built['residual']
+            self.residual_status = built['residual_status']
+            self.served = built['served']
+
+    def stream(self, names, t, position, velocity, effort):
+        """One joint_states message (stamp ``t`` s): G(q) and, with a residual stream,
+        the momentum-observer residual; friction drift follows. A :class:`StreamAnswer`."""
+        served, stream = self.served, self.residual
+        if served is None:
+            return StreamAnswer(None, None, None, None)
+        with self.lock:
+            residual = None if stream is None else stream.update(names, t, position,
+                                                                 velocity, effort)
+            gravity = served.stream(names, position)
+        if self.friction is not None and residual is not None \
+                and not isinstance(residual, Rejection):
+            with self.friction_lock:
+                self.dynamics = self.friction.update(stream, self.dynamics, t, residual[1],
+                                                     residual[4])
+        return StreamAnswer(served, stream, gravity, residual)
+
+    def query(self, names, position):
+        """(served, answer): answer_query on the served model (a Rejection when none)."""
+        served = self.served
+        with self.lock:
+            return served, answer_query(served, names, position)
+
+    def dynamics_query(self, names, position, velocity, acceleration):
+        """(served dynamics, answer): answer_dynamics_query on the served full model."""
+        served = self.dynamics
+        with self.lock:
+            return served, answer_dynamics_query(served, names, position, velocity,
+                                                 acceleration)
+
+    def rollback_friction(self):
+        """Serve the friction version before the current one again; (success, message)."""
+        if self.friction is None:
+            return False, 'friction_tracking is false: there is nothing to roll back'
+        with self.friction_lock:
+            ok, message, self.dynamics = self.friction.rollback(self.residual, self.dynamics)
+        return ok, message
