@@ -73,7 +73,8 @@ from arm_dyn_id.nodes.messages import StreamMessage, joint_state
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
-from arm_dyn_id.service.contact import calibrated_thresholds
+from arm_dyn_id.service.contact import calibrated_thresholds, thresholds_file
+from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, is_full
 from arm_dyn_id.service.gravity import ServedModel, payload_from
 from arm_dyn_id.service.friction_drift import TrackerSettings, state_path
@@ -136,6 +137,7 @@ class IdentifierNode(Node):
         self.marker_log = MarkerLog()
         self.model = None
         self.contact = False
+        self.served_file = ''           # the served model's file (its folder: thresholds)
         self.payload_fit = None
         self.last_fit_dir = ''
         self.model_source = ''
@@ -284,6 +286,9 @@ class IdentifierNode(Node):
                   '$ROS_HOME/arm_dyn_id/<robot_name> (~/.ros when ROS_HOME is unset)',
                   read_only=True),
             Param('write_report', True, 'render report.html into each fit folder'),
+            Param('write_thresholds', True, 'full fits: contact_thresholds.yaml in each fit '
+                  'folder from the fit\'s own held-out residuals (what arm-dyn-id fit '
+                  'writes), served unless contact_thresholds is given'),
             Param('residual', True, 'full model: publish model_torques, external_torques '
                   '(and contact) for every joint_states', read_only=True),
             Param('joint_states_effort', 'auto', 'what joint_states.effort carries for the '
@@ -412,20 +417,23 @@ class IdentifierNode(Node):
                 self._install(built)
         return SetParametersResult(successful=True)
 
-    def _build_served(self, model, gravity, payload):
+    def _build_served(self, model, gravity, payload, model_file=None):
         """What serves a model: the gravity ServedModel and, for a full model, its
-        ServedDynamics and the joint_states residual (pinocchio equivalent: ~0.1 s)."""
+        ServedDynamics and the joint_states residual (pinocchio equivalent: ~0.1 s).
+        ``model_file``: the model's file, whose folder may hold contact thresholds
+        (default: that of the model served now)."""
         if is_full(model):
             dynamics = ServedDynamics(model, gravity, payload)
             served = ServedModel(model, gravity, payload, fast=dynamics.fast)
-            residual, status = self._residual_for(dynamics)
+            residual, status = self._residual_for(
+                dynamics, self.served_file if model_file is None else model_file)
         else:
             served, dynamics, residual = ServedModel(model, gravity, payload), None, None
             status = 'off: a gravity model (the residual needs a full-dynamics model)'
         return {'served': served, 'dynamics': dynamics, 'residual': residual,
                 'residual_status': status}
 
-    def _residual_for(self, dynamics):
+    def _residual_for(self, dynamics, model_file):
         """(ResidualStream or None, status line) for a served full model."""
         p = self.get_parameter
         if not p('residual').value:
@@ -444,7 +452,7 @@ class IdentifierNode(Node):
             np.where(thresholds > 0, thresholds, np.inf)
         # no thresholds given: the calibrated ones of the model's folder, when there are
         calibrated, why = (None, '') if thresholds is not None else calibrated_thresholds(
-            getattr(self, 'model_file', ''), dynamics.joints, p('observer_gains').value,
+            model_file, dynamics.joints, p('observer_gains').value,
             dynamics.model)
         stream = ResidualStream(dynamics, p('observer_gains').value,
                                 thresholds if calibrated is None else calibrated,
@@ -562,8 +570,13 @@ class IdentifierNode(Node):
         model.metadata.setdefault('measurement', effort_reading(
             model.joint_names, effort=self.get_parameter('joint_states_effort').value,
             config=self.config).measurement())
-        prepared = self._prepare(model, source=f'fit of {len(t)} samples ({choice.kind})')
-        written = self._write_fit(model, prepared['urdf'], validation, choice)
+        prepared = self._prepare(model, source=f'fit of {len(t)} samples ({choice.kind})',
+                                 model_file='')
+        written, folder = self._write_fit(model, prepared['urdf'], validation, choice)
+        if folder is not None:
+            prepared['model_file'] = str(folder / 'model.yaml')
+            if choice.kind == 'full' and self.get_parameter('write_thresholds').value:
+                written += self._fit_thresholds(model, t, q, tau, prepared)
         prepared['written'] = written
         return prepared, (
             f'{choice.kind} dynamics ({choice.reason}): fitted {model.base.count} base '
@@ -603,12 +616,31 @@ class IdentifierNode(Node):
         except OSError as exc:
             self._error('model_dir write failed')
             self.get_logger().error(f'could not write the fit under {self.model_root}: {exc}')
-            return f'NOT written to {self.model_root}: {exc}'
+            return f'NOT written to {self.model_root}: {exc}', None
         self.last_fit_dir = str(paths['folder'])
         if self.get_parameter('write_report').value:
             # the plots take seconds: rendered after the reply, in the same worker
             self._worker.submit(self._render_report, paths['folder'])
-        return f'written to {paths["folder"]} (latest -> it)'
+        return f'written to {paths["folder"]} (latest -> it)', Path(paths['folder'])
+
+    def _fit_thresholds(self, model, t, q, tau, prepared):
+        """contact_thresholds.yaml in the fit's folder from the fit's own held-out residuals
+        (service.contact_from_fit, as ``arm-dyn-id fit``), and the residual stream rebuilt
+        to use them; the sentence to add to the fit's message."""
+        path = prepared['model_file']
+        keep = np.ones(len(t), dtype=bool)      # as fitted: stamps that go back left out
+        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        try:
+            thresholds, info = held_out_thresholds(
+                self.robot, model, t[keep], q[keep], tau[keep], model_file=path,
+                observer_gains=self.get_parameter('observer_gains').value)
+            thresholds.save(thresholds_file(path))
+        except (ConfigError, DataError, OSError, ValueError) as exc:
+            self.get_logger().warning(f'no contact thresholds from this fit: {exc}')
+            return f'; no contact thresholds ({exc})'
+        prepared['built'] = self._build_served(model, self.gravity, self.payload, path)
+        start, end = info['held_out_s']
+        return f'; contact thresholds from its last {end - start:.3g} s held out'
 
     def _render_report(self, folder):
         """``arm-dyn-id report <folder>`` in a child process at low priority: matplotlib
@@ -653,12 +685,13 @@ class IdentifierNode(Node):
                                        'config': str(self.config.source or '')},
                            where='live data')
 
-    def _prepare(self, model, source):
-        """Everything that is slow about a new model, done in the worker."""
+    def _prepare(self, model, source, model_file):
+        """Everything that is slow about a new model, done in the worker; ``model_file``:
+        where the model is (or will be) written."""
         if self.config is not None and tuple(model.joint_names) != tuple(self.config.joints):
             raise DataError(f'model joints {list(model.joint_names)} differ from the config '
                             f'joints {list(self.config.joints)}')
-        built = self._build_served(model, self.gravity, self.payload)
+        built = self._build_served(model, self.gravity, self.payload, model_file)
         urdf = None
         nominal = self.config.urdf if self.config is not None else model.robot.source
         try:
@@ -667,7 +700,7 @@ class IdentifierNode(Node):
         except InconsistentParametersError as exc:
             urdf_status = f'not published: {exc}'
         return {'model': model, 'built': built, 'yaml': model.to_yaml(), 'urdf': urdf,
-                'urdf_status': urdf_status, 'source': source}
+                'urdf_status': urdf_status, 'source': source, 'model_file': model_file}
 
     def request_reload(self, reason='~/reload'):
         """Load ``model_file`` in the worker; a concurrent Future of (success, message)."""
@@ -695,8 +728,9 @@ class IdentifierNode(Node):
         for warning in model.metadata.get('warnings', []):
             self.get_logger().warning(warning)
         kind = 'full-dynamics' if is_full(model) else 'gravity'
-        return self._prepare(model, source=path), f'loaded {path} ({kind} model, ' \
-            f'{model.base.count} base parameters, fitted at {model.fit_gravity} m/s^2)'
+        return self._prepare(model, source=path, model_file=path), (
+            f'loaded {path} ({kind} model, {model.base.count} base parameters, fitted at '
+            f'{model.fit_gravity} m/s^2)')
 
     def _chain(self, job, done, apply, kind):
         """When ``job`` ends (in the worker), apply its result, then resolve ``done``."""
@@ -729,6 +763,7 @@ class IdentifierNode(Node):
 
     def _apply_model(self, prepared):
         self.model = prepared['model']
+        self.served_file = prepared['model_file']
         built = prepared['built']
         fast = built['served'].fast
         if fast.gravity != (self.gravity or fast.fit_gravity) or fast.payload != self.payload:

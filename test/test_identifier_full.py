@@ -240,6 +240,12 @@ def test_live_full_fit_written_to_model_dir_served_and_payload(ros_env, tmp_path
         fitted = load_model(latest / 'model.yaml')
         assert isinstance(fitted, DynamicsModel)
         assert json.loads((folder / 'validation.json').read_text())['held_out']
+        # contact thresholds from the fit's own held-out residuals, as arm-dyn-id fit writes
+        # them, and served by the residual stream (write_thresholds, on by default)
+        assert 'contact thresholds from its last 7.49 s held out' in res.message, res.message
+        assert (folder / 'contact_thresholds.yaml').is_file()
+        h.wait_for(lambda: 'contact by the calibrated thresholds' in diags[-1]['residual'],
+                   30.0, what='the residual stream on the fit\'s thresholds')
         # the same fit as the library's pipeline (that of arm-dyn-id fit) on the same
         # samples with the node's config (its friction choice, `auto` by default)
         ref = fit_full_samples(robot, t + t0, q, tau, config=load_arm_config(config_file),
