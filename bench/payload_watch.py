@@ -38,49 +38,24 @@ from pathlib import Path
 
 import numpy as np
 
-from arm_dyn_id.config import load_arm_config
 from arm_dyn_id.identification.payload import arm_model_error, payload_frame
-from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics
 from arm_dyn_id.service.payload_watch import (
-    APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings)
-from arm_dyn_id.sim.arm import SimArm, SimParams, true_model
+    APPLIED, CHANGED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings)
+from arm_dyn_id.sim import pick_and_place as sim
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = (REPO / '..' / 'shared' / 'real-data' / 'ur10e').resolve()
 K = np.array([10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232])
 FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
 FREE, LOADED, UR_MASS = 'ur-19_12_23_free', 'ur-20_01_13-load_2600', 2.602
-T_ON, T_OFF, MASS, COM = 3.0, 7.0, 1.0, (0.0, 0.0, 0.05)
+T_ON, T_OFF, MASS, COM = 8.0, 12.0, 1.0, (0.0, 0.0, 0.05)
 
 
-def simulate(seed, seconds=10.0):
+def simulate(seed, seconds=15.0):
     """TX-60 in MuJoCo with MASS at COM in [T_ON, T_OFF): config, true model, t, q, dq, τ."""
-    config = load_arm_config('staubli_tx60.yaml', node_name='sim_arm_node')
-    q0 = np.array([0.0, 0.6, 1.2, 0.0, 0.5, 0.0])
-    params = SimParams.from_params(dict(config.extra, initial_positions=q0.tolist(),
-                                        seed=seed), config.n_joints)
-    arm = SimArm(config, params)
-    robot = RobotModel.from_config(config)
-    model = true_model(robot, params)
-    amp = np.array([0.8, 0.4, 0.4, 1.0, 0.6, 1.0])
-    w = 2 * np.pi * np.array([0.13, 0.21, 0.17, 0.29, 0.23, 0.31])
-    t = np.arange(int(round(seconds / params.timestep))) * params.timestep
-    q, dq, current = (np.empty((len(t), 6)) for _ in range(3))
-    held = False
-    for k, tk in enumerate(t):
-        on = T_ON <= tk < T_OFF
-        if on != held:
-            if on:
-                arm.attach_payload(MASS, COM)
-            else:
-                arm.detach_payload()
-            held = on
-        arm.step(q0 + amp * np.sin(w * tk), amp * w * np.cos(w * tk),
-                 -amp * w * w * np.sin(w * tk))
-        _, q[k], dq[k], current[k] = arm.measure()
-    return config, model, t, q, dq, config.joint_torque_gains * (current -
-                                                                 config.current_offsets)
+    run = sim.pick_and_place(MASS, COM, T_ON, T_OFF, seconds, seed)
+    return run.config, run.model, run.t, run.q, run.dq, run.tau
 
 
 def follow(model, t, q, dq, tau, settings, frame, noise=None, model_error=None):
@@ -107,8 +82,8 @@ def first(events, kind, after=-np.inf):
 
 
 def mujoco_case(seeds):
-    print('== MuJoCo TX-60, 1 kg picked up at 3 s, put down at 7 s (simulated time), '
-          'default WatchSettings with apply')
+    print(f'== MuJoCo TX-60, 1 kg picked up at {T_ON:g} s, put down at {T_OFF:g} s (simulated '
+          'time), default WatchSettings with apply')
     print(f'{"seed":>4} {"picked_up s":>11} {"mass err %":>10} {"applied kg":>10} '
           f'{"CoM z mm":>8} {"put_down s":>10} {"reverted s":>10} {"events":>6} '
           f'{"µs/sample":>9}')
@@ -132,6 +107,34 @@ def mujoco_case(seeds):
           f'{np.nanmax(np.abs(rows[:, 1])):.1f} %, reverted {np.nanmax(rows[:, 5]):.2f} s '
           f'after the put-down (goals 2 s, 10 %, 2 s); events per run {rows[:, 6].tolist()} '
           '(4: picked_up, applied, put_down, reverted)')
+
+
+def realistic_case(seeds):
+    print('\n== realistic simulation (arm_dyn_id.sim.pick_and_place.realistic_pick_and_place): '
+          'TX-60, 2 kg at (0, 0, 0.05) m held 20-45 s of 65 s, 500 Hz, served model imperfect '
+          '(link parameters 5 %, friction +15-45 %, gains 3 %, 3 s-correlated torque error '
+          '3x the noise), default WatchSettings with apply; times from the change')
+    for seed in range(seeds):
+        run = sim.realistic_pick_and_place(seed=seed)
+        events, spent, n = follow(run.served, run.t, run.q, run.dq, run.tau,
+                                  WatchSettings(apply=True), 'flange',
+                                  noise=run.config.torque_noise)
+        told = []
+        for e in events:
+            held = run.t_on <= e.since < run.t_off
+            change = run.t_on if e.since < run.t_off else run.t_off
+            note = ''
+            if e.kind in (PICKED_UP, CHANGED):
+                note = f' ({100 * (e.mass / run.mass - 1):+.0f} %)' if held else \
+                    ' (FALSE: nothing held)'
+            elif e.kind == PUT_DOWN and held:
+                note = ' (FALSE: still held)'
+            elif e.kind == APPLIED:
+                note = f' serving {e.payload.mass:.2f} kg'
+            told.append(f'{e.kind} {e.t - change:+.1f} s' + (
+                f' {e.mass:.2f} ± {e.mass_std:.2f} kg' if e.kind in (PICKED_UP, CHANGED)
+                else '') + note)
+        print(f'seed {seed}: {", ".join(told) or "none"}; {1e6 * spent / n:.0f} µs/sample')
 
 
 def _quiet_cli(*argv):
@@ -201,13 +204,16 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--seeds', type=int, default=3)
     p.add_argument('--keep', type=Path, help='UR10e work folder (outside the repository)')
+    p.add_argument('--no-real', action='store_true', help='skip the real UR10e part')
     a = p.parse_args(argv)
     load = Path('/proc/loadavg').read_text().split()[:3]
     print(f'machine: {platform.node()} {platform.processor() or platform.machine()}, '
           f'python {platform.python_version()}, load average {load}')
     started = time.time()
     mujoco_case(a.seeds)
-    ur10e_case(a.keep)
+    realistic_case(a.seeds)
+    if not a.no_real:
+        ur10e_case(a.keep)
     print(f'\ntotal {time.time() - started:.0f} s')
     return 0
 

@@ -15,12 +15,12 @@ from arm_dyn_id.service.payload_watch import (
     run_watch)
 from arm_dyn_id.sim import pick_and_place as sim
 
-T_ON, T_OFF = 3.0, 7.0          # s, the load is held in [T_ON, T_OFF)
+T_ON, T_OFF = 8.0, 12.0         # s, the load is held in [T_ON, T_OFF) (after the warm-up)
 MASS, COM = 1.0, (0.0, 0.0, 0.05)
 THRESHOLDS = [3.0, 3.0, 1.5, 0.5, 0.5, 0.3]     # N·m, a push of 40 N flags contact
 
 
-def simulate(t_on=T_ON, t_off=T_OFF, seconds=10.0, push=None):
+def simulate(t_on=T_ON, t_off=T_OFF, seconds=15.0, push=None):
     """The TX-60 in MuJoCo with MASS at COM in [t_on, t_off) (arm_dyn_id.sim.pick_and_place):
     config, true model, t, q, dq, τ at 1 kHz."""
     run = sim.pick_and_place(MASS, COM, t_on, t_off, seconds, push=push)
@@ -95,8 +95,8 @@ def test_applied_after_the_confirmation_and_reverted_when_put_down(pick_and_plac
 
 @pytest.mark.parametrize('flags', [True, False], ids=['contact_flags', 'no_flags'])
 def test_a_brief_push_is_not_a_payload(flags):
-    config, model, t, q, dq, tau = simulate(t_on=None, seconds=6.0,
-                                            push=(3.0, 3.45, np.array([0.0, 0.0, -40.0])))
+    config, model, t, q, dq, tau = simulate(t_on=None, seconds=11.0,
+                                            push=(8.0, 8.45, np.array([0.0, 0.0, -40.0])))
     stream = ResidualStream(ServedDynamics(model), 25.0, THRESHOLDS)
     out = run_stream(stream, t, q, dq, tau)
     assert 0.3 < out['contact'].sum() * 1e-3 < 0.6      # the push is seen as a contact
@@ -142,6 +142,10 @@ def test_an_imperfect_arm_model_gives_no_confident_wrong_load(realistic):
             continue
         assert held, e
         assert abs(e.mass - truth) <= max(0.2 * truth, 3 * e.mass_std), e
+    # and it decides: the pick-up, precise enough, and the put-down
+    kinds = [e.kind for e in events]
+    assert kinds == [PICKED_UP, PUT_DOWN], watch.decisions
+    assert abs(events[0].mass - run.mass) <= 0.1 * run.mass and events[0].mass_std <= 0.1
     # the standard error is widened for the correlation the watch measured
     assert watch.correlation_time > 0.05
 

@@ -73,6 +73,8 @@ CORRELATION_PERIOD = 1.0
 SIGNIFICANCE = 3.0
 #: steady fits of a length before their spread counts in the standard error
 NULL_FITS = 20
+#: steady fits of a length the null remembers (exponential forgetting beyond)
+NULL_KEEP = 600
 #: s after the first sample (a start or restart: the observer and the arm settling) whose
 #: fits do not count in the null
 STARTUP = 1.0
@@ -536,14 +538,17 @@ class PayloadWatch:
         """RMS deviation (kg) of the watch's steady fits (no candidate, nothing changed
         within them) from the load believed, for the longest fit length not above ``span``
         s (the shortest when ``span`` is shorter) with at least ``NULL_FITS`` of them; 0 when
-        none has."""
-        ok = self._null[:, 1] >= NULL_FITS
-        if not ok.any():
+        none has. Beyond the longest length measured, L, its RMS times sqrt(L / span)."""
+        ok = np.nonzero(self._null[:, 1] >= NULL_FITS)[0]
+        if not len(ok):
             return 0.0
         # shorter than the shortest: as the shortest (a shorter fit is no more precise)
-        below = [k for k in np.nonzero(ok)[0] if self._levels[k] <= span * 1.0001 + 1e-9]
-        k = below[-1] if below else np.nonzero(ok)[0][0]
-        return float(np.sqrt(self._null[k, 0] / self._null[k, 1]))
+        below = [k for k in ok if self._levels[k] <= span * 1.0001 + 1e-9]
+        k = below[-1] if below else ok[0]
+        rms = float(np.sqrt(self._null[k, 0] / self._null[k, 1]))
+        # longer than every length measured: as independent fits of that length
+        return rms * np.sqrt(self._levels[k] / span) if k == ok[-1] and \
+            span > self._levels[k] else rms
 
     def _measure_correlation(self, t):
         """The residual's correlation time, measured on the steady samples (no candidate, no
@@ -585,12 +590,15 @@ class PayloadWatch:
         """
         s = self.settings
         found, last, span = None, None, s.window
-        steady = self._candidate is None and self._pending is None
-        if not steady:
-            self._unsure.clear()
-        while self._unsure and self._unsure[0][0] <= t:
-            _, k, dev = self._unsure.popleft()
-            self._null[k] += (dev, 1.0)
+        # a fit is a null one when nothing changed for as long again after it, and no
+        # candidate made an event since (its samples are then dropped, in _event): the
+        # false starts count, or the null would be the quiet times only
+        if self._candidate is None and self._pending is None:
+            while self._unsure and self._unsure[0][0] <= t:
+                _, k, dev = self._unsure.popleft()
+                self._null[k] += (dev, 1.0)
+                if self._null[k, 1] > NULL_KEEP:     # forget slowly: conditions drift
+                    self._null[k] *= NULL_KEEP / self._null[k, 1]
         for k, span in enumerate(self._levels):
             # never across the last change: before it the arm held another load
             start = max(t - span, self._steady_since)
@@ -598,9 +606,7 @@ class PayloadWatch:
             if fit is None:
                 return found, last
             last = fit
-            if steady and start > self._steady_since and start >= self._first + STARTUP:
-                # counted once nothing changed for as long again after it (a fit that saw
-                # the start of a change is not a steady one): dropped if a candidate starts
+            if start > self._steady_since and start >= self._first + STARTUP:
                 self._unsure.append((t + max(span, 2.0), k,
                                      (fit.mass - float(self.object[0])) ** 2))
             if found is None and self._starts(fit):
@@ -613,6 +619,8 @@ class PayloadWatch:
         """Whether ``fit`` shows a change that starts a candidate (hysteresis enter side)."""
         s = self.settings
         held = float(self.object[0])
+        if self._null[0, 1] < NULL_FITS:
+            return False            # warming up: what a steady fit looks like is not known
         if self.state == 'empty':
             start = fit.mass >= s.enter_mass
         else:
@@ -651,8 +659,11 @@ class PayloadWatch:
                            f'{recent.mass_std:.2g} kg, is back in the band', mass=recent.mass)
                 return events
             if t - since >= s.support and self._keeps(recent):
+                # a load not told from none (below exit_mass or SIGNIFICANCE standard
+                # errors) is put down
                 kind = PICKED_UP if self.state == 'empty' else \
-                    PUT_DOWN if recent.mass < s.exit_mass else CHANGED
+                    PUT_DOWN if recent.mass < max(s.exit_mass, SIGNIFICANCE * recent.mass_std) \
+                    else CHANGED
                 why = self._ready(kind, recent)
                 if found is None or not why.startswith(('not explained', 'not sustained')):
                     events += self._event(kind, since, recent)
@@ -703,6 +714,7 @@ class PayloadWatch:
         self._candidate = None
         self._held = ''
         self._steady_since = since
+        self._unsure.clear()
         if kind == PUT_DOWN:
             self.state, self.object = 'empty', np.zeros(4)
             mass, com, mass_std, com_std = 0.0, (0.0, 0.0, 0.0), fit.mass_std, (0.0,) * 3

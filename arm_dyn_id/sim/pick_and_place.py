@@ -75,7 +75,7 @@ class PickAndPlace:
     notes: dict = field(default_factory=dict)
 
 
-def pick_and_place(mass=1.0, com=(0.0, 0.0, 0.05), t_on=3.0, t_off=7.0, seconds=10.0,
+def pick_and_place(mass=1.0, com=(0.0, 0.0, 0.05), t_on=8.0, t_off=12.0, seconds=15.0,
                    seed=0, push=None):
     """The TX-60 moving every joint with ``mass`` (kg) at ``com`` in [t_on, t_off).
 
