@@ -149,3 +149,20 @@ def test_without_tracking_rollback_says_why():
     assert LiveModel().rollback_friction() == (
         False, 'friction_tracking is false: there is nothing to roll back')
     assert LiveModel().stream(JOINTS, 0.0, [0.0] * 6, [], [0.0] * 6).served is None
+
+
+def test_the_gravity_stream_is_the_served_models_with_or_without_a_residual(model, data):
+    live = LiveModel()
+    live.install(built(model))
+    alone = ServedModel(model)
+    for k in range(0, 2000, 97):
+        out = live.stream(JOINTS, data.t[k], data.q[k], data.dq[k], data.tau[k])
+        np.testing.assert_allclose(out.gravity[1], alone.stream(JOINTS, data.q[k])[1],
+                                   rtol=1e-12, atol=1e-12)
+    # a message the residual refuses (NaN current) still gets its gravity torques
+    bad = np.array(data.tau[2000])
+    bad[2] = np.nan
+    out = live.stream(JOINTS, data.t[2000], data.q[2000], data.dq[2000], bad)
+    assert out.residual.reason == 'non_finite'
+    np.testing.assert_allclose(out.gravity[1], alone.stream(JOINTS, data.q[2000])[1],
+                               rtol=1e-12, atol=1e-12)

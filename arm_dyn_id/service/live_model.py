@@ -187,6 +187,7 @@ class LiveModel:
         self.residual = None        # ResidualStream of joint_states, else None
         self.residual_status = NO_MODEL_STATUS
         self.friction = friction
+        self._same_joints = False
         self.lock = threading.Lock()    # evaluation: stream thread vs query thread
         # friction versions: stream thread vs rollback and install (services, fits)
         self.friction_lock = threading.Lock()
@@ -199,6 +200,9 @@ class LiveModel:
             self.dynamics = built['dynamics']
             self.residual = built['residual']
             self.residual_status = built['residual_status']
+            # the stream's checked positions serve G(q) too when both have the same joints
+            self._same_joints = self.residual is not None and \
+                list(self.residual.joints) == list(built['served'].joints)
             self.served = built['served']
 
     def stream(self, names, t, position, velocity, effort):
@@ -210,7 +214,11 @@ class LiveModel:
         with self.lock:
             residual = None if stream is None else stream.update(names, t, position,
                                                                  velocity, effort)
-            gravity = served.stream(names, position)
+            if self._same_joints and stream is self.residual and residual is not None \
+                    and not isinstance(residual, Rejection):
+                gravity = residual[0], served.fast.torques(residual[0])     # checked once
+            else:
+                gravity = served.stream(names, position)
         if self.friction is not None and residual is not None \
                 and not isinstance(residual, Rejection):
             with self.friction_lock:
