@@ -13,9 +13,16 @@ and times
 - ``read_baseline`` (with ``--baseline-records FILE``): ``read_bag`` with another
   version of ``data/mcap_records.py`` (e.g. ``git show HEAD~1:...``), same run;
 - ``fit_command`` (with ``--fit``): ``arm-dyn-id fit BAG --config arm.yaml
-  --dynamics gravity --no-report --quiet`` as a fresh process, wall time; with
+  --dynamics gravity --seed 0 --quiet`` as a fresh process, ``--fit-repeat`` times
+  without the report (``--no-report``) and as many times with it, alternated; with
   ``--baseline-tree DIR`` also from another source tree (``git archive`` of a
-  commit), one after the other, ``--fit-repeat`` times.
+  commit), one after the other. Each run (table ``fit_runs``) gives the wall time of
+  the process (``wall_s``: for the run with the report, the time to the report),
+  ``model_s``: model.yaml's modification time after the process started,
+  ``outputs_s``: the same for the last of model.yaml, identified.urdf,
+  validation.json and fit_data.npz, and ``cpu_s``: user + system CPU time of the
+  process and the children it waited for (the report's forked child); the summary
+  (table ``fit_command``) has the median and the worst of each.
 
 The excitation is one pose per joint with the sweep shortened so that the bag
 lasts about ``--seconds`` (several poses of 1.2 rad sweeps for long bags).
@@ -67,22 +74,52 @@ def _records_module(path):
     return module
 
 
-def _fit_command(bag, cfg, out, tree=None):
+#: what ``fit --no-report`` writes; model.yaml first
+OUTPUTS = ('model.yaml', 'identified.urdf', 'validation.json', 'fit_data.npz')
+
+
+def fit_argv(bag, cfg, out, report=False):
+    """The timed command: a fresh ``python -m arm_dyn_id fit`` of the bag."""
+    return [sys.executable, '-m', 'arm_dyn_id', 'fit', str(bag), '--config', str(cfg),
+            '--out', str(out), '--dynamics', 'gravity', '--seed', '0', '--quiet'] + \
+        ([] if report else ['--no-report'])
+
+
+def _fit_command(bag, cfg, out, tree=None, report=False):
+    """One fresh fit command: wall and CPU time, and when model.yaml and the last output
+    before the report were written (file modification times, from the process start)."""
+    import resource
     env = dict(os.environ)
     if tree is not None:
         # run from the tree: ``-m`` puts the working folder first on sys.path, ahead of
         # the editable install of this checkout
         env['PYTHONPATH'] = os.pathsep.join([str(tree), env.get('PYTHONPATH', '')])
-    argv = [sys.executable, '-m', 'arm_dyn_id', 'fit', str(bag), '--config', str(cfg),
-            '--out', str(out), '--dynamics', 'gravity', '--seed', '0', '--quiet',
-            '--no-report']
+    shutil.rmtree(out, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=tree, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(fit_argv(bag, cfg, out, report), env=env, cwd=tree,
+                          capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f'fit failed ({proc.returncode}): {proc.stderr[-2000:]}')
-    return wall
+    written = [(Path(out) / name).stat().st_mtime - start for name in OUTPUTS]
+    if report and not (Path(out) / 'report.html').is_file():
+        raise RuntimeError(f'fit wrote no report.html in {out}')
+    return {'wall_s': wall, 'model_s': written[0], 'outputs_s': max(written),
+            'cpu_s': (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            'load_1min': round(os.getloadavg()[0], 2)}
+
+
+def _summary(runs):
+    import numpy as np
+    out = {'runs': len(runs)}
+    for key in ('wall_s', 'model_s', 'outputs_s', 'cpu_s'):
+        values = [r[key] for r in runs]
+        out[f'{key}_median'] = float(np.median(values))
+        out[f'{key}_worst'] = float(np.max(values))
+    return out
 
 
 def main(argv=None):
@@ -96,7 +133,8 @@ def main(argv=None):
                         help='another mcap_records.py to time read_bag with')
     parser.add_argument('--baseline-tree', type=Path,
                         help='another source tree to time the fit command with')
-    parser.add_argument('--fit-repeat', type=int, default=3, help='fit commands timed')
+    parser.add_argument('--fit-repeat', type=int, default=5,
+                        help='fit commands timed (each with and without the report)')
     parser.add_argument('--keep', type=Path, help='keep the bag here (reused if present)')
     benchlib.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -171,18 +209,23 @@ def main(argv=None):
             pstats.Stats(prof, stream=sys.stderr).sort_stats('cumulative').print_stats(25)
 
         if args.fit:
-            now, base = [], []
+            trees = [('now', None)] + ([('baseline', args.baseline_tree.resolve())]
+                                       if args.baseline_tree is not None else [])
+            print('timed: ' + ' '.join(map(str, fit_argv(bag, cfg, root / 'fit', True))) +
+                  ' (and with --no-report)', file=sys.stderr, flush=True)
+            runs = {}
             for i in range(args.fit_repeat):
-                # alternated, so that a change of load hits both
-                now.append(_fit_command(bag, cfg, root / f'fit{i}'))
-                if args.baseline_tree is not None:
-                    base.append(_fit_command(bag, cfg, root / f'fit_base{i}',
-                                             args.baseline_tree.resolve()))
-            fit = {'fit_command_s': min(now), 'fit_command_all_s': now}
-            if base:
-                fit.update(fit_command_baseline_s=min(base), fit_command_baseline_all_s=base,
-                           baseline_over_now=min(base) / min(now))
-            report.add('fit_command', fit)
+                # alternated, so that a change of load hits every variant alike
+                for report_on in (False, True):
+                    for name, tree in trees:
+                        run = _fit_command(bag, cfg, root / f'fit_{name}_{report_on}_{i}',
+                                           tree, report_on)
+                        runs.setdefault((name, report_on), []).append(run)
+                        report.add('fit_runs', {'tree': name, 'report': report_on,
+                                                'run': i, **run})
+            for (name, report_on), rows in runs.items():
+                report.add('fit_command', {'tree': name, 'report': report_on,
+                                           **_summary(rows)})
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
@@ -190,10 +233,15 @@ def main(argv=None):
                 'read_rosbags_s with rosbags yielding every message (same run, same bag; '
                 'rosbags_equal: identical arrays, markers and quality); read_baseline_s with '
                 'the --baseline-records version of data/mcap_records.py.')
-    report.note('fit_command: wall time of `arm-dyn-id fit BAG --config arm.yaml --dynamics '
-                'gravity --seed 0 --quiet --no-report` in a fresh process (imports '
-                'included), best of --fit-repeat; the baseline from the --baseline-tree '
-                'source tree, alternated with it.')
+    report.note('fit_runs / fit_command: `arm-dyn-id fit BAG --config arm.yaml --dynamics '
+                'gravity --seed 0 --quiet` in a fresh process (imports included), with '
+                '--no-report (report False) and with the report, --fit-repeat times each, '
+                'alternated with the --baseline-tree source tree. wall_s: the process, start '
+                'to exit (with the report: the time to the report); model_s: model.yaml '
+                'written (its modification time) after the start; outputs_s: the last of '
+                'model.yaml, identified.urdf, validation.json, fit_data.npz; cpu_s: user + '
+                'system time of the process and its reaped children; load_1min: the 1-min '
+                'load average after the run. fit_command: median and worst of the runs.')
     report.save()
     return 0
 

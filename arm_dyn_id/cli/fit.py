@@ -441,7 +441,6 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
 
 
 def run(args):
-    import sys
     floating = fit_floating.floating_config(args.config, args.bags)
     if floating is not None:
         return fit_floating.run_floating(args, floating)
@@ -451,6 +450,17 @@ def run(args):
                               'floating_base); an arm fit takes --methods, and arm-dyn-id '
                               'validate scores a model on another bag')
     progress = Progress(quiet=args.quiet)
+    if args.no_report:
+        return _fit_and_report(args, progress, None)
+    from arm_dyn_id.validation.report import Painter
+    # started before the fit: the report's matplotlib import runs beside it
+    with Painter() as painter:
+        return _fit_and_report(args, progress, painter)
+
+
+def _fit_and_report(args, progress, painter):
+    """The arm fit, its metrics and the report (unless ``painter`` is None); exit code."""
+    import sys
     try:
         paths, validation = fit_bag(args, progress, say=print)
     except FitRefused as exc:
@@ -460,10 +470,10 @@ def run(args):
         print(f'arm-dyn-id fit: {exc}', file=sys.stderr)
         return 3
     print(metrics_text(validation))
-    if not args.no_report:
+    if painter is not None:
         from arm_dyn_id.validation.report import write_report
         progress.phase('writing the report')
-        paths['report'] = write_report(args.out.expanduser())
+        paths['report'] = write_report(args.out.expanduser(), painter=painter)
     for name, path in paths.items():
         print(f'{name}: {path}')
     return 0

@@ -24,6 +24,9 @@ import base64
 import datetime
 import html
 import json
+import os
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -124,16 +127,25 @@ def _shade(ax, sweeps, t0, joint=None):
                    alpha=0.15 if held else 0.07, lw=0)
 
 
+def _figure(figsize):
+    """A figure drawn by Agg, without pyplot: pyplot's import (0.2-0.3 s) and its figure
+    manager are for interactive use; the PNG is the same byte for byte."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _figure_rows(n):
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(n, 1, figsize=(11, 1.7 * n + 0.8), sharex=True, squeeze=False)
+    fig = _figure((11, 1.7 * n + 0.8))
+    axes = fig.subplots(n, 1, sharex=True, squeeze=False)
     return fig, axes[:, 0]
 
 
 def _plot_measured_predicted(data, path, labels, title):
     """Measured, model-with-friction and model-without torque per joint over time, sweeps
     shaded; ``labels`` name the three lines, ``title`` heads the figure."""
-    import matplotlib.pyplot as plt
     joints = [str(j) for j in data['joints']]
     t = data['t']
     t0 = t[0]
@@ -153,7 +165,6 @@ def _plot_measured_predicted(data, path, labels, title):
     axes[-1].set_xlabel('time (s)')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def plot_torque_time(data, path):
@@ -173,7 +184,6 @@ def plot_full_torque(data, path):
 
 
 def plot_trajectory(data, path):
-    import matplotlib.pyplot as plt
     joints = [str(j) for j in data['joints']]
     t = data['t']
     t0 = t[0]
@@ -189,7 +199,6 @@ def plot_trajectory(data, path):
     axes[-1].set_xlabel('time (s)')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def _what(data):
@@ -203,17 +212,16 @@ def _case(data):
 
 
 def _grid(n):
-    import matplotlib.pyplot as plt
     cols = 3 if n > 4 else n
     rows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    fig = _figure((3.6 * cols, 2.8 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     return fig, axes.ravel()[:n]
 
 
 def plot_residuals(data, path):
-    import matplotlib.pyplot as plt
     case = _case(data)
     joints = [str(j) for j in data['joints']]
     res = data[f'{case}_predicted'] - data[f'{case}_tau']
@@ -229,11 +237,9 @@ def plot_residuals(data, path):
     fig.suptitle(f'Residuals on the {case.replace("_", "-")} {_what(data)}', fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def plot_pairs(data, path):
-    import matplotlib.pyplot as plt
     case = _case(data)
     joints = [str(j) for j in data['joints']]
     meas, pred = data[f'{case}_tau'], data[f'{case}_predicted']
@@ -252,7 +258,6 @@ def plot_pairs(data, path):
                  'against measured', fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------------
@@ -442,7 +447,25 @@ def render_html(model, validation, images, title=None, warnings=()):
 REPORT_PLOTS = ('torque_time', 'residuals', 'pairs', 'trajectory')
 
 
-def write_report(folder, title=None):
+def _plot_data(folder):
+    """The arrays of ``folder/fit_data.npz`` (None without it)."""
+    data_file = Path(folder) / 'fit_data.npz'
+    if not data_file.is_file():
+        return None
+    with np.load(data_file) as npz:
+        return dict(npz)
+
+
+def _plot_jobs(folder, data):
+    """``[(plot function, png path)]`` of the report's plots of a fit folder."""
+    full = str(data.get('dynamics', 'gravity')) == 'full'
+    plots = (('torque_time', plot_full_torque if full else plot_torque_time),
+             ('residuals', plot_residuals), ('pairs', plot_pairs),
+             ('trajectory', plot_trajectory))
+    return [(fn, Path(folder) / f'{name}.png') for name, fn in plots]
+
+
+def write_report(folder, title=None, painter=None):
     """Render ``folder/report.html`` and its PNGs from an output folder of the suite.
 
     Works on every folder the suite writes: ``arm-dyn-id fit`` (gravity or full
@@ -453,6 +476,11 @@ def write_report(folder, title=None):
     ----------
     folder : path-like
         Holds ``model.yaml`` and ``validation.json`` (and ``fit_data.npz`` for plots).
+    title : str, optional
+        The page's heading (default: the kind of model and the robot's name).
+    painter : Painter, optional
+        Started before the fit: its child draws the plots (with matplotlib imported
+        while the fit ran); the plots are drawn here when it cannot.
 
     Returns
     -------
@@ -468,8 +496,6 @@ def write_report(folder, title=None):
         If ``model.yaml`` is refused by the model gate (unreadable, unknown schema or
         version, incomplete, not finite; see :func:`gated_model`). Nothing is written.
     """
-    import matplotlib
-    matplotlib.use('Agg')
     folder = Path(folder)
     for name in ('model.yaml', 'validation.json'):
         if not (folder / name).is_file():
@@ -486,24 +512,133 @@ def write_report(folder, title=None):
     if model.get('schema') == FLOATING_SCHEMA:
         return write_floating_report(folder, model, validation, title, warnings)
     images = {}
-    data_file = folder / 'fit_data.npz'
-    if data_file.is_file():
-        with np.load(data_file) as npz:
-            data = dict(npz)
-        full = str(data.get('dynamics', 'gravity')) == 'full'
-        plots = (('torque_time', plot_full_torque if full else plot_torque_time),
-                 ('residuals', plot_residuals), ('pairs', plot_pairs),
-                 ('trajectory', plot_trajectory))
-        for name, fn in plots:
-            path = folder / f'{name}.png'
-            fn(data, path)
-            images[name] = path
+    data = _plot_data(folder)
+    if data is not None:
+        jobs = _plot_jobs(folder, data)
+        if painter is None or not painter.draw(folder):
+            draw_plots(jobs, data)
+        images = {path.stem: path for _, path in jobs}
     for png in sorted(folder.glob('*.png')):
         if png.stem not in REPORT_PLOTS:
             images[png.stem] = png
     out = folder / 'report.html'
     out.write_text(render_html(model, validation, images, title, warnings))
     return out
+
+
+def _can_fork():
+    """Whether a forked child may draw plots: Linux (fork is its native way), one Python
+    thread (a lock another thread held at the fork would stay held in the child) and
+    more than one CPU to run on."""
+    return (sys.platform.startswith('linux') and threading.active_count() == 1
+            and len(os.sched_getaffinity(0)) > 1)
+
+
+def draw_plots(jobs, data):
+    """Draw ``jobs``, a list of ``(plot function, png path)``, of the ``fit_data.npz``
+    arrays ``data``.
+
+    Every other plot is drawn by a forked child while this process draws the rest
+    (when :func:`_can_fork`): each figure is single-threaded Python and Agg, so two
+    cores draw the report's four in about half the time, into the same files. The plots
+    the child did not draw (it failed, or could not fork) are drawn here, so an error
+    is raised here as it would be without the child.
+    """
+    theirs, pid = [], None
+    if len(jobs) > 1 and _can_fork():
+        # imported before the fork, so that the child does not import them again
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
+        from matplotlib.figure import Figure  # noqa: F401
+        theirs, jobs = jobs[1::2], jobs[0::2]
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for fn, path in theirs:
+                    fn(data, path)
+                code = 0
+            finally:
+                os._exit(code)      # no atexit handlers, no buffers flushed twice
+    try:
+        for fn, path in jobs:
+            fn(data, path)
+    finally:
+        if pid is not None:
+            _, status = os.waitpid(pid, 0)
+    if pid is not None and os.waitstatus_to_exitcode(status) != 0:
+        for fn, path in theirs:
+            fn(data, path)
+
+
+class Painter:
+    """A forked child that imports matplotlib while the fit runs, then draws the plots.
+
+    ``arm-dyn-id fit`` starts one before fitting: the import (about 0.5 s) and the
+    plotting run on the second core beside the fit instead of after it. The child
+    waits for :meth:`draw` (or exits at :meth:`close`), then draws the folder's plots
+    with :func:`draw_plots` (itself forking, so two processes draw). Without fork (not
+    Linux, another Python thread, one CPU) it does nothing and the plots are drawn
+    where :func:`write_report` runs. Use it as a context manager, so that the child
+    is told to exit and is waited for whatever happens.
+    """
+
+    def __init__(self):
+        self._pid = self._go = None
+        if not _can_fork():
+            return
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(write)
+            os._exit(_paint(read))      # no atexit handlers, no buffers flushed twice
+        os.close(read)
+        self._pid, self._go = pid, write
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def draw(self, folder):
+        """Have the child draw ``folder``'s plots; True when it drew all of them."""
+        if self._go is None:
+            return False
+        try:
+            os.write(self._go, os.fsencode(str(Path(folder).resolve())))
+        except OSError:         # the child is gone
+            pass
+        return self.close() == 0
+
+    def close(self):
+        """Tell the child to finish (it exits if it was not asked to draw) and wait for it;
+        returns its exit code (None without a child)."""
+        if self._go is not None:
+            os.close(self._go)
+            self._go = None
+        if self._pid is None:
+            return None
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = None
+        return os.waitstatus_to_exitcode(status)
+
+
+def _paint(fd):
+    """The painter child: import matplotlib, wait for a folder, draw its plots; the
+    exit code (0 drawn or not asked, 1 failed)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
+        from matplotlib.figure import Figure  # noqa: F401
+        with os.fdopen(fd, 'rb') as pipe:
+            folder = pipe.read()
+        if not folder:
+            return 0
+        folder = Path(os.fsdecode(folder))
+        data = _plot_data(folder)
+        draw_plots(_plot_jobs(folder, data), data)
+        return 0
+    except BaseException:       # the parent draws the plots again, and raises
+        return 1
 
 
 def gated_model(path):
@@ -552,7 +687,6 @@ def _banner(model, warnings=()):
 def plot_floating_held_out(data, path):
     """Held-out momentum (6 rows) or ZMP (x, y) over time: measured (the configured
     momentum, or the sole sensors' ZMP), identified model, nominal URDF."""
-    import matplotlib.pyplot as plt
     labels = [str(x) for x in data['labels']]
     zmp = str(data['kind']) == 'zmp'
     scale, unit = (1000.0, 'mm') if zmp else (1.0, '')
@@ -575,7 +709,6 @@ def plot_floating_held_out(data, path):
     axes[-1].set_xlabel('time (s)')
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
 
 
 def write_floating_report(folder, model, validation, title=None, warnings=()):

@@ -1,0 +1,124 @@
+"""What a fresh ``arm-dyn-id fit`` imports: the lazy imports stay lazy.
+
+A fresh fit command spends about half of its time importing (docs/benchmarks.md,
+"Reading a recorder bag"); what only some paths need is imported on those paths.
+These tests run the command in a fresh interpreter and read its ``sys.modules``
+(no timing: what is imported, not how long it takes).
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from test_cli_fit import reciprocating_data, write_config, write_synthetic_bag
+
+#: runs ``arm-dyn-id fit`` (argv after the script) in this interpreter, then prints the
+#: loaded modules of the packages the fit path must not import, as one JSON line
+PROBE = '''
+import json, sys
+from arm_dyn_id import cli
+code = cli.main(sys.argv[1:])
+heavy = ('matplotlib', 'cvxpy', 'mujoco', 'hypothesis', 'rclpy')
+print(json.dumps({'code': code, 'modules': sorted(
+    m for m in sys.modules if m.split('.')[0] in heavy)}))
+'''
+
+
+def _fit_modules(*args):
+    proc = subprocess.run([sys.executable, '-c', PROBE, 'fit', *map(str, args), '--quiet'],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope='module')
+def recorder_bag(tmp_path_factory):
+    root = tmp_path_factory.mktemp('cold')
+    bag = write_synthetic_bag(root / 'bag', reciprocating_data(seed=3, rate=100.0, poses=1),
+                              recorder=True)
+    return bag, write_config(root / 'arm.yaml')
+
+
+def test_fit_without_report_imports_no_plotting_or_solver(recorder_bag, tmp_path):
+    """Up to the model and its files, no matplotlib (the report's), no cvxpy (the
+    consistent full fit's), no simulator, no ROS."""
+    bag, cfg = recorder_bag
+    out = _fit_modules(bag, '--config', cfg, '--out', tmp_path / 'fit', '--no-report')
+    assert out == {'code': 0, 'modules': []}
+    assert (tmp_path / 'fit' / 'model.yaml').is_file()
+
+
+def test_report_draws_without_pyplot(recorder_bag, tmp_path):
+    """The report draws on Agg figures of its own (in the painter's children where fork is
+    available, else here): pyplot (its import and figure manager, for interactive use) is
+    not loaded, and the four plots are written."""
+    bag, cfg = recorder_bag
+    out = _fit_modules(bag, '--config', cfg, '--out', tmp_path / 'fit')
+    assert out['code'] == 0
+    assert 'matplotlib.pyplot' not in out['modules']
+    assert not {'cvxpy', 'mujoco', 'hypothesis', 'rclpy'} & {m.split('.')[0]
+                                                             for m in out['modules']}
+    for name in ('torque_time', 'residuals', 'pairs', 'trajectory'):
+        assert (tmp_path / 'fit' / f'{name}.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+@pytest.fixture(scope='module')
+def fitted(recorder_bag, tmp_path_factory):
+    """A fit with its report, in this process."""
+    from arm_dyn_id import cli
+    bag, cfg = recorder_bag
+    folder = tmp_path_factory.mktemp('cold_fit') / 'fit'
+    assert cli.main(['fit', str(bag), '--config', str(cfg), '--out', str(folder),
+                     '--quiet']) == 0
+    return folder
+
+
+def test_report_plots_are_the_ones_drawn_one_by_one(fitted, tmp_path):
+    """write_report may draw half of the plots in a forked child: the files are the ones
+    the plot functions write when called one after the other here."""
+    from arm_dyn_id.validation import report
+    with np.load(fitted / 'fit_data.npz') as npz:
+        data = dict(npz)
+    for name, fn in (('torque_time', report.plot_torque_time),
+                     ('residuals', report.plot_residuals), ('pairs', report.plot_pairs),
+                     ('trajectory', report.plot_trajectory)):
+        fn(data, tmp_path / f'{name}.png')
+        assert (tmp_path / f'{name}.png').read_bytes() == \
+            (fitted / f'{name}.png').read_bytes(), name
+
+
+def test_report_error_is_raised_here(fitted, tmp_path):
+    """A plot that cannot be drawn raises in the caller (not lost in a child)."""
+    from arm_dyn_id.validation import report
+    folder = tmp_path / 'fit'
+    folder.mkdir()
+    for name in ('model.yaml', 'validation.json'):
+        (folder / name).write_bytes((fitted / name).read_bytes())
+    with np.load(fitted / 'fit_data.npz') as npz:
+        data = {k: v for k, v in npz.items() if k != 'training_tau'}
+    np.savez_compressed(folder / 'fit_data.npz', **data)
+    with pytest.raises(KeyError, match='training_tau'):
+        report.write_report(folder)
+
+
+def test_painter_draws_the_folder_or_just_exits(fitted, tmp_path):
+    """The painter draws a folder's plots when asked (the files of the plot functions),
+    and its child exits when it is closed without being asked."""
+    from arm_dyn_id.validation.report import Painter
+    with Painter() as painter:
+        pass
+    assert painter.close() is None              # waited for once, on leaving
+    folder = tmp_path / 'fit'
+    folder.mkdir()
+    (folder / 'fit_data.npz').write_bytes((fitted / 'fit_data.npz').read_bytes())
+    with Painter() as painter:
+        drawn = painter.draw(folder)
+    for name in ('torque_time', 'residuals', 'pairs', 'trajectory'):
+        if drawn:
+            assert (folder / f'{name}.png').read_bytes() == \
+                (fitted / f'{name}.png').read_bytes(), name
+        else:                                   # no fork here: nothing drawn by a child
+            assert not (folder / f'{name}.png').exists()
