@@ -60,7 +60,7 @@ from arm_dyn_id.data.motor import effort_reading
 from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
-from arm_dyn_id.identification.payload import arm_model_error, identify_payload_samples
+from arm_dyn_id.identification.payload import identify_payload_samples
 from arm_dyn_id.identification.pipeline import (choose_dynamics, fit_full_samples, fit_gravity,
                                                 judge_full_fit, judge_gravity_fit,
                                                 plan_harmonic_hz)
@@ -78,9 +78,9 @@ from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, is_full
 from arm_dyn_id.service.gravity import ServedModel, payload_from
 from arm_dyn_id.service.friction_drift import TrackerSettings, state_path
-from arm_dyn_id.service.live_model import LiveFriction, LiveModel
+from arm_dyn_id.service.live_model import LiveFriction, LiveModel, LiveWatch
 from arm_dyn_id.service.model_dir import latest_model_file, resolve_model_dir, write_fit
-from arm_dyn_id.service.payload_watch import APPLIED, REVERTED, PayloadWatch, WatchSettings
+from arm_dyn_id.service.payload_watch import WatchSettings
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
 
@@ -109,14 +109,16 @@ class IdentifierNode(Node):
         self.gravity = p('gravity').value
         self.payload = payload_from(p('payload_mass').value, p('payload_com').value,
                                     p('payload_frame').value)
-        self.watch_settings = self._payload_watch_settings()
-        self.watch = None                   # PayloadWatch, made at the first residual
-        self.watch_baseline = self.payload  # what a put-down reverts to
-        self._watch_pool = None             # applies the watch's events, in order
-        # the served model, its residual stream, friction drift (service.live_model)
-        friction = self._friction_settings()
-        self.live = LiveModel(None if friction is None else LiveFriction(
-            friction, self._friction_file, self._publish_friction, self._live_log))
+        # the served model, its residual stream, friction drift, payload watch
+        # (service.live_model)
+        friction, watch = self._friction_settings(), self._payload_watch_settings()
+        self.live = LiveModel(
+            None if friction is None else LiveFriction(
+                friction, self._friction_file, self._publish_friction, self._live_log),
+            None if watch is None else LiveWatch(
+                watch, p('payload_frame').value, self.payload,  # a put-down reverts to it
+                self.config.torque_noise if self.config else None, self._publish_payload_event,
+                self._watch_apply, self._live_log))
         self.dynamics_mode = p('dynamics').value
         robot_name = self.config.robot_name if self.config else ''
         try:
@@ -890,8 +892,6 @@ class IdentifierNode(Node):
                     f'the threshold at {joint}', throttle_duration_sec=1.0)
             self.contact = contact
         self.counts['residual'] += 1
-        if self.watch_settings is not None:
-            self._watch_payload(residual, t, q, dq, external, contact)
 
     def _on_dynamics_query(self, msg):
         """Inverse dynamics: position, velocity, effort = acceleration in; torques out."""
@@ -1060,36 +1060,8 @@ class IdentifierNode(Node):
         except ValueError as exc:
             raise ConfigError(f'{NODE_NAME}: {exc}') from exc
 
-    def _watch_payload(self, residual, t, q, dq, external, contact):
-        """Feed the watch one residual sample; publish (and apply) what it decides."""
-        dynamics = residual.observer.dynamics
-        if self.watch is None:
-            frame = self.get_parameter('payload_frame').value
-            try:
-                self.watch = PayloadWatch(dynamics.model.robot, self.watch_settings, frame,
-                                          self.watch_baseline, say=self.get_logger().info,
-                                          noise=self.config.torque_noise if self.config
-                                          else None,
-                                          model_error=arm_model_error(dynamics.model))
-            except (ValueError, JointNameError) as exc:
-                self.watch_settings = None
-                self.get_logger().error(f'payload watch off: {exc}')
-                return
-        try:
-            events = self.watch.update(t, q, dq, external, contact, dynamics.payload)
-        except JointNameError as exc:      # the payload frame is not in the URDF
-            self.watch_settings = None
-            self.get_logger().error(f'payload watch off: {exc}')
-            return
-        for event in events:
-            try_publish(self, self.payload_event_pub, String(data=json.dumps(event.to_dict())))
-            if event.kind in (APPLIED, REVERTED):
-                # set_parameters rebuilds the served model (~0.1 s): not on the 1 kHz path;
-                # one thread, so an apply and a revert are served in their order
-                if self._watch_pool is None:
-                    self._watch_pool = concurrent.futures.ThreadPoolExecutor(
-                        1, thread_name_prefix='payload-watch')
-                self._watch_pool.submit(self._watch_apply, event)
+    def _publish_payload_event(self, event):
+        try_publish(self, self.payload_event_pub, String(data=json.dumps(event)))
 
     def _watch_apply(self, event):
         ok, message = self.apply_payload(event.payload or False)
@@ -1177,10 +1149,7 @@ class IdentifierNode(Node):
             'observer_restarts': live.residual.observer.restarts if live.residual else 0,
             'contact': self.contact,
             'contacts': self.counts['contacts'],
-            'payload_watch': 'off' if self.watch_settings is None else
-            'no residual yet' if self.watch is None else
-            f'{self.watch.state} {self.watch.object[0]:.4g} kg' +
-            (' (applied)' if self.watch.applied else ''),
+            'payload_watch': 'off' if live.watch is None else live.watch.status,
             'model_dir': str(self.model_root),
             'last_fit_dir': self.last_fit_dir,
             'samples_rejected': self.counts['samples_rejected'],
@@ -1200,8 +1169,8 @@ class IdentifierNode(Node):
     def shutdown(self):
         self._stopping = True
         self._worker.shutdown(wait=False, cancel_futures=True)
-        if self._watch_pool is not None:
-            self._watch_pool.shutdown(wait=False, cancel_futures=True)
+        if self.live.watch is not None:
+            self.live.watch.shutdown()
 
 
 def main(args=None):

@@ -166,3 +166,18 @@ def test_the_gravity_stream_is_the_served_models_with_or_without_a_residual(mode
     assert out.residual.reason == 'non_finite'
     np.testing.assert_allclose(out.gravity[1], alone.stream(JOINTS, data.q[2000])[1],
                                rtol=1e-12, atol=1e-12)
+
+
+def test_a_payload_watch_on_a_frame_the_urdf_lacks_turns_off_and_says_why(model, data):
+    from arm_dyn_id.service.live_model import LiveWatch
+    from arm_dyn_id.service.payload_watch import WatchSettings
+    events, applied, logs = [], [], []
+    watch = LiveWatch(WatchSettings(), 'gripper_tip', None, None, events.append,
+                      applied.append, lambda level, text: logs.append((level, text)))
+    live = LiveModel(watch=watch)
+    live.install(built(model))
+    assert watch.status == 'no residual yet'
+    stream(live, data, stop=50)
+    assert watch.status.startswith('off: ') and 'gripper_tip' in watch.status
+    assert [level for level, _ in logs] == ['error']         # said once, then quiet
+    assert logs[0][1].startswith('payload watch off: ') and not events and not applied

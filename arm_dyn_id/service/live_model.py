@@ -12,20 +12,24 @@ messages; what happens in between lives here:
 - friction drift (:class:`LiveFriction`): the tracker of the served model's residual
   stream, the versions it serves, friction_drift.yaml, rollback.
 
-The payload watch (arm_dyn_id.service.payload_watch) is fed by the node with the
-stream's residual; an applied payload comes back as a new model through
-:meth:`LiveModel.install`.
+- the payload watch (:class:`LiveWatch`): arm_dyn_id.service.payload_watch fed with the
+  stream's residual; what it decides is published, and an applied (or reverted) payload
+  comes back as a new model through :meth:`LiveModel.install`.
 """
 
+import concurrent.futures
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from arm_dyn_id.data.joint_states import Rejection
+from arm_dyn_id.errors import JointNameError
+from arm_dyn_id.identification.payload import arm_model_error
 from arm_dyn_id.service.dynamics import answer_dynamics_query
 from arm_dyn_id.service.friction_drift import FrictionTracker, model_id, save_state
 from arm_dyn_id.service.gravity import answer_query
+from arm_dyn_id.service.payload_watch import APPLIED, REVERTED, PayloadWatch
 
 NO_MODEL_STATUS = 'no full-dynamics model'
 
@@ -172,6 +176,81 @@ class LiveFriction:
                 **{k: np.round(v, 6).tolist() for k, v in tracker.table().items()}}
 
 
+class LiveWatch:
+    """A payload picked up or put down while the arm works (service.payload_watch), on
+    the served model's residual stream.
+
+    Parameters
+    ----------
+    settings : WatchSettings
+    frame : str
+        Where the payload sits (a URDF frame).
+    baseline : Payload or None
+        What a put-down reverts to (the payload served at start).
+    noise : array_like or None
+        The torque noise per joint (N·m), as configured.
+    publish : callable
+        ``publish(event_dict)``: every event (``~/payload_events``, JSON).
+    apply : callable
+        ``apply(event)`` for an applied or reverted event: serves its payload (rebuilds the
+        served model, ~0.1 s); called in a thread of its own, in the events' order.
+    log : callable
+        ``log(level, text)``.
+    """
+
+    def __init__(self, settings, frame, baseline, noise, publish, apply, log):
+        self.settings = settings
+        self.frame = frame
+        self.baseline = baseline
+        self.noise = noise
+        self.publish = publish
+        self.apply = apply
+        self.log = log
+        self.watch = None       # PayloadWatch, made at the first residual
+        self.off = ''           # why the watch stopped, '' while it runs
+        self._pool = None       # applies the events, in order
+
+    @property
+    def status(self):
+        watch = self.watch
+        if self.off:
+            return f'off: {self.off}'
+        if watch is None:
+            return 'no residual yet'
+        applied = ' (applied)' if watch.applied else ''
+        return f'{watch.state} {watch.object[0]:.4g} kg{applied}'
+
+    def update(self, stream, t, q, dq, external, contact):
+        """Feed the watch one residual sample of ``stream``; publish (and apply) what it
+        decides. A payload frame the URDF does not have turns the watch off (logged)."""
+        if self.off:
+            return
+        dynamics = stream.observer.dynamics
+        try:
+            if self.watch is None:
+                self.watch = PayloadWatch(
+                    dynamics.model.robot, self.settings, self.frame, self.baseline,
+                    say=lambda text: self.log('info', text), noise=self.noise,
+                    model_error=arm_model_error(dynamics.model))
+            events = self.watch.update(t, q, dq, external, contact, dynamics.payload)
+        except (ValueError, JointNameError) as exc:
+            self.off = str(exc)
+            self.log('error', f'payload watch off: {exc}')
+            return
+        for event in events:
+            self.publish(event.to_dict())
+            if event.kind in (APPLIED, REVERTED):
+                # not on the 1 kHz path; one thread, so an apply and a revert keep their order
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(
+                        1, thread_name_prefix='payload-watch')
+                self._pool.submit(self.apply, event)
+
+    def shutdown(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 class LiveModel:
     """The served model, its residual stream and friction drift (module docstring).
 
@@ -179,14 +258,17 @@ class LiveModel:
     ----------
     friction : LiveFriction, optional
         None: friction_tracking off.
+    watch : LiveWatch, optional
+        None: payload_watch off.
     """
 
-    def __init__(self, friction=None):
+    def __init__(self, friction=None, watch=None):
         self.served = None          # ServedModel, None before the first model
         self.dynamics = None        # ServedDynamics of a full model, else None
         self.residual = None        # ResidualStream of joint_states, else None
         self.residual_status = NO_MODEL_STATUS
         self.friction = friction
+        self.watch = watch
         self._same_joints = False
         self.lock = threading.Lock()    # evaluation: stream thread vs query thread
         # friction versions: stream thread vs rollback and install (services, fits)
@@ -219,11 +301,13 @@ class LiveModel:
                 gravity = residual[0], served.fast.torques(residual[0])     # checked once
             else:
                 gravity = served.stream(names, position)
-        if self.friction is not None and residual is not None \
-                and not isinstance(residual, Rejection):
-            with self.friction_lock:
-                self.dynamics = self.friction.update(stream, self.dynamics, t, residual[1],
-                                                     residual[4])
+        if residual is not None and not isinstance(residual, Rejection):
+            q, dq, _, external, contact = residual
+            if self.friction is not None:
+                with self.friction_lock:
+                    self.dynamics = self.friction.update(stream, self.dynamics, t, dq, contact)
+            if self.watch is not None:
+                self.watch.update(stream, t, q, dq, external, contact)
         return StreamAnswer(served, stream, gravity, residual)
 
     def query(self, names, position):
