@@ -73,15 +73,21 @@ def docs_snippet():
     return found[0]
 
 
-def test_the_documented_client_snippet_runs_and_exits_0(ros_env, tmp_path):
+def gravity_model(folder, scale):
+    """The humanoid arm's URDF gravity model with every base parameter times ``scale``,
+    saved in ``folder``: (model, path)."""
     from arm_dyn_id.config import load_arm_config
     from arm_dyn_id.model.base_parameters import gravity_base_parameters
     from arm_dyn_id.model.gravity import GravityModel
     from arm_dyn_id.model.robot import RobotModel
     robot = RobotModel.from_config(load_arm_config('humanoid_arm.yaml'))
     base = gravity_base_parameters(robot)
-    model = GravityModel(robot, base, base.beta(robot.parameters('gravity')) * 1.05)
-    path = model.save(tmp_path / 'model.yaml')
+    model = GravityModel(robot, base, base.beta(robot.parameters('gravity')) * scale)
+    return model, model.save(folder / 'model.yaml')
+
+
+def test_the_documented_client_snippet_runs_and_exits_0(ros_env, tmp_path):
+    model, path = gravity_model(tmp_path, 1.05)
     server = start_node('arm_dyn_id.nodes.identifier_node',
                         {'serve_only': True, 'model_file': str(path)}, ros_env,
                         name='identifier')
@@ -109,14 +115,7 @@ def test_remapped_query_topics_reach_the_identifiers_query_thread(ros_env, tmp_p
     """The queries are answered by identifier_node's companion identifier_node_queries
     (its own executor thread): a remap given to the node, global or aimed at the node by
     name, still moves them."""
-    from arm_dyn_id.config import load_arm_config
-    from arm_dyn_id.model.base_parameters import gravity_base_parameters
-    from arm_dyn_id.model.gravity import GravityModel
-    from arm_dyn_id.model.robot import RobotModel
-    robot = RobotModel.from_config(load_arm_config('humanoid_arm.yaml'))
-    base = gravity_base_parameters(robot)
-    model = GravityModel(robot, base, base.beta(robot.parameters('gravity')) * 0.95)
-    path = model.save(tmp_path / 'model.yaml')
+    model, path = gravity_model(tmp_path, 0.95)
     server = start_node('arm_dyn_id.nodes.identifier_node',
                         {'serve_only': True, 'model_file': str(path)}, ros_env,
                         name='identifier', ros_args=['-r', 'gravity_query:=arm/gq', '-r',
@@ -126,7 +125,7 @@ def test_remapped_query_topics_reach_the_identifiers_query_thread(ros_env, tmp_p
             client = GravityClient(h.node, query_topic='arm/gq', result_topic='arm/gr')
             assert client.wait_for_server(60.0), node_output(server)
             q = [0.1, 0.5, -0.2, 1.0, 0.3, 0.0]
-            got = client.call(list(robot.joint_names), q, timeout=60.0)
+            got = client.call(list(model.joint_names), q, timeout=60.0)
             np.testing.assert_allclose(got, model.gravity_torques(q), rtol=1e-9, atol=1e-12)
             # nothing answers on the names the remaps moved away from
             plain = GravityClient(h.node)
