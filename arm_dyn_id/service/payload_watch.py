@@ -11,29 +11,59 @@ normal motion and is left in the residual as noise). The residual is relative to
 served model, which may already carry a payload ``θ_s``; the watch works on the whole
 flange load ``y = −r + P_s(q) θ_s``, so applying a payload does not disturb it.
 
-Every ``fit_period`` s, a weighted least-squares fit of θ on the last ``window`` s
-(samples kept every ``sample_period`` s) gives the load; its covariance is the
-batch-means sandwich over ten blocks of the span (at least 0.1 s each: the residual is
-low-passed by the observer and the arm model's error is correlated in time, so
-per-sample white noise would understate it), plus the white-noise term (directions the
-window does not excite, an arm at rest) and, when given, the arm model's own error.
-The object is that load minus the configured (baseline) payload.
+Every ``fit_period`` s, a weighted least-squares fit of θ on a window of the samples
+(kept every ``sample_period`` s) gives the load; the object is that load minus the
+configured (baseline) payload.
+
+**Standard errors that hold on an imperfect arm model.** The residual is not white: the
+observer low-passes it, and the served arm model's own error (friction that drifted,
+link parameters a few per cent off, torque constants, slow offsets) depends on the poses
+and varies slowly. Over a 1 s window that error is a bias the fit cannot see, and the
+white (or short-block) standard error understates the spread of the mass by 3-4x on a
+simulated arm with such a model (``sim.pick_and_place.realistic_pick_and_place``). So the
+mass's standard error is the largest of:
+
+* the batch-means sandwich over ten blocks of the span (>= 0.1 s), widened by
+  ``max(1, 2 τ / block)``: blocks shorter than the residual's correlation time τ are not
+  independent (the effective number of samples of a correlated series). τ is the
+  integrated autocorrelation time of the mass's influence series, measured by blocking
+  (:func:`correlation_time`) on at least ``CORRELATION_SPAN`` s of steady samples (no
+  candidate, no change), ``CORRELATION_PRIOR`` until measured; plus the white-noise term
+  (directions the window does not excite, an arm at rest) and, when given, the arm model's
+  held-out error;
+* **the null**: the RMS deviation from the load believed of the watch's own fits of that
+  length while nothing changed (every fit length, every fit counted once as long again
+  has passed with no event: false starts included, or the null would be the quiet times
+  only; forgotten beyond ``NULL_KEEP`` fits). It holds what no within-window estimate
+  sees: the pose-dependent bias. Beyond the longest length measured, L, it is scaled by
+  sqrt(L / span). No candidate starts before the null of the shortest fit is known
+  (``NULL_FITS`` fits: ~5 s of work after a start).
+
+**Fits that grow until precise.** The watch fits the last ``window`` s, then 2x, 4x, ...
+up to ``max_window`` s (never across the last change), until the mass's standard error
+is at most ``exit_mass / 2``. An event's fit uses the samples since its candidate began,
+up to ``max_window`` s of them, so it waits as long as the arm model needs (the delay is
+what the standard error asks, at most ``max_window`` s after the candidate began; after
+that the candidate is held back, logged, until it is dropped).
 
 Decisions, each with hysteresis:
 
-* **candidate** — with no object: object mass >= ``enter_mass`` starts a *picked_up*
-  candidate, kept while it stays >= ``exit_mass``. With one of mass m_o: |fitted − m_o|
-  >= ``enter_mass`` (or fitted < ``exit_mass``) starts a change candidate, kept while
-  |fitted − m_o| >= ``exit_mass``; it becomes *put_down* when the deciding fit's mass is
-  below ``exit_mass``, else *changed*.
+* **candidate** — with no object: a fit's object mass >= ``enter_mass`` and at least
+  ``SIGNIFICANCE`` standard errors starts a *picked_up* candidate. With one of mass m_o:
+  |fitted − m_o| >= ``enter_mass`` (or fitted < ``exit_mass``), also significant, starts
+  a change candidate. It is judged on its samples since it began: dropped when that fit
+  is precise (standard error <= ``exit_mass / 2``) and back in the band (< ``exit_mass``
+  from the belief); started again from now when that fit is not a flange load (a) or (b)
+  and a new change is seen (a change after a false start would never be sustained).
 * **event** — a candidate older than ``support`` s whose fit on the samples since it began
-  (at most ``window`` s of them: all after the change) is (a) explained:
-  the fitted load removes at least ``min_explained`` of the offset's weighted energy
-  ``Σ w (y − P θ_now)²``; (b) sustained: fitted alone on each third of the window,
-  the load's scale ``s_k = <Pθ̂, y>_k / <Pθ̂, Pθ̂>_k`` is within ``1 ± sustain_tolerance``
-  of the whole window's; (c) precise: standard error of the mass <= ``max_mass_std`` and
-  <= ``max_relative_std`` x the mass change. Then the event (picked_up, put_down,
-  changed) is emitted with mass, CoM, standard errors and time.
+  is (a) explained: the fitted load removes at least ``min_explained`` of the offset's
+  weighted energy ``Σ w (y − P θ_now)²``; (b) sustained: fitted alone on each third of the
+  window, the load's scale ``s_k = <Pθ̂, y>_k / <Pθ̂, Pθ̂>_k`` is within
+  ``1 ± sustain_tolerance`` of the whole window's; (c) precise: standard error of the mass
+  <= ``max_mass_std`` and <= ``max_relative_std`` x the mass change. It is *put_down* when
+  the mass is below ``exit_mass`` or below ``SIGNIFICANCE`` standard errors (a load not
+  told from none), else *picked_up* / *changed*; emitted with mass, CoM, standard errors
+  and time.
 * **apply** (``apply`` True) — a picked_up / changed event is applied ``confirm`` s later
   if the fits since still see that load (within ``exit_mass``), refitted on everything
   since the candidate began; a put_down reverts at once to the baseline (a payload
