@@ -570,16 +570,21 @@ def draw_plots(jobs, data):
             fn(data, path)
 
 
+#: how much lower the painter's priority is while the fit runs (nice levels)
+PAINTER_NICENESS = 10
+
+
 class Painter:
     """A forked child that imports matplotlib while the fit runs, then draws the plots.
 
-    ``arm-dyn-id fit`` starts one before fitting: the import (about 0.5 s) and the
-    plotting run on the second core beside the fit instead of after it. The child
-    waits for :meth:`draw` (or exits at :meth:`close`), then draws the folder's plots
-    with :func:`draw_plots` (itself forking, so two processes draw). Without fork (not
-    Linux, another Python thread, one CPU) it does nothing and the plots are drawn
-    where :func:`write_report` runs. Use it as a context manager, so that the child
-    is told to exit and is waited for whatever happens.
+    ``arm-dyn-id fit`` starts one before fitting: the import (about 0.5 s) runs on the
+    second core beside the fit instead of after it, at a lower priority
+    (:data:`PAINTER_NICENESS`) so that on a busy machine it does not delay the model.
+    The child waits for :meth:`draw` (or exits at :meth:`close`), then draws the
+    folder's plots with :func:`draw_plots` (itself forking, so two processes draw).
+    Without fork (not Linux, another Python thread, one CPU) it does nothing and the
+    plots are drawn where :func:`write_report` runs. Use it as a context manager, so
+    that the child is told to exit and is waited for whatever happens.
     """
 
     def __init__(self):
@@ -627,12 +632,19 @@ def _paint(fd):
     """The painter child: import matplotlib, wait for a folder, draw its plots; the
     exit code (0 drawn or not asked, 1 failed)."""
     try:
+        # the import waits behind the fit on a busy machine: the model comes first
+        priority = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, min(priority + PAINTER_NICENESS, 19))
         from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
         from matplotlib.figure import Figure  # noqa: F401
         with os.fdopen(fd, 'rb') as pipe:
             folder = pipe.read()
         if not folder:
             return 0
+        try:        # the fit is done: draw at its priority (where the system allows it)
+            os.setpriority(os.PRIO_PROCESS, 0, priority)
+        except OSError:
+            pass
         folder = Path(os.fsdecode(folder))
         data = _plot_data(folder)
         draw_plots(_plot_jobs(folder, data), data)
