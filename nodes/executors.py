@@ -43,13 +43,9 @@ from rclpy.signals import SignalHandlerOptions
 from arm_dyn_id.errors import ConfigError, URDFError
 
 
-def create_command_node(node, suffix='commands'):
-    """The companion node ``<name>_<suffix>`` that carries ``node``'s services and timers.
-
-    It takes no command-line arguments (no remaps): give it names resolved by ``node``
-    (``service_name``, ``node.resolve_topic_name``).
-    """
-    return rclpy.create_node(f'{node.get_name()}_{suffix}', namespace=node.get_namespace(),
+def create_command_node(node):
+    """The companion node that carries ``node``'s services and timers."""
+    return rclpy.create_node(f'{node.get_name()}_commands', namespace=node.get_namespace(),
                              context=node.context, use_global_arguments=False,
                              start_parameter_services=False)
 
@@ -213,12 +209,9 @@ def _spin_slices(executor, context, until, period):
             break
 
 
-def spin_split(node, commands, threads=2, period=0.2, stop=None, side=()):
+def spin_split(node, commands, threads=2, period=0.2, stop=None):
     """Spin ``node`` on an EventsExecutor and ``commands`` in a background thread.
 
-    ``side``: more nodes, each spun on an EventsExecutor in a thread of its own, so
-    that their callbacks do not queue behind ``node``'s 1 kHz stream (the identifier's
-    queries). Their callbacks run beside ``node``'s: what both touch needs a lock.
     Returns when ``stop`` (a :class:`StopRequest` or threading.Event) is set or the
     context shuts down; the caller ends the nodes (run_node).
     """
@@ -227,15 +220,6 @@ def spin_split(node, commands, threads=2, period=0.2, stop=None, side=()):
     commands_executor.add_node(commands)
 
     closing = threading.Event()
-    side_executors, side_threads = [], []
-    for other in side:
-        side_executor = EventsExecutor(context=node.context)
-        side_executor.add_node(other)
-        side_executors.append(side_executor)
-        side_threads.append(threading.Thread(
-            target=_spin_slices, args=(side_executor, node.context, closing, period),
-            daemon=True, name=f'{other.get_name()}-events'))
-        side_threads[-1].start()
 
     def spin_commands():
         try:
@@ -255,12 +239,10 @@ def spin_split(node, commands, threads=2, period=0.2, stop=None, side=()):
         _spin_slices(executor, node.context, stop, period)
     finally:
         closing.set()
-        for side_thread in side_threads:
-            side_thread.join(5.0)      # its spin_once returns within ``period``
         # an EventsExecutor left running when the process exits aborts it
         # ("terminate called without an active exception"); after a burst of 1 kHz
         # traffic on a loaded machine 1 s was not always enough
-        for ex in (executor, commands_executor, *side_executors):
+        for ex in (executor, commands_executor):
             if not ex.shutdown(timeout_sec=5.0):
                 node.get_logger().warning('executor did not shut down within 5 s')
         thread.join(5.0)
@@ -356,8 +338,7 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
         if stop.is_set():
             pass        # a signal arrived while the node was being built
         elif split:
-            spin_split(node, node.commands, threads=threads, stop=stop,
-                       side=getattr(node, 'side_nodes', ()))
+            spin_split(node, node.commands, threads=threads, stop=stop)
         else:
             executor = spin(node, stop)
     except (KeyboardInterrupt, ExternalShutdownException):

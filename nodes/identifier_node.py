@@ -172,6 +172,8 @@ class IdentifierNode(Node):
         self.model_pub = self.create_publisher(String, '~/model', LATCHED_QOS)
         self.urdf_pub = self.create_publisher(String, 'robot_description_identified', LATCHED_QOS)
         self.gravity_pub = self.create_publisher(JointState, 'gravity_torques', streams)
+        self.result_pub = self.create_publisher(JointState, 'gravity_result', streams)
+        self.dyn_result_pub = self.create_publisher(JointState, 'dynamics_result', streams)
         self.model_torque_pub = self.create_publisher(JointState, 'model_torques', streams)
         self.external_pub = self.create_publisher(JointState, 'external_torques', streams)
         self.contact_pub = self.create_publisher(Bool, 'contact', streams)
@@ -184,17 +186,11 @@ class IdentifierNode(Node):
         self.friction_pub = self.create_publisher(String, '~/friction', LATCHED_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_state, streams)
-        # queries on a companion node with an executor thread of its own: they do not
-        # queue behind the 1 kHz stream (both evaluate the model under live.lock)
-        self.queries = create_command_node(self, 'queries')
-        self.side_nodes = (self.queries,)
-        self.result_pub, self.dyn_result_pub = (self.queries.create_publisher(
-            JointState, self.resolve_topic_name(topic), streams)
-            for topic in ('gravity_result', 'dynamics_result'))
-        self.queries.create_subscription(JointState, self.resolve_topic_name('gravity_query'),
-                                         self._on_query, streams)
-        self.queries.create_subscription(JointState, self.resolve_topic_name('dynamics_query'),
-                                         self._on_dynamics_query, streams)
+        # the queries on the stream's thread: answered on a thread of their own they starved
+        # it (2 of 5 benchmark runs lost 1 kHz inputs; docs/identifier.md, "Threads")
+        self.create_subscription(JointState, 'gravity_query', self._on_query, streams)
+        self.create_subscription(JointState, 'dynamics_query', self._on_dynamics_query,
+                                 streams)
         if not self.serve_only:
             self.create_subscription(JointState, 'joint_torques', self._on_torques, streams)
             self.create_subscription(String, 'excitation_segments', self._on_marker, MARKER_QOS)
@@ -318,8 +314,12 @@ class IdentifierNode(Node):
             Param('payload_watch_apply', False, 'payload_watch: serve a picked-up payload '
                   'after payload_watch_confirm seconds, revert when it is put down',
                   read_only=True),
-            Param('payload_watch_window', 1.0, 'payload_watch: seconds of motion each fit '
-                  'of the flange load uses (s)', read_only=True, low=0.3, high=60.0),
+            Param('payload_watch_window', 1.0, 'payload_watch: seconds of motion of the '
+                  'shortest fit of the flange load (s)', read_only=True, low=0.3, high=60.0),
+            Param('payload_watch_max_window', 30.0, 'payload_watch: the longest fit of the '
+                  'flange load; fits grow from payload_watch_window until precise, and an '
+                  'event waits at most this long after its candidate began (s)',
+                  read_only=True, low=0.3, high=600.0),
             Param('payload_watch_support', 0.8, 'payload_watch: a change must last this '
                   'long before its event (s)', read_only=True, low=0.05, high=60.0),
             Param('payload_watch_confirm', 0.5, 'payload_watch_apply: seconds after a '
@@ -1056,7 +1056,7 @@ class IdentifierNode(Node):
         try:
             return WatchSettings(**{key: p(f'payload_watch_{key}').value for key in (
                 'apply', 'window', 'support', 'confirm', 'enter_mass', 'exit_mass',
-                'max_mass_std', 'max_relative_std')})
+                'max_mass_std', 'max_relative_std', 'max_window')})
         except ValueError as exc:
             raise ConfigError(f'{NODE_NAME}: {exc}') from exc
 

@@ -111,10 +111,9 @@ def test_the_documented_client_snippet_runs_and_exits_0(ros_env, tmp_path):
     assert code == 0, node_output(server)
 
 
-def test_remapped_query_topics_reach_the_identifiers_query_thread(ros_env, tmp_path):
-    """The queries are answered by identifier_node's companion identifier_node_queries
-    (its own executor thread): a remap given to the node, global or aimed at the node by
-    name, still moves them."""
+def test_remapped_query_topics_are_answered_there_only(ros_env, tmp_path):
+    """identifier_node's query topics follow the remaps it is given, global or aimed at
+    the node by name (a consumer in a namespace of its own)."""
     model, path = gravity_model(tmp_path, 0.95)
     server = start_node('arm_dyn_id.nodes.identifier_node',
                         {'serve_only': True, 'model_file': str(path)}, ros_env,

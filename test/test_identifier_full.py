@@ -4,6 +4,7 @@ without it), a live full fit from Fourier data written to model_dir with its lat
 and a payload identified with the arm frozen and added to the served model."""
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -126,8 +127,17 @@ def test_full_model_served_queries_errors_and_residual_contact(ros_env, tmp_path
             lambda: ids.call(JOINTS[:5], z[:5], z[:5], z[:5], timeout=30.0))
 
         # the residual stream: the simulated arm's joint_states (currents in effort), a
-        # push on link_4 in [T_ON, T_OFF); paced by what came back (reliable, depth 1000)
+        # push on link_4 in [T_ON, T_OFF); paced by what came back (reliable, depth 1000),
+        # with gravity queries all along: the stream must lose nothing to them
         h.wait_for_subscribers(states, timeout=20.0)
+        answered, enough = [], threading.Event()
+
+        def ask():
+            while not enough.is_set():
+                answered.append(gravity.call(list(JOINTS), q[len(answered) % len(q)],
+                                             timeout=30.0))
+        asker = threading.Thread(target=ask, name='queries', daemon=True)
+        asker.start()
         chunk = 200
         for lo in range(0, len(t), chunk):
             for k in range(lo, min(lo + chunk, len(t))):
@@ -139,7 +149,11 @@ def test_full_model_served_queries_errors_and_residual_contact(ros_env, tmp_path
                 h.wait_for(lambda: len(residuals) >= sent and len(contacts) >= sent, 30.0)
             except TimeoutError:
                 raise AssertionError(f'{len(residuals)} external_torques and {len(contacts)} '
-                                     f'contact messages of {sent}; diagnostics {diags[-1:]}')
+                                     f'contact messages of {sent}; diagnostics {diags[-1:]}\n'
+                                     f'{node_output(proc)}')
+        enough.set()
+        asker.join(60.0)
+        assert not asker.is_alive() and answered
         got = np.array([np.asarray(m.effort) for m in residuals])
         assert list(residuals[0].name) == list(JOINTS)
         np.testing.assert_allclose([stamp_of(m) - 100.0 for m in residuals], t, atol=1e-6)

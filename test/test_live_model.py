@@ -1,11 +1,7 @@
 """The model the identifier serves while the arm works, without ROS
-(arm_dyn_id.service.live_model): the stream and the queries evaluate the same pinocchio
-data from two threads under one lock; friction versions are served, rolled back, and never
-overwrite a model installed meanwhile."""
-
-import contextlib
-import sys
-import threading
+(arm_dyn_id.service.live_model): the stream and the queries share the served objects;
+friction versions are served, rolled back, and never overwrite a model installed
+meanwhile; the payload watch says why it stops."""
 
 import numpy as np
 import pytest
@@ -48,49 +44,28 @@ def data(model):
     return warm_up(model, 60.0)
 
 
-def queries_beside_the_stream(model, data, lock):
-    """Queries in a thread while the stream runs; how many answers differ from a model
-    with pinocchio data of its own."""
+def test_queries_between_stream_messages_get_the_answers_of_a_model_alone(model, data):
+    """The stream and the queries share the served objects (and a full model's pinocchio
+    data): interleaved, each gets what it gets alone."""
     live = LiveModel()
     live.install(built(model))
-    if lock is None:
-        live.lock = contextlib.nullcontext()
     reference = ServedDynamics(model)
-    rng = np.random.default_rng(3)
-    poses = rng.uniform(-1.5, 1.5, (400, 3, 6))
-    wrong, done = [], threading.Event()
-
-    def ask():
-        k = 0
-        while not done.is_set():
-            q, dq, ddq = poses[k % len(poses)]
-            _, (_, _, _, rigid, friction) = live.dynamics_query(JOINTS, q, dq, ddq)
-            _, (_, gravity) = live.query(JOINTS, q)
-            want = reference.query(JOINTS, q, dq, ddq)
-            wrong.append(not (np.allclose(rigid, want[3], rtol=0, atol=1e-9) and
-                              np.allclose(gravity, reference.fast.gravity_torques(q),
-                                          rtol=0, atol=1e-9)))
-            k += 1
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)         # threads take turns as often as they can
-    try:
-        asker = threading.Thread(target=ask)
-        asker.start()
-        residual = stream(live, data, stop=3000)
-        done.set()
-        asker.join(60.0)
-    finally:
-        sys.setswitchinterval(switch)
-    return sum(wrong), len(wrong), residual
-
-
-def test_queries_from_another_thread_get_the_same_answers_as_alone(model, data):
-    wrong, asked, residual = queries_beside_the_stream(model, data, lock=True)
-    assert asked > 50 and wrong == 0
-    # and the stream's residual is the one of a stream alone
+    poses = np.random.default_rng(3).uniform(-1.5, 1.5, (300, 3, 6))
+    residual = []
+    for k, (q, dq, ddq) in enumerate(poses):
+        out = live.stream(JOINTS, data.t[k], data.q[k], data.dq[k], data.tau[k])
+        residual.append(out.residual[3])
+        _, (_, _, _, rigid, friction) = live.dynamics_query(JOINTS, q, dq, ddq)
+        _, (_, gravity) = live.query(JOINTS, q)
+        want = reference.query(JOINTS, q, dq, ddq)
+        np.testing.assert_allclose(rigid, want[3], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(friction, want[4], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(gravity, reference.fast.gravity_torques(q), rtol=0,
+                                   atol=1e-9)
     alone = LiveModel()
     alone.install(built(model))
-    np.testing.assert_allclose(residual, stream(alone, data, stop=3000), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(residual, stream(alone, data, stop=len(poses)), rtol=0,
+                               atol=1e-9)
 
 
 def tracking(model):

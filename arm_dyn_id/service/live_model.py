@@ -6,9 +6,10 @@ messages; what happens in between lives here:
 - the served objects (:class:`~arm_dyn_id.service.gravity.ServedModel`, a full model's
   :class:`~arm_dyn_id.service.dynamics.ServedDynamics` and its joint_states
   :class:`~arm_dyn_id.service.dynamics.ResidualStream`), swapped in as one reference
-  each so that the 1 kHz path takes no lock to find them;
-- one lock around every evaluation of them: the stream and the queries run on two
-  threads of the node and share the pinocchio data of a full model;
+  each so that the 1 kHz path takes no lock to find them. The stream and the queries
+  evaluate them on one thread (they share a full model's pinocchio data): the node's
+  1 kHz thread. Queries answered on a thread of their own starved the stream
+  (docs/identifier.md, "Threads and executors");
 - friction drift (:class:`LiveFriction`): the tracker of the served model's residual
   stream, the versions it serves, friction_drift.yaml, rollback.
 
@@ -270,7 +271,6 @@ class LiveModel:
         self.friction = friction
         self.watch = watch
         self._same_joints = False
-        self.lock = threading.Lock()    # evaluation: stream thread vs query thread
         # friction versions: stream thread vs rollback and install (services, fits)
         self.friction_lock = threading.Lock()
 
@@ -293,14 +293,13 @@ class LiveModel:
         served, stream = self.served, self.residual
         if served is None:
             return StreamAnswer(None, None, None, None)
-        with self.lock:
-            residual = None if stream is None else stream.update(names, t, position,
-                                                                 velocity, effort)
-            if self._same_joints and stream is self.residual and residual is not None \
-                    and not isinstance(residual, Rejection):
-                gravity = residual[0], served.fast.torques(residual[0])     # checked once
-            else:
-                gravity = served.stream(names, position)
+        residual = None if stream is None else stream.update(names, t, position, velocity,
+                                                             effort)
+        if self._same_joints and stream is self.residual and residual is not None \
+                and not isinstance(residual, Rejection):
+            gravity = residual[0], served.fast.torques(residual[0])     # checked once
+        else:
+            gravity = served.stream(names, position)
         if residual is not None and not isinstance(residual, Rejection):
             q, dq, _, external, contact = residual
             if self.friction is not None:
@@ -313,15 +312,12 @@ class LiveModel:
     def query(self, names, position):
         """(served, answer): answer_query on the served model (a Rejection when none)."""
         served = self.served
-        with self.lock:
-            return served, answer_query(served, names, position)
+        return served, answer_query(served, names, position)
 
     def dynamics_query(self, names, position, velocity, acceleration):
         """(served dynamics, answer): answer_dynamics_query on the served full model."""
         served = self.dynamics
-        with self.lock:
-            return served, answer_dynamics_query(served, names, position, velocity,
-                                                 acceleration)
+        return served, answer_dynamics_query(served, names, position, velocity, acceleration)
 
     def rollback_friction(self):
         """Serve the friction version before the current one again; (success, message)."""
