@@ -12,7 +12,6 @@ and half their difference is the friction torque of the moving joint.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
 
 from arm_dyn_id.errors import DataError
 
@@ -260,6 +259,7 @@ def coulomb_viscous_from_pairs(paired, n_joints):
                                          0.0), 0.0
             continue
         scale = np.maximum(np.abs(A).max(axis=0), 1e-300)
+        from scipy.optimize import nnls     # here: single-speed sweeps never need it (0.4 s)
         x, _ = nnls(A / scale, f)
         coulomb[j], viscous[j] = x / scale
     return coulomb, viscous
