@@ -195,20 +195,6 @@ class StopRequest:
         self.event.set()
 
 
-def _spin_slices(executor, context, until, period):
-    """``executor.spin_once`` in slices of ``period`` s until ``until`` is set or the
-    context shuts down (an EventsExecutor's ``spin()`` stays in C++ and never sees
-    SIGINT)."""
-    while context.ok() and not until.is_set():
-        try:
-            executor.spin_once(timeout_sec=period)
-        except RuntimeError:
-            # a take interrupted by the shutdown of the context (SIGINT)
-            if not shutting_down(context):
-                raise
-            break
-
-
 def spin_split(node, commands, threads=2, period=0.2, stop=None):
     """Spin ``node`` on an EventsExecutor and ``commands`` in a background thread.
 
@@ -236,7 +222,15 @@ def spin_split(node, commands, threads=2, period=0.2, stop=None):
     executor = EventsExecutor(context=node.context)
     executor.add_node(node)
     try:
-        _spin_slices(executor, node.context, stop, period)
+        # spin_once in slices: EventsExecutor.spin() stays in C++ and never sees SIGINT
+        while node.context.ok() and not stop.is_set():
+            try:
+                executor.spin_once(timeout_sec=period)
+            except RuntimeError:
+                # a take interrupted by the shutdown of the context (SIGINT)
+                if not shutting_down(node.context):
+                    raise
+                break
     finally:
         closing.set()
         # an EventsExecutor left running when the process exits aborts it

@@ -295,12 +295,12 @@ class LiveModel:
             return StreamAnswer(None, None, None, None)
         residual = None if stream is None else stream.update(names, t, position, velocity,
                                                              effort)
-        if self._same_joints and stream is self.residual and residual is not None \
-                and not isinstance(residual, Rejection):
+        accepted = residual is not None and not isinstance(residual, Rejection)
+        if accepted and self._same_joints and stream is self.residual:
             gravity = residual[0], served.fast.torques(residual[0])     # checked once
         else:
             gravity = served.stream(names, position)
-        if residual is not None and not isinstance(residual, Rejection):
+        if accepted:
             q, dq, _, external, contact = residual
             if self.friction is not None:
                 with self.friction_lock:
