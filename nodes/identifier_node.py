@@ -92,6 +92,14 @@ DYNAMICS_MODES = ('auto', 'gravity', 'full')
 EFFORT_KINDS = ('auto', 'current', 'torque')
 
 
+def _moving_forward(t):
+    """Mask of the samples whose stamp moves past every stamp before it: those of a
+    replayed or restarted stream, which go back, are left out of every fit."""
+    keep = np.ones(len(t), dtype=bool)
+    keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+    return keep
+
+
 class IdentifierNode(Node):
     """Fit the gravity or full-dynamics model from live data and serve it."""
 
@@ -590,9 +598,7 @@ class IdentifierNode(Node):
 
         Returns (FullPipelineFit, one-line summary).
         """
-        # stamps that do not move forward (a replayed or restarted stream) are left out
-        keep = np.ones(len(t), dtype=bool)
-        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        keep = _moving_forward(t)
         fitted = fit_full_samples(
             self.robot, t[keep], q[keep], tau[keep], config=self.config,
             harmonic_hz=plan_harmonic_hz(markers),
@@ -630,8 +636,7 @@ class IdentifierNode(Node):
         (service.contact_from_fit, as ``arm-dyn-id fit``), and the residual stream rebuilt
         to use them; the sentence to add to the fit's message."""
         path = prepared['model_file']
-        keep = np.ones(len(t), dtype=bool)      # as fitted: stamps that go back left out
-        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        keep = _moving_forward(t)                   # the samples fitted
         try:
             thresholds, info = held_out_thresholds(
                 self.robot, model, t[keep], q[keep], tau[keep], model_file=path,
@@ -811,9 +816,7 @@ class IdentifierNode(Node):
         if len(t) == 0:
             return False, ('no data: no joint_torques samples received yet; hold the arm '
                            'still at a few poses (or move it slowly) with the recorder running')
-        # stamps that do not move forward (a replayed or restarted stream) are left out
-        keep = np.ones(len(t), dtype=bool)
-        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        keep = _moving_forward(t)
         t, q, tau = t[keep], q[keep], tau[keep]
         try:
             mask = quasi_static_mask(t, q)
@@ -1008,8 +1011,7 @@ class IdentifierNode(Node):
         t, q, tau = t[keep], q[keep], tau[keep]
         markers = [m for m in self.marker_log.markers if m.get('t', -np.inf) >= t[0] - 1.0]
         frame = self.get_parameter('payload_frame').value
-        keep = np.ones(len(t), dtype=bool)      # stamps that go back (a replay) left out
-        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+        keep = _moving_forward(t)
         try:
             # the same entry point as `arm-dyn-id payload`
             fit = identify_payload_samples(model, t[keep], q[keep], tau[keep],
