@@ -18,7 +18,7 @@ FLAKE8_PIN := flake8==7.5.0
 # one process.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(VPY) -m pytest -q -p no:cacheprovider --durations=15 \
+	$(VPY) -m pytest -q -p no:cacheprovider --durations=40 \
 	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) test
 
 # The core tests: no ROS node, no DDS participant (-m "not ros"), nothing over ~5 s
