@@ -33,7 +33,7 @@ from nav_msgs.msg import Odometry
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
@@ -43,6 +43,7 @@ from arm_dyn_id.config import file_sha256
 from arm_dyn_id.data.joint_states import LENGTH_MISMATCH, JointStateCheck, Rejection
 from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, service_name, try_publish)
+from arm_dyn_id.nodes.messages import StreamMessage
 from arm_dyn_id.nodes.qos import MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.params import (
     ARM_FIELDS, Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
@@ -72,6 +73,7 @@ class RecorderNode(Node):
         self._declare_parameters()
         self.converter = CurrentToTorque.from_config(self.config)
         self.joint_names = list(self.config.joints)
+        self._torques_out, self._joined_out = StreamMessage(), StreamMessage()
         self.check = JointStateCheck(self.config.joints)
         p = self.get_parameter
         self.expected_rate = p('expected_rate').value
@@ -329,22 +331,16 @@ class RecorderNode(Node):
                 f'joint_states sample at {t:.6f} s has NaN/inf current or position: excluded '
                 f'({self.quality.nonfinite} so far)', throttle_duration_sec=self._log_throttle)
             return
-        out = JointState()
-        out.header = header
-        out.name = self.joint_names
-        out.position = position.tolist()
-        if velocity is not None:
-            out.velocity = velocity.tolist()
-        out.effort = self.converter.convert_many(current[np.newaxis])[0].tolist()
+        # serialised once (nodes/messages.py): the same bytes are published and recorded
+        torque = self.converter.convert_many(current[np.newaxis])[0]
+        out = self._torques_out.fill(header, self.joint_names, position, torque, velocity)
         try_publish(self, self.torque_pub, out)     # recorded whether or not it went out
         if recorder is not None:
             recorder.write(self._h_torques, now, out)
             if self.joiner is not None:
                 # positions and currents joined, so that offline fits read one topic
-                joined = JointState(header=header, name=self.joint_names,
-                                    position=out.position, velocity=out.velocity,
-                                    effort=current.tolist())
-                recorder.write(self._h_joined, now, joined)
+                recorder.write(self._h_joined, now, self._joined_out.fill(
+                    header, self.joint_names, position, current, velocity))
 
     def _on_marker(self, data):
         now = self.get_clock().now().nanoseconds
@@ -398,8 +394,7 @@ class RecorderNode(Node):
         topics = {'states': self.state_sub.topic_name, 'torques': self.torque_pub.topic_name,
                   'markers': self.marker_sub.topic_name}
         self._h_states = rec.add_topic(topics['states'], JOINT_STATE)
-        self._h_torques = rec.add_topic(topics['torques'], JOINT_STATE,
-                                        serializer=serialize_message)
+        self._h_torques = rec.add_topic(topics['torques'], JOINT_STATE)
         self._h_markers = rec.add_topic(topics['markers'], STRING)
         current_source = 'joint_states.effort'
         for key, sub, type_name in self.floating_subs:
@@ -412,8 +407,7 @@ class RecorderNode(Node):
                 JOINT_STATE if self.current_type == 'joint_state' else FLOAT64_ARRAY)
             # read_bag reads the joined samples (stored config topics.states)
             topics['raw_states'], topics['states'] = topics['states'], JOINED_TOPIC
-            self._h_joined = rec.add_topic(JOINED_TOPIC, JOINT_STATE,
-                                           serializer=serialize_message)
+            self._h_joined = rec.add_topic(JOINED_TOPIC, JOINT_STATE)
             current_source = (f'{topics["currents"]} ({self.current_type}), paired with '
                               f'{topics["raw_states"]} within {self.joiner.tolerance} s; '
                               f'joined samples on {JOINED_TOPIC}')
