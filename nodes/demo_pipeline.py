@@ -16,6 +16,7 @@ printed, with a warning below 99 %.
 """
 
 import json
+import math
 import os
 import random
 import signal
@@ -222,8 +223,9 @@ def _progress_line(monitor, plan_duration, t_start_sim, wall_start, done=False,
         what += f' {marker["joint"]}'
         if marker.get('direction'):
             what += ' +' if marker['direction'] > 0 else ' -'
+    left = f'~{eta:4.0f} s' if math.isfinite(eta) else '   ? s (no simulated second yet)'
     return (f'[identify] {100 * fraction:5.1f} %  sim {elapsed:7.1f}/{plan_duration:.0f} s  '
-            f'{what:<22} time left ~{eta:4.0f} s')
+            f'{what:<22} time left {left}')
 
 
 def _closed_recording(bags_dir, procs, timeout):

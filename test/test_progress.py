@@ -354,3 +354,22 @@ def test_every_command_that_reads_a_bag_warns_of_losses(user_bag, tmp_path):
                         r'samples expected at 100 Hz', found[0]), found[0]
     summary = json.loads((tmp_path / 'fit2' / 'validation.json').read_text())['fit_summary']
     assert delivered_fraction(summary['quality']) < 0.99
+
+
+def test_demo_progress_follows_the_simulated_time_of_the_diagnostics():
+    """The demo's line: no NaN before the first simulated second, then the share of the
+    plan and a finite time left, from the simulator's diagnostics stamps (the monitor
+    does not follow /clock)."""
+    pytest.importorskip('rclpy')
+    import time
+    from types import SimpleNamespace
+    from arm_dyn_id.nodes.demo_pipeline import _progress_line
+    monitor = SimpleNamespace(sim_now=0.0, markers=[], fit_status=None)
+    first = _progress_line(monitor, 100.0, 0.0, time.monotonic() - 1.0)
+    assert 'nan' not in first and '0.0 %' in first and '?' in first
+    monitor.sim_now = 1000.0 + 25.0
+    monitor.markers = [{'phase': 'sweep', 'joint': 'joint_3', 'direction': -1}]
+    line = _progress_line(monitor, 100.0, 1000.0, time.monotonic() - 10.0)
+    assert ' 25.0 %' in line and 'sweep joint_3 -' in line
+    left = float(re.search(r'time left ~\s*(\d+) s', line).group(1))
+    assert 25 <= left <= 35      # 75 s of plan at 2.5 simulated s per wall second

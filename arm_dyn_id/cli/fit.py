@@ -59,7 +59,9 @@ from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 
 HELP = 'fit the gravity or full dynamic model to a rosbag2 bag (MCAP or sqlite3)'
 
-#: samples of the raw time series kept in fit_data.npz for the report's plots
+#: samples of the raw time series kept in fit_data.npz for the report's plots (at most
+#: this many rows per array, so the file stays a few MB; written uncompressed: 3.7 MB
+#: against 3.0 MB for a 1-minute bag, in 0.01 s against 0.35 s, and read 3x faster)
 PLOT_SAMPLES = 10000
 
 
@@ -382,7 +384,7 @@ def _save_full_plot_data(path, rec, fitted):
               'joints': np.array(rec.joints),
               'training_q': data.q[keep], 'training_tau': data.tau[keep],
               'training_predicted': fitted.predicted[keep]}
-    np.savez_compressed(path, **arrays)
+    np.savez(path, **arrays)     # not compressed: see PLOT_SAMPLES
     return path
 
 
@@ -436,7 +438,7 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
         arrays[f'{case}_predicted'] = predicted
         arrays[f'{case}_joint'] = paired.moving_joint
         arrays[f'{case}_pair'] = paired.pair_id
-    np.savez_compressed(path, **arrays)
+    np.savez(path, **arrays)     # not compressed: see PLOT_SAMPLES
     return path
 
 
