@@ -126,7 +126,12 @@ class StopRequest:
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
-        self.event = threading.Event()
+        # A plain flag, not a threading.Event: Event.set takes a lock, and a second signal
+        # whose handler runs while the first handler is inside Event.set (Python runs
+        # handlers between any two bytecodes of the main thread) waited for that lock
+        # forever: a double SIGINT once hung identifier_node (CI, test_shutdown). Reading
+        # and writing one attribute is atomic under the interpreter lock.
+        self._requested = False
         self.signal = None
         self.first = None           # monotonic time of the first stop request
         self._dump_lock = threading.Lock()
@@ -135,7 +140,7 @@ class StopRequest:
     def _handle(self, signum, frame):
         if self.signal is None:
             self.signal = signum
-        self.event.set()
+        self._requested = True
 
     def install(self):
         """Take SIGINT and SIGTERM over (rclpy's handlers must be off: SignalHandlerOptions.NO).
@@ -179,7 +184,7 @@ class StopRequest:
         return max(1.0, budget - (time.monotonic() - first))
 
     def is_set(self):
-        return self.event.is_set()
+        return self._requested
 
     def ignore(self):
         """Ignore both signals from now on: the process is about to exit.
@@ -192,7 +197,7 @@ class StopRequest:
             signal.signal(sig, signal.SIG_IGN)
 
     def set(self):
-        self.event.set()
+        self._requested = True
 
 
 def spin_split(node, commands, threads=2, period=0.2, stop=None):
