@@ -58,10 +58,8 @@ $(VPY):
 # .venv/bin. Without it, an old pip with `wheel` installed falls back to
 # `setup.py develop`, which obeys setup.cfg's script_dir (lib/arm_dyn_id, for
 # ros2 run) and leaves arm-dyn-id off PATH.
-# --no-compile: pip would byte-compile every module of every package (134 s of a
-# 2-core install against 62 s without, measured); Python compiles what is imported, once.
 $(STAMP): requirements.txt pyproject.toml setup.py setup.cfg package.xml | $(VPY)
-	$(VPY) -m pip install -q --no-compile -r requirements.txt
+	$(VPY) -m pip install -q -r requirements.txt
 	$(VPY) -m pip install -q --no-deps --use-pep517 -e .
 	@touch $@
 
