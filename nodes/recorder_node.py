@@ -321,18 +321,22 @@ class RecorderNode(Node):
     def _emit(self, header, t, position, velocity, current, now):
         """Check, convert, publish and record one sample (currents in config order)."""
         recorder = self.recorder
-        values = np.concatenate((current, position))
+        with np.errstate(over='ignore', invalid='ignore'):
+            torque = self.converter.convert_many(current[np.newaxis])[0]
+        # a finite current whose torque is not (beyond the float range once times its
+        # gain) is excluded like a NaN one: joint_torques never carry NaN/inf
+        values = np.concatenate((current, position, torque))
         self.quality.update(t, values)   # duplicates/out-of-order: counted, still converted
         file_quality = self.file_quality
         if file_quality is not None:
             file_quality.update(t, values)
         if not np.isfinite(values).all():
             self.get_logger().warning(
-                f'joint_states sample at {t:.6f} s has NaN/inf current or position: excluded '
-                f'({self.quality.nonfinite} so far)', throttle_duration_sec=self._log_throttle)
+                f'joint_states sample at {t:.6f} s has NaN/inf current or position, or a '
+                f'current whose torque overflows: excluded ({self.quality.nonfinite} so far)',
+                throttle_duration_sec=self._log_throttle)
             return
         # serialised once (nodes/messages.py): the same bytes are published and recorded
-        torque = self.converter.convert_many(current[np.newaxis])[0]
         out = self._torques_out.fill(header, self.joint_names, position, torque, velocity)
         try_publish(self, self.torque_pub, out)     # recorded whether or not it went out
         if recorder is not None:

@@ -95,6 +95,24 @@ def _assert_bag_closed(run_dir, report):
     assert read_bag(bag).n_samples > 0, report
 
 
+def _start_excitation(ros, run, asks=3, wait=20):
+    """``~/start``, asked again when no reply comes within ``wait`` s. Once, with the
+    simulator running free on a loaded machine, a request got no reply in 30 s and the
+    node never started (no marker in the bag): lost in the middleware, as a request to
+    a client just created can be. A second ask is answered 'already running' if the
+    first got through after all."""
+    for ask in range(asks):
+        try:
+            reply = ros.trigger('/excitation_node/start', timeout=wait)
+        except TimeoutError:
+            continue
+        if reply.success or (ask and 'already running' in reply.message):
+            return reply
+        raise AssertionError(f'run {run}: ~/start refused: {reply.message}')
+    raise AssertionError(f'run {run}: no reply from /excitation_node/start to {asks} asks '
+                         f'of {wait} s each')
+
+
 def test_sigint_to_the_process_group_mid_run_14_times(ros_env, tmp_path, plan_file):
     torques = []        # the publisher of each joint_torques message received
     old = set()         # the recorders of the runs before this one
@@ -141,8 +159,7 @@ def test_sigint_to_the_process_group_mid_run_14_times(ros_env, tmp_path, plan_fi
                      120, poll=0.05,
                      what=f'run {run}: excitation_node ready (hears every joint), '
                      'identifier_node publishing diagnostics')
-            started = ros.trigger('/excitation_node/start', timeout=30)
-            assert started.success, started.message
+            _start_excitation(ros, run)
             # mid-run, at a different moment each time: after 50 .. 1000 converted samples
             wait_for(lambda: alive() and this_run() >= 50 + 50 * run, 120, poll=0.01,
                      what=f'run {run}: {50 + 50 * run} joint_torques of its recorder')
