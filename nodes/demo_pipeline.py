@@ -5,8 +5,9 @@ Each node runs in its own process, as ``launch/sim_identify.launch.py`` runs the
 ``excitation_node`` (the identification plan), ``recorder_node`` (current ->
 torque, MCAP bag) and ``identifier_node`` (fits when the excitation is done).
 This module is the orchestrator: it starts them on a private ROS domain, calls
-``excitation_node/start``, reports progress from the segment markers and the sim
-clock, and collects the model that ``identifier_node`` publishes.
+``excitation_node/start``, reports progress from the segment markers and the simulated
+time (the simulator's diagnostics), and collects the model that ``identifier_node``
+publishes.
 
 Honest runs (docs/simulation.md): the simulator steps in lock with the recorder
 (``lockstep_topic: joint_torques``), so a busy machine slows the run down instead of
@@ -94,7 +95,7 @@ def demo_environment(ros_home):
 
 
 class Monitor(Node):
-    """Calls the services, follows markers and the clock, receives the model."""
+    """Calls the services, follows markers and the simulated time, receives the model."""
 
     def __init__(self, context=None):
         # Not on sim time: /clock comes at 1 kHz and following it cost this process a
