@@ -19,7 +19,6 @@ printed, with a warning below 99 %.
 import json
 import math
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from arm_dyn_id.nodes.ros_domain import claim_domain
+
 NODES = ('sim_arm_node', 'recorder_node', 'identifier_node', 'excitation_node')
 
 
@@ -42,12 +43,16 @@ class PipelineError(RuntimeError):
 
 
 class NodeProcesses:
-    """Start node processes with a shared environment; stop them all on exit."""
+    """Start node processes with a shared environment; stop them all on exit.
 
-    def __init__(self, log_dir, env):
+    ``pass_fds``: open files every node inherits (the domain's lock: nodes left behind by
+    a demo that was killed keep their domain claimed while they live)."""
+
+    def __init__(self, log_dir, env, pass_fds=()):
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = env
+        self.pass_fds = tuple(pass_fds)
         self.procs = {}
 
     def start(self, name, params, params_file=None):
@@ -60,7 +65,8 @@ class NodeProcesses:
             args += ['-p', f'{key}:={value}']
         log = open(self.log_dir / f'{name}.log', 'w')
         self.procs[name] = (subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                             env=self.env, start_new_session=True), log)
+                                             env=self.env, start_new_session=True,
+                                             pass_fds=self.pass_fds), log)
         return self.procs[name][0]
 
     def check(self):
@@ -83,10 +89,12 @@ class NodeProcesses:
             log.close()
 
 
-def demo_environment(ros_home):
-    """A private ROS graph: random domain, loopback discovery, logs under ros_home."""
+def demo_environment(ros_home, domain_id):
+    """A private ROS graph: the claimed domain (never the caller's ``ROS_DOMAIN_ID``: the
+    demo must not call the services of a real arm's nodes), loopback discovery, logs
+    under ros_home."""
     env = dict(os.environ)
-    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 101)))
+    env['ROS_DOMAIN_ID'] = str(domain_id)
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['ROS_HOME'] = str(ros_home)
     env['ROS_LOG_DIR'] = str(Path(ros_home) / 'log')
@@ -303,8 +311,10 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         Bag folder, wall time, markers seen.
     """
     out_dir = Path(out_dir)
-    env = demo_environment(out_dir / 'ros')
-    procs = NodeProcesses(out_dir / 'logs', env)
+    # a domain no other demo or test run on this machine holds (nodes/ros_domain.py)
+    domain = claim_domain()
+    env = demo_environment(out_dir / 'ros', domain.domain_id)
+    procs = NodeProcesses(out_dir / 'logs', env, pass_fds=[domain.fileno()])
     common = {'use_sim_time': True, 'config_file': str(config_file)}
     old_env = {k: os.environ.get(k) for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE',
                                               'ROS_HOME', 'ROS_LOG_DIR')}
@@ -334,7 +344,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(monitor)
         log('[identify] starting sim_arm_node, recorder_node, identifier_node, excitation_node '
-            f'(logs in {out_dir / "logs"})')
+            f'on ROS domain {domain.domain_id} (logs in {out_dir / "logs"})')
         response = _start_excitation(monitor, executor, procs, timeout=120.0, log=log)
         if not response.success:
             raise PipelineError(f'excitation_node refused to start: {response.message}')
@@ -391,6 +401,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
     finally:
         procs.stop_all()
         rclpy.try_shutdown(context=context)
+        domain.release()
         for k, v in old_env.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -17,8 +17,9 @@ What each piece does:
 
 * ``RosEnv`` / ``ros_env`` fixture / ``ros_environment()`` context manager: an
   environment dict for child processes with a ``ROS_DOMAIN_ID`` (1..101) claimed
-  through a lock file in the temp folder (so parallel test runs on one machine
-  never share a domain), ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, a temporary
+  through a lock file in the temp folder (``arm_dyn_id.nodes.ros_domain``, shared
+  with the demo: parallel test runs and demos on one machine never share a domain),
+  ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, a temporary
   ``ROS_HOME`` and ``ROS_LOG_DIR``, ``PYTHONPATH`` with the repository first and
   unbuffered Python output. On exit it stops processes still running and removes
   the Fast DDS shared-memory files (``/dev/shm/fastdds_*``, ``fastrtps_*``,
@@ -39,8 +40,6 @@ What each piece does:
   fixed sleep; ``wait_quiet`` waits until a list of received messages stops growing.
 """
 
-import fcntl
-import itertools
 import os
 import shutil
 import signal
@@ -55,11 +54,11 @@ from pathlib import Path
 
 import pytest
 
+from arm_dyn_id.nodes.ros_domain import claim_domain
+
 REPO = Path(__file__).resolve().parent.parent
-DOMAIN_RANGE = range(1, 102)
 _SHM = Path('/dev/shm')
 _SHM_PREFIXES = ('fastdds_', 'fastrtps_', 'fast_datasharing', 'sem.fastdds_', 'sem.fastrtps_')
-_counter = itertools.count()
 
 
 def wait_for(predicate, timeout, poll=0.01, what=None):
@@ -86,23 +85,6 @@ def wait_quiet(items, quiet=0.3, timeout=10.0, what='messages'):
         return now - last['t'] >= quiet
 
     return wait_for(settled, timeout, what=f'{what} to stop arriving')
-
-
-def _claim_domain():
-    """Lock one ROS_DOMAIN_ID for this process; returns (domain_id, open lock file)."""
-    lock_dir = Path(tempfile.gettempdir()) / 'arm_dyn_id_test_domains'
-    lock_dir.mkdir(exist_ok=True)
-    start = (os.getpid() * 7 + next(_counter)) % len(DOMAIN_RANGE)
-    for k in range(len(DOMAIN_RANGE)):
-        domain = DOMAIN_RANGE[(start + k) % len(DOMAIN_RANGE)]
-        handle = open(lock_dir / f'{domain}.lock', 'w')
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            continue
-        return domain, handle
-    raise RuntimeError('all ROS domain ids 1..101 are in use by other test runs')
 
 
 def shm_files():
@@ -165,7 +147,8 @@ def ros_environment(root=None):
         tmp = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_')
         root = tmp.name
     root = Path(root)
-    domain, lock = _claim_domain()
+    claim = claim_domain()
+    domain = claim.domain_id
     env = RosEnv(os.environ)
     env.domain_id = domain
     env.root = root
@@ -197,8 +180,7 @@ def ros_environment(root=None):
             # just created; the controller cleans once, when every worker is done
             # (conftest.pytest_sessionfinish)
             cleanup_shm(shm_before)
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        lock.close()
+        claim.release()
         if tmp is not None:
             tmp.cleanup()
 
