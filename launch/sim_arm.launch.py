@@ -25,6 +25,8 @@ ARGUMENTS = {
                          'fast as possible (a number, e.g. 2 or 0.5)', float, None),
     'publish_rate': ('1000.0', 'joint_states rate (Hz), a divisor of the 1 kHz step rate',
                      float, None),
+    'clock_rate': ('1000.0', 'sim time only: /clock rate (Hz), a divisor of the 1 kHz step '
+                   'rate (each message wakes every node on sim time)', float, None),
     'lockstep_topic': ('', 'sim time only: topic whose stamps the simulator waits for '
                        '(joint_torques: never run ahead of the recorder); empty: off', str,
                        None),

@@ -30,6 +30,9 @@ ARGUMENTS = {
               'is given', bool, BOOL),
     'real_time_factor': ('1.0', 'simulated seconds per wall second, a number (2 or 2.0); '
                          '0 = as fast as the recorder keeps up', float, None),
+    'clock_rate': ('100.0', '/clock rate of the simulator (Hz), a divisor of 1000: each '
+                   '/clock message wakes every node on sim time (1000: 1 ms timers, a '
+                   'slower run)', float, None),
     'lockstep': ('true', 'the simulator never runs more than lockstep_window ahead of the '
                  'recorder (no silent loss on a busy machine)', bool, BOOL),
     'plan_file': ('', 'plan from `arm-dyn-id design`; empty: the excitation node designs '
@@ -65,9 +68,11 @@ def generate_launch_description():
     lockstep = LaunchConfiguration('lockstep')
     return LaunchDescription(arguments + [
         node('sim_arm_node', {'real_time_factor': arg['real_time_factor'],
+                              'clock_rate': arg['clock_rate'],
                               'lockstep_topic': 'joint_torques'},
              condition=IfCondition(lockstep)),
         node('sim_arm_node', {'real_time_factor': arg['real_time_factor'],
+                              'clock_rate': arg['clock_rate'],
                               'lockstep_topic': ''},
              condition=UnlessCondition(lockstep)),
         node('recorder_node', {'record_on_start': True, 'output_dir': arg['output_dir'],

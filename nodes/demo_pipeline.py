@@ -323,9 +323,11 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
     wall_start = time.monotonic()
     try:
         rclpy.init(context=context)
-        # in lock with the recorder: a busy machine slows the run, it does not lose samples
+        # in lock with the recorder: a busy machine slows the run, it does not lose samples.
+        # /clock at 100 Hz: every /clock message wakes the three other nodes (at 1 kHz the
+        # demo's arm ran at x0.82 real time, at 100 Hz x1.36; docs/benchmarks.md)
         procs.start('sim_arm_node', dict(common, real_time_factor=float(real_time_factor),
-                                         lockstep_topic='joint_torques'))
+                                         lockstep_topic='joint_torques', clock_rate=100.0))
         procs.start('recorder_node', dict(common, record_on_start=True,
                                           output_dir=str(out_dir / 'bags')))
         procs.start('identifier_node', dict(common, fit_on_done=True,

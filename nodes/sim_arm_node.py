@@ -7,7 +7,8 @@ Stands in for a real arm driven by ros2_control (see docs/simulation.md):
   (std_msgs/Float64MultiArray, positions in the order of ``joints``);
 - publishes ``joint_states`` (sensor_msgs/JointState: position rad, velocity
   rad/s, motor current A in ``effort``) at ``publish_rate``, ``diagnostics`` once a
-  second of simulated time, and in sim-time mode ``/clock`` every step;
+  second of simulated time, and in sim-time mode ``/clock`` at ``clock_rate`` (every
+  step by default);
 - services ``~/attach_payload``, ``~/detach_payload``, ``~/set_gravity``
   (std_srvs/Trigger, reading the parameters ``payload_mass``, ``payload_com``,
   ``gravity``); the same parameters also act when set at run time.
@@ -15,8 +16,8 @@ Stands in for a real arm driven by ros2_control (see docs/simulation.md):
 Time: with ``use_sim_time`` false the arm steps in real time on a dedicated thread
 and stamps samples with the wall clock (start time + simulated time). With
 ``use_sim_time`` true the node *is* the clock: every 1 ms step it publishes
-``/clock`` and then ``joint_states``, paced at ``real_time_factor`` (0 = as fast
-as possible).
+``/clock`` (every ``clock_rate`` period: each message wakes every node on sim time) and
+then ``joint_states``, paced at ``real_time_factor`` (0 = as fast as possible).
 
 Nothing is lost silently (docs/simulation.md): in sim-time mode with
 ``lockstep_topic`` set (``joint_torques``: the recorder republishes every sample it
@@ -97,6 +98,9 @@ class SimArmNode(Node):
                   read_only=True),
             Param('publish_rate', 1000.0, 'joint_states rate (Hz), a divisor of the step rate',
                   read_only=True, low=1.0, high=1000.0),
+            Param('clock_rate', 1000.0, 'sim time only: /clock rate (Hz), a divisor of the '
+                  'step rate; every node on sim time takes each /clock message',
+                  read_only=True, low=1.0, high=1000.0),
             Param('real_time_factor', 1.0, 'sim time only: simulated/wall speed; 0 = as fast '
                   'as possible', low=0.0, high=1000.0),
             Param('lockstep_topic', '', 'sim time only: sensor_msgs/JointState topic whose '
@@ -129,6 +133,8 @@ class SimArmNode(Node):
         dt = self.params.timestep
         rate = float(self.get_parameter('publish_rate').value)
         self._decimation = max(1, int(round(1.0 / (rate * dt))))
+        self._clock_decimation = max(
+            1, int(round(1.0 / (float(self.get_parameter('clock_rate').value) * dt))))
         self._time_base = 0.0          # ROS time (s) = time_base + simulated time
         if self._sim_time:
             # This node is the clock: do not listen to its own /clock messages.
@@ -283,7 +289,7 @@ class SimArmNode(Node):
         pub_states, pub_clock = self.pub_states, self.pub_clock
         pos, vel, cur = self._pos, self._vel, self._cur
         dt = self.params.timestep
-        decimation = self._decimation
+        decimation, clock_decimation = self._decimation, self._clock_decimation
         sim_time = self._sim_time
         base = self._time_base
         wall0 = time.monotonic()
@@ -312,7 +318,7 @@ class SimArmNode(Node):
             nsec = int(round((ros_t - sec) * 1e9))
             if nsec >= 1_000_000_000:
                 sec, nsec = sec + 1, nsec - 1_000_000_000
-            if sim_time:
+            if sim_time and k % clock_decimation == 0:
                 cstamp.sec, cstamp.nanosec = sec, nsec
                 try_publish(self, pub_clock, clock_msg)
             if k % decimation == 0:

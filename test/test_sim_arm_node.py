@@ -83,9 +83,12 @@ def start_sim(ros_env, **params):
 
 
 def test_sim_time_fast_mode_publishes_every_step_and_follows_trajectory(ros_env, client):
-    proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0)
+    """joint_states every 1 ms step; /clock at clock_rate (100 Hz: every 10th step, as the
+    demo runs it: each /clock message wakes every node on sim time)."""
+    proc = start_sim(ros_env, use_sim_time=True, real_time_factor=0.0, clock_rate=100.0)
     try:
-        client.spin_until(lambda: len(client.states) > 200, 30, 'joint_states')
+        client.spin_until(lambda: len(client.states) > 200 and len(client.clocks) > 20, 30,
+                          'joint_states and /clock')
     except TimeoutError:
         pytest.fail(node_output(proc))
     msg = client.states[-1]
@@ -95,7 +98,10 @@ def test_sim_time_fast_mode_publishes_every_step_and_follows_trajectory(ros_env,
     stamps = np.array([stamp(m) for m in client.states[-200:]])
     steps = np.round(np.diff(stamps) / 1e-3)
     assert np.all(steps >= 1) and np.median(steps) == 1
-    assert client.clocks
+    clocks = np.array([c.clock.sec + 1e-9 * c.clock.nanosec for c in client.clocks[-20:]])
+    clock_steps = np.diff(clocks) / 1e-3
+    np.testing.assert_allclose(clock_steps, np.round(clock_steps / 10) * 10, atol=1e-3)
+    assert np.median(clock_steps) == pytest.approx(10.0)
     # a trajectory (header stamp zero = now): joint 2 to 0.3 rad in 2 s of sim time
     traj = JointTrajectory()
     traj.joint_names = ['joint_2', 'joint_1', 'joint_3', 'joint_4', 'joint_5', 'joint_6']
