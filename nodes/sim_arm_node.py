@@ -36,6 +36,7 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
+import rclpy
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -179,17 +180,24 @@ class SimArmNode(Node):
         self._lock_timeout = float(self.get_parameter('lockstep_timeout').value)
         self._acked = None
         self._acked_wall = None
-        self._ack_event = threading.Event()
+        self._lock_sub = None
         if self._lock_topic and not self._sim_time:
             self.get_logger().warning(
                 f'lockstep_topic {self._lock_topic!r} ignored: a wall-time arm does not wait '
                 '(use_sim_time:=true to step in lock with the recorder)')
             self._lock_topic = ''
         if self._lock_topic:
-            self.create_subscription(JointState, self._lock_topic, self._on_lockstep,
-                                     QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                                                reliability=ReliabilityPolicy.RELIABLE),
-                                     raw=True)
+            # taken by the stepping thread, only when it is a window ahead: on a node no
+            # executor spins (a callback per 1 kHz message on this node's executor thread
+            # took the GIL from the stepping thread at every step). The topic is resolved
+            # here, so that remapping the node's lockstep topic still applies.
+            self._lock_node = rclpy.create_node(
+                f'{NODE_NAME}_lockstep', namespace=self.get_namespace(), context=self.context,
+                use_global_arguments=False, start_parameter_services=False)
+            self._lock_sub = self._lock_node.create_subscription(
+                JointState, self.resolve_topic_name(self._lock_topic), lambda _: None,
+                QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                           reliability=ReliabilityPolicy.RELIABLE), raw=True)
         self._thread = threading.Thread(target=self._run, name='sim_arm_loop', daemon=True)
         mode = f'sim time x{self._rtf:g}' if self._sim_time else 'wall time'
         if self._lock_topic:
@@ -210,7 +218,6 @@ class SimArmNode(Node):
 
     def shutdown(self):
         self._stop.set()
-        self._ack_event.set()
         if self._thread.is_alive():
             self._thread.join(5.0)
         wall = time.monotonic() - self._started if self._started else 0.0
@@ -224,14 +231,27 @@ class SimArmNode(Node):
                 f'{stats["late_trajectories"]} trajectories after their stamp (the largest '
                 f'delay {stats["largest_delay"] * 1e3:.0f} ms)')
 
-    def _on_lockstep(self, data):
+    def _take_lockstep(self):
+        """Take every waiting lockstep message (the newest stamp is what counts): the
+        consumer's progress and when its newest message arrived (monotonic)."""
+        sub, latest = self._lock_sub, None
+        with sub.handle:
+            while True:
+                taken = sub.handle.take_message(sub.msg_type, True)
+                if taken is None:
+                    break
+                latest = taken
+        if latest is None:
+            return
+        data, info = latest
         # header.stamp is the first field after the 4-byte CDR encapsulation header
         sec, nanosec = struct.unpack_from('<iI' if data[1] == 1 else '>iI', data, 4)
         stamp = sec + nanosec * 1e-9
         if self._acked is None or stamp > self._acked:
             self._acked = stamp
-        self._acked_wall = time.monotonic()
-        self._ack_event.set()
+        received = info.get('received_timestamp', 0) if isinstance(info, dict) else 0
+        age = max(time.time_ns() - received, 0) * 1e-9 if received else 0.0
+        self._acked_wall = time.monotonic() - age
 
     def _wait_for_consumer(self, t_next):
         """Lockstep: block while the consumer is ``lockstep_window`` behind ``t_next``.
@@ -243,7 +263,11 @@ class SimArmNode(Node):
         is lost.
         """
         waited = 0.0
+        acked = self._acked
+        if acked is not None and t_next - acked <= self._lock_window:
+            return waited       # within the window: nothing to take
         while not self._stop.is_set():
+            self._take_lockstep()
             acked, heard = self._acked, self._acked_wall
             if acked is None or t_next - acked <= self._lock_window:
                 return waited
@@ -262,9 +286,8 @@ class SimArmNode(Node):
                     f'waiting for {self._lock_topic}: silent for {silent:.1f} s, '
                     f'{t_next - acked:.3f} s of simulated time behind (a busy machine: the '
                     'simulation waits rather than lose samples)', throttle_duration_sec=10.0)
-            self._ack_event.clear()
             start = time.monotonic()
-            self._ack_event.wait(0.05)
+            time.sleep(0.001)       # polled: the consumer publishes every 1 ms sample
             waited += time.monotonic() - start
         return waited
 

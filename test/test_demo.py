@@ -64,3 +64,42 @@ def _node_logs(out, lines=15):
             tail = log.read_text(errors='replace').splitlines()[-lines:]
             text += f'\n--- {log} (last {lines} lines)\n' + '\n'.join(tail)
     return text
+
+
+def test_held_out_cases_simulated_in_workers_equal_the_in_process_run(tmp_path):
+    """The demo's validation cases run side by side in spawned processes: the same
+    samples as in this process (same config, seeds, plan read back from its YAML), each
+    case with its own payload; a worker's error is raised to the caller."""
+    import numpy as np
+    from arm_dyn_id.cli.demo import HeldOutRuns, simulate_case
+    from arm_dyn_id.config import load_arm_config
+    from arm_dyn_id.excitation.plans import reciprocating_plan
+    from arm_dyn_id.sim.arm import SimParams
+    config = load_arm_config('humanoid_arm.yaml')
+    pose = np.array([0.3, 0.3, 0.0, 0.5, 0.0, 0.0])
+    plan = reciprocating_plan(None, config, poses=[(5, pose)], speed=0.2, sweep_range=0.3,
+                              settle_time=0.3, ramp_acceleration=1.0, name='short')
+    plan.to_yaml(tmp_path / 'plan.yaml')
+    cases = {'moon': None, 'moon_payload': (0.3, [0.0, 0.0, 0.05])}
+    held_out = HeldOutRuns(config, tmp_path / 'plan.yaml', 1.63, cases)
+    lines = []
+    try:
+        runs = held_out.results(lines.append, every=0.5)
+    finally:
+        held_out.close()
+    assert set(runs) == set(cases)
+    for name, payload in cases.items():
+        here = simulate_case(config, SimParams.from_config(config), plan, 1.63, payload)
+        np.testing.assert_array_equal(runs[name].t, here.t)
+        np.testing.assert_array_equal(runs[name].tau_rigid_body, here.tau_rigid_body)
+        np.testing.assert_array_equal(runs[name].q, here.q)
+    # the payload changes the torques: each worker ran its own case
+    assert not np.allclose(runs['moon'].tau_rigid_body, runs['moon_payload'].tau_rigid_body)
+    assert '100 %' in held_out.progress_line()
+    # a worker that fails (no plan file) raises in the caller
+    broken = HeldOutRuns(config, tmp_path / 'missing.yaml', 1.63, {'moon': None})
+    try:
+        with pytest.raises(Exception, match='missing.yaml'):
+            broken.results(lines.append, every=0.5)
+    finally:
+        broken.close()
