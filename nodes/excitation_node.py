@@ -16,9 +16,10 @@ configured limits before it is published. All timing uses the node clock
 age of the last ``joint_states`` in simulated time (a simulator that pauses, e.g. in
 lockstep with a busy recorder, pauses its arm too) and, on the steady clock, holds when
 the simulated clock itself has stood still for ``clock_stall_timeout`` s (the simulator
-is gone). A stale reading holds the arm only when the next check, 20 ms later, still
-finds it stale: a busy spell of this node, whose queued joint_states have not been
-processed yet, is not silence of the arm.
+is gone). The node takes the newest ``joint_states`` when it needs it (each tick, each
+watchdog check every 20 ms of the steady clock, ``~/start``; nodes/polled.py) and ages
+count from its arrival, so a busy spell of this node is not silence of the arm; a stale
+reading holds the arm only when the next check, 20 ms later, still finds it stale.
 """
 
 import json
@@ -30,6 +31,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
@@ -40,6 +42,7 @@ from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.excitation.plans import START_TOLERANCE, Plan, check_limits, check_point
 from arm_dyn_id.excitation.stopping import PlanStream, held_time_rate
 from arm_dyn_id.nodes.executors import publish_diagnostics, run_node
+from arm_dyn_id.nodes.polled import PolledSubscription
 from arm_dyn_id.nodes.qos import MARKER_QOS
 from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
 
@@ -169,8 +172,10 @@ class ExcitationNode(Node):
             JointTrajectory, f'{self.controller}/joint_trajectory', 10)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f'{self.controller}/commands', 10)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
-        self.create_subscription(JointState, 'joint_states', self._on_joint_states,
-                                 QoSProfile(depth=10))
+        # the newest joint state, taken at the tick, the watchdog and ~/start
+        # (nodes/polled.py): a callback per 1 kHz message was most of this node's work
+        self.states = PolledSubscription(self, 'states', 'joint_states', JointState,
+                                         QoSProfile(depth=10))
         self.create_service(Trigger, '~/start', self._on_start)
         self.create_service(Trigger, '~/stop', self._on_stop)
         rate = p('command_rate')
@@ -226,7 +231,15 @@ class ExcitationNode(Node):
             self.load_error = str(exc)
 
     # inputs ---------------------------------------------------------------------
-    def _on_joint_states(self, msg):
+    def _take_states(self):
+        """Take the waiting joint_states; the newest is the arm's state."""
+        taken = self.states.take_newest()
+        if taken is not None:
+            data, age = taken
+            self._on_joint_states(deserialize_message(data, JointState), age)
+
+    def _on_joint_states(self, msg, age=0.0):
+        """The newest joint_states message, which arrived ``age`` s ago (wall time)."""
         sample = self.check.check(msg.name, position=msg.position)
         if isinstance(sample, Rejection):
             # not a measurement: the watchdog holds the arm if no usable one follows
@@ -241,7 +254,8 @@ class ExcitationNode(Node):
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         self.js_node_time = stamp if stamp > 0 else self._now()
         first = self.js_steady_time is None
-        self.js_steady_time = time.monotonic()
+        self.js_steady_time = time.monotonic() - age
+        # node clock when taken (a simulated clock's rate is no measure of a wall age)
         self.js_receipt_time = self._now()
         self.stale_once = False
         if first:       # say 'ready' now rather than at the next 1 s diagnostics tick
@@ -281,6 +295,7 @@ class ExcitationNode(Node):
     # services -------------------------------------------------------------------
     def _on_start(self, request, response):
         response.success = False
+        self._take_states()
         if self.state in ('approach', 'running'):
             response.message = 'already running; call ~/stop first'
             return response
@@ -403,6 +418,7 @@ class ExcitationNode(Node):
         tracking, finish braking."""
         if self.state not in ('running', 'stopping'):
             return
+        self._take_states()
         now = self._now()
         if self.state == 'stopping':
             if self.output == 'commands' and not self._command(now):
@@ -462,8 +478,8 @@ class ExcitationNode(Node):
 
     def _watchdog(self):
         """Steady-clock check (every 20 ms): joint states must keep arriving while running
-        (ages: ``_stale_states``). Stale twice in a row holds the arm (a joint_states
-        callback that was only queued runs in between)."""
+        (ages: ``_stale_states``). Stale twice in a row holds the arm."""
+        self._take_states()
         if self.state != 'running':
             self.stale_once = False
             return

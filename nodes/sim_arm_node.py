@@ -36,7 +36,6 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -48,6 +47,7 @@ from trajectory_msgs.msg import JointTrajectory
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.nodes.executors import run_node, try_publish
+from arm_dyn_id.nodes.polled import PolledSubscription
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, plain)
 from arm_dyn_id.sim.arm import SimArm, SimParams
@@ -187,17 +187,13 @@ class SimArmNode(Node):
                 '(use_sim_time:=true to step in lock with the recorder)')
             self._lock_topic = ''
         if self._lock_topic:
-            # taken by the stepping thread, only when it is a window ahead: on a node no
-            # executor spins (a callback per 1 kHz message on this node's executor thread
-            # took the GIL from the stepping thread at every step). The topic is resolved
-            # here, so that remapping the node's lockstep topic still applies.
-            self._lock_node = rclpy.create_node(
-                f'{NODE_NAME}_lockstep', namespace=self.get_namespace(), context=self.context,
-                use_global_arguments=False, start_parameter_services=False)
-            self._lock_sub = self._lock_node.create_subscription(
-                JointState, self.resolve_topic_name(self._lock_topic), lambda _: None,
+            # taken by the stepping thread, only when it is a window ahead (nodes/polled.py):
+            # a callback per 1 kHz message on this node's executor thread took the GIL
+            # from the stepping thread at every step
+            self._lock_sub = PolledSubscription(
+                self, 'lockstep', self._lock_topic, JointState,
                 QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
-                           reliability=ReliabilityPolicy.RELIABLE), raw=True)
+                           reliability=ReliabilityPolicy.RELIABLE))
         self._thread = threading.Thread(target=self._run, name='sim_arm_loop', daemon=True)
         mode = f'sim time x{self._rtf:g}' if self._sim_time else 'wall time'
         if self._lock_topic:
@@ -232,25 +228,17 @@ class SimArmNode(Node):
                 f'delay {stats["largest_delay"] * 1e3:.0f} ms)')
 
     def _take_lockstep(self):
-        """Take every waiting lockstep message (the newest stamp is what counts): the
-        consumer's progress and when its newest message arrived (monotonic)."""
-        sub, latest = self._lock_sub, None
-        with sub.handle:
-            while True:
-                taken = sub.handle.take_message(sub.msg_type, True)
-                if taken is None:
-                    break
-                latest = taken
-        if latest is None:
+        """Take the waiting lockstep messages: the newest stamp is how far the consumer
+        got, its arrival (monotonic) when it was last heard."""
+        taken = self._lock_sub.take_newest()
+        if taken is None:
             return
-        data, info = latest
+        data, age = taken
         # header.stamp is the first field after the 4-byte CDR encapsulation header
         sec, nanosec = struct.unpack_from('<iI' if data[1] == 1 else '>iI', data, 4)
         stamp = sec + nanosec * 1e-9
         if self._acked is None or stamp > self._acked:
             self._acked = stamp
-        received = info.get('received_timestamp', 0) if isinstance(info, dict) else 0
-        age = max(time.time_ns() - received, 0) * 1e-9 if received else 0.0
         self._acked_wall = time.monotonic() - age
 
     def _wait_for_consumer(self, t_next):
