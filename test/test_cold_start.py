@@ -9,6 +9,7 @@ These tests run the command in a fresh interpreter and read its ``sys.modules``
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +123,35 @@ def test_painter_draws_the_folder_or_just_exits(fitted, tmp_path):
                 (fitted / f'{name}.png').read_bytes(), name
         else:                                   # no fork here: nothing drawn by a child
             assert not (folder / f'{name}.png').exists()
+
+
+def test_fit_has_the_plots_drawn_while_it_writes_the_model(recorder_bag, tmp_path):
+    """The painter is told to draw once fit_data.npz is written, before the model, the
+    URDF and validation.json (the report's drawing overlaps them); a refused fit tells it
+    nothing. The painter here is a real Painter whose start is observed."""
+    from arm_dyn_id.cli import build_parser
+    from arm_dyn_id.cli.fit import Progress, fit_bag
+    from arm_dyn_id.validation.report import Painter
+    bag, cfg = recorder_bag
+    out = tmp_path / 'fit'
+    seen = []
+
+    class Observed(Painter):
+        def start(self, folder):
+            seen.append(sorted(p.name for p in Path(folder).iterdir()))
+            super().start(folder)
+
+    argv = ['fit', str(bag), '--config', str(cfg), '--out', str(out), '--quiet']
+    args = build_parser(argv).parse_args(argv)
+    with Observed() as painter:
+        paths, _ = fit_bag(args, Progress(quiet=True), painter=painter)
+        drawn = painter.draw(out)
+    assert seen[0] == ['fit_data.npz']           # nothing else written yet
+    assert paths['data'] == out / 'fit_data.npz' and paths['model'].is_file()
+    if drawn:       # fork available: the child drew the plots of this folder
+        for name in ('torque_time', 'residuals', 'pairs', 'trajectory'):
+            assert (out / f'{name}.png').stat().st_size > 1000, name
+    # another folder than the one it started on: not drawn by it
+    with Observed() as painter:
+        painter.start(out)
+        assert painter.draw(tmp_path) is False

@@ -115,7 +115,7 @@ def add_arguments(parser):
     fit_floating.add_arguments(parser)
 
 
-def fit_bag(args, progress, say=print):
+def fit_bag(args, progress, say=print, painter=None):
     """Everything ``fit`` does except the report; returns the output paths.
 
     Checks the options and the output folder, resolves the arm from the options
@@ -131,6 +131,10 @@ def fit_bag(args, progress, say=print):
     ------
     FitRefused
         The fit is implausible and ``--force`` was not given (nothing written).
+
+    ``painter`` (:class:`~arm_dyn_id.validation.report.Painter`): told to draw the
+    report's plots as soon as fit_data.npz is written, while the model, the URDF and
+    validation.json are written.
     """
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.identification.pipeline import (FALLBACK_ACCELERATING, DynamicsChoice,
@@ -174,7 +178,7 @@ def fit_bag(args, progress, say=print):
     context = dict(bags=bags, out=out, config=config, rec=rec, robot=robot, urdf=urdf,
                    robot_name=robot_name, read_s=read_s, choice=choice,
                    gains=_gains(args, conversion, rec.joints),
-                   measurement=_measurement(args, conversion, rec.joints))
+                   measurement=_measurement(args, conversion, rec.joints), painter=painter)
     if choice.kind == 'gravity':
         try:
             return _fit_gravity(args, progress, **context)
@@ -247,17 +251,23 @@ def _save_model(model, out, verdict, progress):
 
 
 def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model,
-               verdict, measurement=None):
-    """What a gravity and a full fit write alike: refuse (unless --force), then the model
+               verdict, measurement=None, save_plot_data=None, painter=None):
+    """What a gravity and a full fit write alike: refuse (unless --force), then the plot
+    data (``save_plot_data(path)``; ``painter`` starts drawing from it at once), the model
     (with the ``measurement`` section), the identified URDF and validation.json with the
-    fit summary. Returns (paths, validation); the caller adds its plot data."""
+    fit summary. Returns (paths, validation)."""
     if not verdict.ok and not args.force:
         raise FitRefused(f'fit refused, {verdict.reason} (nothing written; --force writes '
                          'the model marked rejected)')
     if measurement is not None:
         model.metadata['measurement'] = measurement
     out.mkdir(parents=True, exist_ok=True)
+    data = save_plot_data(out / 'fit_data.npz') if save_plot_data is not None else None
+    if data is not None and painter is not None:
+        painter.start(out)
     paths = _save_model(model, out, verdict, progress)
+    if data is not None:
+        paths['data'] = data
     urdf_note = _write_urdf(model, urdf, out / 'identified.urdf')
     if urdf_note is None:
         paths['urdf'] = out / 'identified.urdf'
@@ -272,7 +282,7 @@ def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fit
 
 
 def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
-                 choice, gains=None, measurement=None):
+                 choice, gains=None, measurement=None, painter=None):
     from arm_dyn_id.identification.pipeline import fit_gravity_recording, judge_gravity_fit
     methods = parse_methods(args.methods or 'wls,joint_by_joint')
     fitted = fit_gravity_recording(
@@ -288,13 +298,12 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     # the data gate: every averaged pair against the URDF, then the held-out ones
     verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                                 gains=gains)
-    paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
-                                   choice, fitted, model, verdict, measurement)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
-    paths['data'] = _save_plot_data(out / 'fit_data.npz', rec, model, sweeps, held_starts,
-                                    fitted.cases)
-    return paths, validation
+    return _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted,
+                      model, verdict, measurement, painter=painter,
+                      save_plot_data=lambda path: _save_plot_data(
+                          path, rec, model, sweeps, held_starts, fitted.cases))
 
 
 def _read_plan(path):
@@ -318,7 +327,7 @@ def _read_plan(path):
 
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
-              choice, gains=None, measurement=None):
+              choice, gains=None, measurement=None, painter=None):
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
@@ -348,9 +357,10 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
         progress.warn(cutoff_warning)
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
-    paths, validation = _write_fit(args, progress, bags, out, config, rec, urdf, read_s,
-                                   choice, fitted, model, verdict, measurement)
-    paths['data'] = _save_full_plot_data(out / 'fit_data.npz', rec, fitted)
+    paths, validation = _write_fit(
+        args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model, verdict,
+        measurement, painter=painter,
+        save_plot_data=lambda path: _save_full_plot_data(path, rec, fitted))
     if verdict.ok and not getattr(args, 'no_thresholds', False):
         _write_thresholds(progress, robot, model, rec, paths)
     return paths, validation
@@ -464,7 +474,7 @@ def _fit_and_report(args, progress, painter):
     """The arm fit, its metrics and the report (unless ``painter`` is None); exit code."""
     import sys
     try:
-        paths, validation = fit_bag(args, progress, say=print)
+        paths, validation = fit_bag(args, progress, say=print, painter=painter)
     except FitRefused as exc:
         if getattr(args, 'debug', False):
             import traceback

@@ -616,6 +616,7 @@ class Painter:
 
     def __init__(self):
         self._pid = self._go = None
+        self.started = None         # the folder the child was told to draw
         if not _can_fork():
             return
         read, write = os.pipe()
@@ -632,14 +633,27 @@ class Painter:
     def __exit__(self, *exc):
         self.close()
 
-    def draw(self, folder):
-        """Have the child draw ``folder``'s plots; True when it drew all of them."""
+    def start(self, folder):
+        """Have the child start drawing ``folder``'s plots (its fit_data.npz is written)
+        while this process goes on; :meth:`draw` then waits for them. Once only."""
+        if self.started is not None:
+            return
+        self.started = Path(folder).resolve()
         if self._go is None:
-            return False
+            return
         try:
-            os.write(self._go, os.fsencode(str(Path(folder).resolve())))
-        except OSError:         # the child is gone
+            os.write(self._go, os.fsencode(str(self.started)))
+        except OSError:         # the child is gone: draw() says so
             pass
+        os.close(self._go)
+        self._go = None
+
+    def draw(self, folder):
+        """Have the child draw ``folder``'s plots (unless :meth:`start` already did) and
+        wait; True when it drew all of them."""
+        self.start(folder)
+        if self.started != Path(folder).resolve():
+            return False        # it drew another folder
         return self.close() == 0
 
     def close(self):
