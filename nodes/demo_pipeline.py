@@ -76,17 +76,25 @@ class NodeProcesses:
                                     f'{self.log_dir / (name + ".log")}')
 
     def stop_all(self, timeout=10.0):
-        for proc, _ in self.procs.values():
+        self.stop(list(self.procs), timeout)
+
+    def stop(self, names, timeout=10.0):
+        """Stop these nodes (SIGINT, then SIGKILL after ``timeout`` s); :meth:`check` no
+        longer watches them. Returns their exit codes."""
+        stopping = {name: self.procs.pop(name) for name in names if name in self.procs}
+        for proc, _ in stopping.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + timeout
-        for proc, log in self.procs.values():
+        codes = {}
+        for name, (proc, log) in stopping.items():
             try:
-                proc.wait(max(deadline - time.monotonic(), 0.1))
+                codes[name] = proc.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait()
+                codes[name] = proc.wait()
             log.close()
+        return codes
 
 
 def demo_environment(ros_home, domain_id):
@@ -237,21 +245,26 @@ def _progress_line(monitor, plan_duration, t_start_sim, wall_start, done=False,
             f'{what:<22} time left {left}')
 
 
+def _bag_finished(bags_dir):
+    """The newest finished bag under ``bags_dir`` when no bag is still being written."""
+    done = sorted(p.parent for p in Path(bags_dir).glob('*/metadata.yaml'))
+    unfinished = [p for p in Path(bags_dir).glob('*') if p.is_dir()
+                  and not (p / 'metadata.yaml').is_file()]
+    return done[-1] if done and not unfinished else None
+
+
 def _closed_recording(bags_dir, procs, timeout):
     """The newest finished bag under ``bags_dir`` and its recorded stream quality."""
     deadline = time.monotonic() + timeout
     while True:
         procs.check()
-        done = sorted(p.parent for p in Path(bags_dir).glob('*/metadata.yaml'))
-        unfinished = [p for p in Path(bags_dir).glob('*') if p.is_dir()
-                      and not (p / 'metadata.yaml').is_file()]
-        if done and not unfinished:
+        bag = _bag_finished(bags_dir)
+        if bag is not None:
             break
         if time.monotonic() > deadline:
             raise PipelineError(f'the recorder did not finish its bag in {bags_dir} within '
                                 f'{timeout:.0f} s; see its log')
         time.sleep(0.1)     # polling a folder for a file the recorder writes
-    bag = done[-1]
     # the recorder's own summary beside the bag: decoding 300k interleaved messages for
     # it took minutes on a busy machine
     try:
@@ -281,8 +294,13 @@ def _say_loss(quality, log):
 
 
 def run_identification(config_file, plan_file, plan_duration, out_dir, real_time_factor=5.0,
-                       log=print, stall_timeout=60.0, fit_timeout=600.0):
+                       log=print, stall_timeout=60.0, fit_timeout=600.0, on_recorded=None):
     """Run sim + excitation + recorder + identifier until the model is fitted.
+
+    Once the excitation is done, the identifier has taken that marker (its diagnostics
+    say it fits) and the recorder has closed its bag, the simulator and the excitation
+    node are stopped (the identifier fits from what it holds; on two cores the arm
+    running on beside the fit slowed it down) and ``on_recorded()`` is called, once.
 
     Parameters
     ----------
@@ -297,6 +315,9 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
     real_time_factor : float
         Sim time per wall time asked of the simulator (it runs slower when the
         recorder cannot keep up: lockstep).
+    on_recorded : callable, optional
+        Called once the bag is closed and the arm stopped (the demo starts its
+        validation simulations then).
     stall_timeout : float
         Wall seconds the simulated clock may stand still during the run before the
         demo gives up (a slow run is not a failure; a stopped one is).
@@ -354,7 +375,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         run_start = time.monotonic()
         log(f'[identify] excitation started: {response.message}')
         last_print = 0.0
-        done_seen, done_at = False, None
+        done_seen, done_at, arm_stopped = False, None, False
         sim_seen, sim_moved = None, time.monotonic()
         while monitor.model_text is None:
             executor.spin_once(timeout_sec=0.2)
@@ -373,6 +394,18 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
                 done_at = time.monotonic()
                 log('[identify] excitation done; identifier_node is fitting (waiting up to '
                     f'{fit_timeout:.0f} s for the model)')
+            # not before the identifier has taken the done marker (its diagnostics say it
+            # fits): a marker still on its way is lost with the excitation node (seen once:
+            # no fit in 600 s)
+            if done_seen and not arm_stopped and \
+                    monitor.fit_status not in (None, 'no fit yet') and \
+                    _bag_finished(out_dir / 'bags'):
+                arm_stopped = True
+                procs.stop(['sim_arm_node', 'excitation_node'])
+                log('[identify] recording closed: simulator and excitation stopped while '
+                    'identifier_node fits')
+                if on_recorded is not None:
+                    on_recorded()
             if any(m.get('phase') == 'stopped' for m in monitor.markers):
                 raise PipelineError('excitation_node stopped the arm (watchdog); see '
                                     f'{out_dir / "logs" / "excitation_node.log"}')

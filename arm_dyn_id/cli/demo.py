@@ -135,9 +135,10 @@ class HeldOutRuns:
     """The validation cases simulated side by side, one process each, instead of one
     after the other (the quick demo: 2 x 12 s of one core each).
 
-    Started once the identification is over: started before it at the lowest priority
-    (they need no model), they still slowed the lock-stepped nodes down by more than
-    they saved (the quick demo 171 s against 163 s). ``cases``: name -> payload or
+    Started once the recording is closed and the arm stopped, beside the identifier's
+    fit: started before the identification at the lowest priority (they need no model),
+    they slowed the lock-stepped nodes down by more than they saved (the quick demo 171 s
+    against 163 s). ``cases``: name -> payload or
     None; ``config``: the arm config (its source is re-read by the workers, with the
     same simulation parameters)."""
 
@@ -234,14 +235,22 @@ def run(args):
         f'moon_payload_{PAYLOAD_MASS:g}kg': (PAYLOAD_MASS, payload_com),
     }
     from arm_dyn_id.nodes.demo_pipeline import run_identification
-    model_text, info = run_identification(config.source, out / 'plan.yaml', plan.duration, out,
-                                          real_time_factor=args.speed, log=_say)
-    held_out = HeldOutRuns(config, out / 'validation_plan.yaml', MOON, cases)
+    held = {}
+
+    def start_validation():
+        held['runs'] = HeldOutRuns(config, out / 'validation_plan.yaml', MOON, cases)
     try:
-        return _validate(args, config, sim_params, cases, held_out, out, wall_start,
+        # the validation simulations start once the recording is closed, beside the fit
+        model_text, info = run_identification(
+            config.source, out / 'plan.yaml', plan.duration, out, real_time_factor=args.speed,
+            log=_say, on_recorded=start_validation)
+        if 'runs' not in held:
+            start_validation()
+        return _validate(args, config, sim_params, cases, held['runs'], out, wall_start,
                          model_text, info)
     finally:
-        held_out.close()
+        if 'runs' in held:
+            held['runs'].close()
 
 
 def _validate(args, config, sim_params, cases, held_out, out, wall_start, model_text, info):
