@@ -28,7 +28,7 @@ def add_arguments(parser):
     parser.add_argument('--out', default='demo_output',
                         help='output folder (default: %(default)s)')
     parser.add_argument('--quick', action='store_true',
-                        help='short trajectories (about 2 minutes in all on 2 cores), as the '
+                        help='short trajectories (under 2 minutes in all on 2 cores), as the '
                              'tests use')
     parser.add_argument('--config', default='humanoid_arm.yaml',
                         help='arm config with a sim_arm_node section (default: %(default)s)')
