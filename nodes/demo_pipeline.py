@@ -245,6 +245,22 @@ def _progress_line(monitor, plan_duration, t_start_sim, wall_start, done=False,
             f'{what:<22} time left {left}')
 
 
+def set_aside_previous_model(out_dir, log=print):
+    """Rename a previous run's ``model.yaml`` in ``out_dir`` to ``model.previous.yaml``.
+
+    It is the identifier's ``model_file``: left in place, the identifier loads and
+    publishes it at start, and the demo took it for this run's fit (a second demo into
+    the same folder validated the first one's model, 'excitation 0 s', exit 0).
+    Returns the new path, or None when there was none."""
+    old = Path(out_dir) / 'model.yaml'
+    if not old.is_file():
+        return None
+    aside = old.with_name('model.previous.yaml')
+    old.replace(aside)
+    log(f'[identify] {old} is from a previous run: kept as {aside.name}')
+    return aside
+
+
 def _bag_finished(bags_dir):
     """The newest finished bag under ``bags_dir`` when no bag is still being written."""
     done = sorted(p.parent for p in Path(bags_dir).glob('*/metadata.yaml'))
@@ -332,6 +348,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         Bag folder, wall time, markers seen.
     """
     out_dir = Path(out_dir)
+    set_aside_previous_model(out_dir, log)
     # a domain no other demo or test run on this machine holds (nodes/ros_domain.py)
     domain = claim_domain()
     env = demo_environment(out_dir / 'ros', domain.domain_id)

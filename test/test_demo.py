@@ -106,3 +106,17 @@ def test_held_out_cases_simulated_in_workers_equal_the_in_process_run(tmp_path):
             broken.results(lines.append, every=0.5)
     finally:
         broken.close()
+
+
+def test_a_previous_runs_model_is_set_aside_before_the_nodes_start(tmp_path):
+    """The identifier loads and publishes its model_file at start: a previous run's
+    model.yaml in the demo's folder was taken for this run's fit. It is kept aside."""
+    from arm_dyn_id.nodes.demo_pipeline import set_aside_previous_model
+    lines = []
+    assert set_aside_previous_model(tmp_path, lines.append) is None and not lines
+    (tmp_path / 'model.yaml').write_text('old: model\n')
+    aside = set_aside_previous_model(tmp_path, lines.append)
+    assert aside == tmp_path / 'model.previous.yaml'
+    assert aside.read_text() == 'old: model\n'
+    assert not (tmp_path / 'model.yaml').exists()
+    assert 'previous run' in lines[0]
