@@ -80,21 +80,19 @@ class NodeProcesses:
 
     def stop(self, names, timeout=10.0):
         """Stop these nodes (SIGINT, then SIGKILL after ``timeout`` s); :meth:`check` no
-        longer watches them. Returns their exit codes."""
-        stopping = {name: self.procs.pop(name) for name in names if name in self.procs}
-        for proc, _ in stopping.values():
+        longer watches them."""
+        stopping = [self.procs.pop(name) for name in names if name in self.procs]
+        for proc, _ in stopping:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + timeout
-        codes = {}
-        for name, (proc, log) in stopping.items():
+        for proc, log in stopping:
             try:
-                codes[name] = proc.wait(max(deadline - time.monotonic(), 0.1))
+                proc.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 proc.kill()
-                codes[name] = proc.wait()
+                proc.wait()
             log.close()
-        return codes
 
 
 def demo_environment(ros_home, domain_id):
