@@ -29,9 +29,11 @@ def test_quick_demo_identifies_the_arm_within_two_percent(tmp_path):
     quality = report['recording']['quality']
     assert quality['delivered_fraction'] >= 0.99, quality
     assert '[identify] recording holds' in proc.stderr, proc.stderr[-4000:]
-    # the arm stopped once the bag was closed, so that the fit has the cores
-    assert 'recording closed: simulator and excitation stopped' in proc.stderr, \
-        proc.stderr[-4000:]
+    # the arm stopped once the bag was closed, so that the fit has the cores (or, when
+    # the fit was quicker than the monitor's look at the bag, once the model came), and
+    # before the held-out simulations were read
+    stopped = proc.stderr.find('simulator and excitation stopped')
+    assert 0 <= stopped < proc.stderr.find('[validate]'), proc.stderr[-4000:]
     # progress was shown while it ran
     assert '[identify]' in proc.stderr and '%' in proc.stderr
     # each phase's own time: the fit's is not the whole run's
