@@ -71,6 +71,7 @@ from arm_dyn_id.nodes.executors import (
     create_command_node, publish_diagnostics, run_node, try_publish)
 from arm_dyn_id.nodes.messages import StreamMessage, joint_state
 from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
+from arm_dyn_id.nodes.query_first import QueryFirst
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
 from arm_dyn_id.service.contact import calibrated_thresholds, thresholds_file
@@ -195,10 +196,13 @@ class IdentifierNode(Node):
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_state, streams)
         # the queries on the stream's thread: answered on a thread of their own they starved
-        # it (2 of 5 benchmark runs lost 1 kHz inputs; docs/identifier.md, "Threads")
-        self.create_subscription(JointState, 'gravity_query', self._on_query, streams)
-        self.create_subscription(JointState, 'dynamics_query', self._on_dynamics_query,
-                                 streams)
+        # it (2 of 5 benchmark runs lost 1 kHz inputs; docs/identifier.md, "Threads"). The
+        # stream answers waiting queries before each input unless it is behind (query_first)
+        self.query_first = QueryFirst((
+            (self.create_subscription(JointState, 'gravity_query', self._on_query, streams),
+             self._on_query),
+            (self.create_subscription(JointState, 'dynamics_query', self._on_dynamics_query,
+                                      streams), self._on_dynamics_query)))
         if not self.serve_only:
             self.create_subscription(JointState, 'joint_torques', self._on_torques, streams)
             self.create_subscription(String, 'excitation_segments', self._on_marker, MARKER_QOS)
@@ -850,6 +854,7 @@ class IdentifierNode(Node):
     def _on_state(self, msg):
         stamp = msg.header.stamp
         t = stamp.sec + stamp.nanosec * 1e-9
+        self.query_first.before_input(t)
         out = self.live.stream(msg.name, t, msg.position, msg.velocity, msg.effort)
         if out.served is None:
             self.counts['stream_skipped'] += 1
@@ -1141,6 +1146,8 @@ class IdentifierNode(Node):
             'query_errors': self.counts['query_errors'],
             'stream_served': self.counts['stream'],
             'stream_skipped': self.counts['stream_skipped'],
+            'queries_ahead_of_stream': self.query_first.answered,
+            'inputs_with_queries_in_turn': self.query_first.deferred,
             'dynamics': 'full' if live.dynamics is not None else (
                 'gravity' if live.served is not None else 'none'),
             'dynamics_queries_served': self.counts['dynamics_queries'],
