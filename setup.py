@@ -49,7 +49,7 @@ setup(
         'console_scripts': [
             '{0} = {1}.nodes.{0}:main'.format(node, package_name) for node in NODES
         ] + [
-            'arm-dyn-id = arm_dyn_id.cli:main',
+            'arm-dyn-id = arm_dyn_id.cli:run',
         ],
     },
 )

@@ -1,7 +1,5 @@
 """Run the command line interface: ``python -m arm_dyn_id ...``."""
 
-import sys
+from arm_dyn_id.cli import run
 
-from arm_dyn_id.cli import main
-
-sys.exit(main())
+run()

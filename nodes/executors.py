@@ -27,7 +27,6 @@ are ignored; exit code 0.
 import faulthandler
 import os
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -41,6 +40,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from arm_dyn_id.errors import ConfigError, URDFError
+from arm_dyn_id.process_exit import end_process
 
 
 def create_command_node(node):
@@ -280,7 +280,8 @@ def parameter_error(exc):
 
 
 def exit_process(code):
-    """End the process now with ``code``, without Python's finalisation.
+    """End the process now with ``code``, without Python's finalisation
+    (:func:`arm_dyn_id.process_exit.end_process`, without the exit handlers).
 
     Called once the context is shut down (the DDS participant is gone, logging
     finished, the bag closed). Tearing down the
@@ -288,17 +289,9 @@ def exit_process(code):
     node's exit time (0.45 of 0.5 s on a quiet machine); with four nodes ending
     together on a loaded 2-core machine that passed ``ros2 launch``'s 5 s SIGINT
     timeout. Threads still running (a fit in progress) end with the process. Under
-    coverage (COVERAGE_PROCESS_START set) the normal exit is kept so that its data is
-    saved.
+    coverage the normal exit is kept so that its data is saved (``code`` is returned).
     """
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    if os.environ.get('COVERAGE_PROCESS_START') or os.environ.get('COVERAGE_PROCESS_CONFIG'):
-        return code
-    os._exit(code)
+    return end_process(code, exit_handlers=False)
 
 
 def run_node(node_class, args=None, split=False, threads=2, exit=True):

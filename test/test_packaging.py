@@ -259,7 +259,7 @@ def test_console_scripts_import_and_are_callable(setup_kwargs):
     assert set(scripts) == set(EXECUTABLES)
     for node in NODES:
         assert scripts[node] == 'arm_dyn_id.nodes.{}:main'.format(node)
-    assert scripts['arm-dyn-id'] == 'arm_dyn_id.cli:main'
+    assert scripts['arm-dyn-id'] == 'arm_dyn_id.cli:run'
     for name, target in scripts.items():
         module_name, _, func = target.partition(':')
         module = importlib.import_module(module_name)
