@@ -151,12 +151,19 @@ def _margins(fig, left, right, top, bottom, wspace=0.0, hspace=0.0, cols=1, rows
 
 
 def _few_ticks(axes):
-    """At most 5 y and 7 x ticks per axes: each tick is a handful of artists, and making
-    them was the largest part of drawing the report once the layout was fixed."""
+    """At most 4 y and 6 x ticks per axes: each tick is a handful of artists (its marks,
+    grid line and labels), and making them was the largest part of drawing the report once
+    the layout was fixed (a third of it with up to 5 y and 7 x ticks)."""
     from matplotlib.ticker import MaxNLocator
     for ax in axes:
-        ax.yaxis.set_major_locator(MaxNLocator(4))
-        ax.xaxis.set_major_locator(MaxNLocator(6))
+        ax.yaxis.set_major_locator(MaxNLocator(3))
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+
+
+def _save(fig, path):
+    """The PNG at 90 dpi, compressed at zlib level 1: 20-30 ms less per plot than the
+    default level 6, for files about 10 % larger."""
+    fig.savefig(path, dpi=90, pil_kwargs={'compress_level': 1})
 
 
 def _figure_rows(n):
@@ -188,7 +195,7 @@ def _plot_measured_predicted(data, path, labels, title):
     axes[0].legend(loc='upper right', fontsize=7, ncol=3)
     axes[0].set_title(title, fontsize=10, y=1.0)
     axes[-1].set_xlabel('time (s)')
-    fig.savefig(path, dpi=90)
+    _save(fig, path)
 
 
 def plot_torque_time(data, path):
@@ -221,7 +228,7 @@ def plot_trajectory(data, path):
     axes[0].set_title('Joint angles (bands: sweeps of that joint; orange = held out)',
                       fontsize=10, y=1.0)
     axes[-1].set_xlabel('time (s)')
-    fig.savefig(path, dpi=90)
+    _save(fig, path)
 
 
 def _what(data):
@@ -264,7 +271,7 @@ def plot_residuals(data, path):
         ax.set_xlabel('predicted − measured (mN·m)', fontsize=8)
         ax.tick_params(labelsize=8)
     fig.suptitle(f'Residuals on the {case.replace("_", "-")} {_what(data)}', fontsize=10)
-    fig.savefig(path, dpi=90)
+    _save(fig, path)
 
 
 def plot_pairs(data, path):
@@ -284,7 +291,7 @@ def plot_pairs(data, path):
         ax.tick_params(labelsize=8)
     fig.suptitle(f'Torque on the {case.replace("_", "-")} {_what(data)}: predicted '
                  'against measured', fontsize=10)
-    fig.savefig(path, dpi=90)
+    _save(fig, path)
 
 
 # ---------------------------------------------------------------------------
@@ -760,7 +767,7 @@ def plot_floating_held_out(data, path):
     axes[0].set_title('held-out ZMP' if zmp else 'held-out momentum (world origin)',
                       fontsize=10, y=1.0)
     axes[-1].set_xlabel('time (s)')
-    fig.savefig(path, dpi=90)
+    _save(fig, path)
 
 
 def write_floating_report(folder, model, validation, title=None, warnings=()):
