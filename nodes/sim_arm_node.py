@@ -85,6 +85,27 @@ _DESCRIPTIONS = {
 }
 
 
+def steps_per_message(name, rate, timestep):
+    """Simulation steps between two messages published at ``rate`` Hz (parameter ``name``).
+
+    The messages go out on steps, so ``rate`` must divide the step rate: any other rate
+    was rounded to the nearest whole number of steps without a word (``clock_rate:=7``
+    gave /clock at 6.99 Hz, seen under ros2 launch). Raises ConfigError naming the
+    parameter and the nearest rates that work.
+    """
+    step_rate = 1.0 / timestep
+    steps = step_rate / rate
+    whole = max(1, int(round(steps)))
+    if abs(steps - whole) > 1e-6 * steps:
+        n = max(1, int(steps))
+        raise ConfigError(
+            f'parameter {name}: {rate:g} Hz is not a divisor of the {step_rate:g} Hz step '
+            f'rate (1 / timestep), and messages go out on steps; the nearest rates that '
+            f'are: {step_rate / (n + 1):.6g} Hz (every {n + 1} steps) and '
+            f'{step_rate / n:.6g} Hz (every {n} steps)')
+    return whole
+
+
 class SimArmNode(Node):
     """MuJoCo arm behind a ros2_control-like interface (see module docstring)."""
 
@@ -132,10 +153,10 @@ class SimArmNode(Node):
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._rtf = float(self.get_parameter('real_time_factor').value)
         dt = self.params.timestep
-        rate = float(self.get_parameter('publish_rate').value)
-        self._decimation = max(1, int(round(1.0 / (rate * dt))))
-        self._clock_decimation = max(
-            1, int(round(1.0 / (float(self.get_parameter('clock_rate').value) * dt))))
+        self._decimation = steps_per_message(
+            'publish_rate', float(self.get_parameter('publish_rate').value), dt)
+        self._clock_decimation = steps_per_message(
+            'clock_rate', float(self.get_parameter('clock_rate').value), dt)
         self._time_base = 0.0          # ROS time (s) = time_base + simulated time
         if self._sim_time:
             # This node is the clock: do not listen to its own /clock messages.

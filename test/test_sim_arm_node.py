@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from ros_utils import node_output, start_node, stop
+from ros_utils import node_output, refusal_line, start_node, stop
 
 rclpy = pytest.importorskip('rclpy')
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -80,6 +80,17 @@ def start_sim(ros_env, **params):
     base = {'config_file': 'humanoid_arm.yaml'}
     base.update(params)
     return start_node(NODE, base, ros_env, name='sim_arm')
+
+
+def test_a_rate_that_does_not_divide_the_step_rate_is_refused(ros_env):
+    """clock_rate:=7 was taken as 6.99 Hz without a word (under ros2 launch): one FATAL
+    line naming the parameter and the nearest rates that work, exit code 2."""
+    proc = start_sim(ros_env, use_sim_time=True, clock_rate=7.0)
+    fatal = refusal_line(proc, 60)
+    assert 'clock_rate: 7 Hz is not a divisor of the 1000 Hz step rate' in fatal, fatal
+    assert '6.99301 Hz (every 143 steps) and 7.04225 Hz (every 142 steps)' in fatal, fatal
+    proc = start_sim(ros_env, publish_rate=300.0)
+    assert 'publish_rate: 300 Hz is not a divisor' in refusal_line(proc, 60)
 
 
 def test_sim_time_fast_mode_publishes_every_step_and_follows_trajectory(ros_env, client):
