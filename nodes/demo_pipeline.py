@@ -372,12 +372,14 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         # few hundred ms is no reason to stop, a silent arm for 5 s is
         # (and the simulator, several times faster than real time, gets the plan a
         # simulated second ahead of its start)
-        # (and 2 s of plan per trajectory window: at several times real time a busy
-        # excitation process would otherwise run out of look-ahead and brake the arm;
-        # a stop still replaces the window at once)
+        # (and 4 s of plan per trajectory window: a window lost on a busy machine comes
+        # again when the writer repairs it, after Fast DDS's 3 s heartbeat period; with 2 s
+        # the full demo's arm ran out of plan once, braked and stopped on a tracking error
+        # (windows up to 5.2 s of simulated time late); a stop still replaces the window
+        # at once)
         procs.start('excitation_node', dict(common, plan_file=str(plan_file),
                                             joint_state_timeout=5.0, start_delay=2.0,
-                                            lookahead=2.0))
+                                            lookahead=4.0))
         monitor = Monitor(context=context)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(monitor)
