@@ -4,8 +4,9 @@ The identifier node answers its queries (``gravity_query``, ``dynamics_query``) 
 stream's thread: answered on a thread of their own they starved it (docs/identifier.md,
 "Threads and executors"). The executor takes events in their order of arrival, so a query
 that came while ``joint_states`` inputs were queued waited for all of them: on a loaded
-machine p99 14-400 ms beside the stream (docs/benchmarks.md). :class:`QueryFirst` takes the
-waiting queries itself before each input, so a query waits for one input's work at most.
+machine p99 12-400 ms beside the stream (docs/benchmarks.md). :class:`QueryFirst` takes the
+waiting queries itself before each input, so a query waits for one input's work at most
+while the stream keeps up.
 
 Answering first is not free when the node cannot keep up: a client asking in a loop then
 gets 5-15 times more answers, and the stream, which must lose nothing, fell more than its
