@@ -11,10 +11,10 @@ import textwrap
 def run_script(code, tmp_path, env=None):
     script = tmp_path / 'script.py'
     script.write_text(textwrap.dedent(code))
-    env = {**os.environ, **(env or {})}
-    for key in ('COVERAGE_PROCESS_START', 'COVERAGE_PROCESS_CONFIG'):
-        if key not in (env or {}):
-            env.pop(key, None)
+    # coverage's variables only as the test gives them (not inherited from a measured run)
+    env = {**{k: v for k, v in os.environ.items()
+              if k not in ('COVERAGE_PROCESS_START', 'COVERAGE_PROCESS_CONFIG')},
+           **(env or {})}
     return subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
                           text=True, timeout=120, env=env)
 
