@@ -314,7 +314,8 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
     Once the excitation is done, the identifier has taken that marker (its diagnostics
     say it fits) and the recorder has closed its bag, the simulator and the excitation
     node are stopped (the identifier fits from what it holds; on two cores the arm
-    running on beside the fit slowed it down) and ``on_recorded()`` is called, once.
+    running on beside the fit slowed it down), or at the latest when the model comes,
+    and ``on_recorded()`` is called then, once.
 
     Parameters
     ----------
@@ -330,8 +331,8 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         Sim time per wall time asked of the simulator (it runs slower when the
         recorder cannot keep up: lockstep).
     on_recorded : callable, optional
-        Called once the bag is closed and the arm stopped (the demo starts its
-        validation simulations then).
+        Called once the arm is stopped (the demo starts its validation simulations
+        then).
     stall_timeout : float
         Wall seconds the simulated clock may stand still during the run before the
         demo gives up (a slow run is not a failure; a stopped one is).
@@ -394,6 +395,14 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         last_print = 0.0
         done_seen, done_at, arm_stopped = False, None, False
         sim_seen, sim_moved = None, time.monotonic()
+
+        def stop_arm(why):
+            nonlocal arm_stopped
+            arm_stopped = True
+            procs.stop(['sim_arm_node', 'excitation_node'])
+            log(f'[identify] {why}: simulator and excitation stopped')
+            if on_recorded is not None:
+                on_recorded()
         while monitor.model_text is None:
             executor.spin_once(timeout_sec=0.2)
             procs.check()
@@ -417,12 +426,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
             if done_seen and not arm_stopped and \
                     monitor.fit_status not in (None, 'no fit yet') and \
                     _bag_finished(out_dir / 'bags'):
-                arm_stopped = True
-                procs.stop(['sim_arm_node', 'excitation_node'])
-                log('[identify] recording closed: simulator and excitation stopped while '
-                    'identifier_node fits')
-                if on_recorded is not None:
-                    on_recorded()
+                stop_arm('recording closed, identifier_node fits')
             if any(m.get('phase') == 'stopped' for m in monitor.markers):
                 raise PipelineError('excitation_node stopped the arm (watchdog); see '
                                     f'{out_dir / "logs" / "excitation_node.log"}')
@@ -437,9 +441,7 @@ def run_identification(config_file, plan_file, plan_duration, out_dir, real_time
         if not arm_stopped:
             # a short fit can end before this loop saw the bag closed and the identifier's
             # diagnostics say it fits (seen in CI: a 2 s fit): the arm has nothing left to do
-            procs.stop(['sim_arm_node', 'excitation_node'])
-            log('[identify] model served before the recording was seen closed: simulator and '
-                'excitation stopped')
+            stop_arm('model served before the recording was seen closed')
         # the recorder closes its bag by itself after `done` (on_done: stop); ask anyway
         # in case it is still open, and wait for the bag to be finished
         response = monitor.call(monitor.stop_rec_client, 30.0, executor)

@@ -244,8 +244,6 @@ def run(args):
         model_text, info = run_identification(
             config.source, out / 'plan.yaml', plan.duration, out, real_time_factor=args.speed,
             log=_say, on_recorded=start_validation)
-        if 'runs' not in held:
-            start_validation()
         return _validate(args, config, sim_params, cases, held['runs'], out, wall_start,
                          model_text, info)
     finally:
