@@ -5,10 +5,12 @@ brief push gives none; a fit whose standard error is too large applies nothing; 
 identifier node publishes the events on ~/payload_events and serves the payload."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from arm_dyn_id.identification.payload import payload_regressor
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, run_stream
 from arm_dyn_id.service.payload_watch import (
     APPLIED, PICKED_UP, PUT_DOWN, REVERTED, PayloadWatch, WatchSettings, correlation_time,
@@ -114,6 +116,46 @@ def test_nothing_is_applied_while_the_standard_error_is_too_large(pick_and_place
     assert events == [] and not served.any()
     held = [d for d in watch.decisions if d['decision'] == 'held']
     assert held and all(d['mass_std'] > 1e-4 for d in held)
+
+
+def test_the_tare_takes_an_arm_model_error_that_looks_like_a_load_out(pick_and_place):
+    """An arm model whose error looks like 0.35 kg at the flange (here added to the residual
+    of the true model): the steady fits' mean is the tare, logged, and the 1 kg picked up
+    is reported as 1 kg, not 1.35; without the tare the watch reports the sum, or nothing
+    (the null's spread about zero is the phantom itself)."""
+    config, model, t, q, dq, tau = pick_and_place
+    residual = run_stream(ResidualStream(ServedDynamics(model), 25.0), t, q, dq,
+                          tau)['residual']
+    phantom = np.array([0.35, 0.0, 0.0, 0.35 * 0.1])           # (m, m·c)
+    residual = residual - payload_regressor(model.robot, q, 'flange') @ phantom
+    said = []
+    watch = PayloadWatch(model.robot, WatchSettings(), 'flange', noise=config.torque_noise,
+                         say=said.append)
+    events = run_watch(watch, t, q, dq, residual)
+    assert [e.kind for e in events] == [PICKED_UP, PUT_DOWN], said
+    up, down = events
+    assert abs(up.mass - MASS) <= 0.05 * MASS, up
+    assert T_ON < up.t <= T_ON + 2.0 and T_OFF < down.t <= T_OFF + 2.0, said
+    assert watch.tare[0] == pytest.approx(0.35, abs=0.03)
+    tare = [d for d in watch.decisions if d['decision'] == 'tare']
+    assert len(tare) == 1 and tare[0]['t'] < T_ON and tare[0]['mass'] > 0.3, said
+    assert any('taken as the arm model' in line for line in said)
+
+
+def test_a_put_down_is_not_held_back_for_the_absolute_standard_error(pick_and_place):
+    """A put-down serves no estimate: once the load is picked up, a max_mass_std no fit can
+    meet must not keep serving a load the arm no longer holds."""
+    config, model, t, q, dq, tau = pick_and_place
+    residual = run_stream(ResidualStream(ServedDynamics(model), 25.0), t, q, dq,
+                          tau)['residual']
+    watch = PayloadWatch(model.robot, WatchSettings(), 'flange', noise=config.torque_noise)
+    events = []
+    for k in range(len(t)):
+        events += watch.update(float(t[k]), q[k], dq[k], residual[k])
+        if events and watch.settings.max_mass_std > 1e-4:
+            watch.settings = replace(watch.settings, max_mass_std=1e-4)
+    assert [e.kind for e in events] == [PICKED_UP, PUT_DOWN], watch.decisions
+    assert T_OFF < events[1].t <= T_OFF + 2.0 and events[1].mass_std > 1e-4
 
 
 @pytest.fixture(scope='module')
@@ -236,7 +278,8 @@ def test_identifier_node_publishes_payload_events_and_serves_the_payload(
             assert reverted['served_mass'] == 0.0
             # the node served the load, then none again: its diagnostics say so at the end
             h.wait_for(lambda: diags and diags[-1].get('payload_mass') == '0.0'
-                       and diags[-1].get('payload_watch') == 'empty 0 kg', 30.0,
+                       and diags[-1].get('payload_watch', '').startswith('empty 0 kg, tare '),
+                       30.0,
                        what=f'payload reverted in diagnostics: {diags[-1:]}')
     finally:
         stop(proc)

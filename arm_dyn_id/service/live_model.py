@@ -219,7 +219,7 @@ class LiveWatch:
         if watch is None:
             return 'no residual yet'
         applied = ' (applied)' if watch.applied else ''
-        return f'{watch.state} {watch.object[0]:.4g} kg{applied}'
+        return f'{watch.state} {watch.object[0]:.4g} kg{applied}, tare {watch.tare[0]:.3g} kg'
 
     def update(self, stream, t, q, dq, external, contact):
         """Feed the watch one residual sample of ``stream``; publish (and apply) what it

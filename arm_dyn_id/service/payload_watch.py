@@ -13,7 +13,16 @@ flange load ``y = −r + P_s(q) θ_s``, so applying a payload does not disturb i
 
 Every ``fit_period`` s, a weighted least-squares fit of θ on a window of the samples
 (kept every ``sample_period`` s) gives the load; the object is that load minus the
-configured (baseline) payload.
+configured (baseline) payload and the tare.
+
+**The tare.** An imperfect arm model leaves an error that partly looks like a load at
+the flange: on the simulated arm of the next paragraph its 8 s fits find -0.26 to +0.21 kg
+with nothing held, and much the same offset (within 0.1 kg) while it holds 2 kg. The
+mean (m, m·c) of the steady fits (those of the null, below; the longest fit length with
+``NULL_FITS`` of them) with the load believed taken out is the tare: the arm's, not a
+load. The object and the null are taken relative to it. A tare of ``enter_mass`` or more
+is logged: the arm model wants a refit, or a load held since the start is not configured
+(the tare cannot tell the two apart; configure the load as the baseline payload).
 
 **Standard errors that hold on an imperfect arm model.** The residual is not white: the
 observer low-passes it, and the served arm model's own error (friction that drifted,
@@ -31,10 +40,10 @@ mass's standard error is the largest of:
   candidate, no change), ``CORRELATION_PRIOR`` until measured; plus the white-noise term
   (directions the window does not excite, an arm at rest) and, when given, the arm model's
   held-out error;
-* **the null**: the RMS deviation from the load believed of the watch's own fits of that
-  length while nothing changed (every fit length, every fit counted once as long again
-  has passed with no event: false starts included, or the null would be the quiet times
-  only; forgotten beyond ``NULL_KEEP`` fits). It holds what no within-window estimate
+* **the null**: the RMS deviation from the load believed (and the tare) of the watch's
+  own fits of that length while nothing changed (every fit length, every fit counted once
+  as long again has passed with no event: false starts included, or the null would be the
+  quiet times only; forgotten beyond ``NULL_KEEP`` fits). It holds what no within-window estimate
   sees: the pose-dependent bias. Beyond the longest length measured, L, it is scaled by
   sqrt(L / span). No candidate starts before the null of the shortest fit is known
   (``NULL_FITS`` fits: ~5 s of work after a start).
@@ -60,7 +69,8 @@ Decisions, each with hysteresis:
   weighted energy ``Σ w (y − P θ_now)²``; (b) sustained: fitted alone on each third of the
   window, the load's scale ``s_k = <Pθ̂, y>_k / <Pθ̂, Pθ̂>_k`` is within
   ``1 ± sustain_tolerance`` of the whole window's; (c) precise: standard error of the mass
-  <= ``max_mass_std`` and <= ``max_relative_std`` x the mass change. It is *put_down* when
+  <= ``max_mass_std`` (not for a put-down: it serves no estimate) and <=
+  ``max_relative_std`` x the mass change. It is *put_down* when
   the mass is below ``exit_mass`` or below ``SIGNIFICANCE`` standard errors (a load not
   told from none), else *picked_up* / *changed*; emitted with mass, CoM, standard errors
   and time.
@@ -335,12 +345,17 @@ class PayloadWatch:
         #: s, the residual's correlation time (measured in steady state; module notes)
         self.correlation_time = CORRELATION_PRIOR
         self._correlation_span = 0.0
-        # the watch's fit lengths, and what their mass does while nothing changes (the
-        # null): [sum of squared deviations from the belief, count] per length
+        # the watch's fit lengths, and what their fits do while nothing changes (the
+        # null): [sum of squared mass deviations from the load believed, count, sum of the
+        # (m, m·c) deviations] per length; their mean is the tare
         self._levels = [s.window]
         while self._levels[-1] < s.max_window:
             self._levels.append(min(2.0 * self._levels[-1], s.max_window))
-        self._null = np.zeros((len(self._levels), 2))
+        self._null = np.zeros((len(self._levels), 6))
+        #: (m, m·c) the steady fits find with the load believed taken out: the arm model's
+        #: error seen as a flange load (module notes, "The tare")
+        self.tare = np.zeros(4)
+        self._tare_warned = False
         self._unsure = deque()
         self._steady_since = -np.inf
         self._next_correlation = -np.inf
@@ -538,7 +553,7 @@ class PayloadWatch:
         if null > std[0]:
             std[0] = null
             cov[0, 0] = null ** 2
-        belief = self._base + self.object
+        belief = self._base + self.object + self.tare
         e0 = y - P @ belief
         E0 = float(np.einsum('mj,j,mj->', e0, w, e0))
         E1 = float(np.einsum('mj,j,mj->', e, w, e))
@@ -550,7 +565,7 @@ class PayloadWatch:
             num = np.einsum('mj,j,mj->', change[rows], w, (y - P @ belief)[rows])
             den = np.einsum('mj,j,mj->', change[rows], w, change[rows])
             scales[k] = num / den if den > 0 else np.nan
-        obj = theta - self._base
+        obj = theta - self._base - self.tare
         mass = float(obj[0])
         com, com_std = np.zeros(3), np.full(3, np.inf)
         if abs(mass) > 1e-9:
@@ -566,16 +581,21 @@ class PayloadWatch:
 
     def null_std(self, span):
         """RMS deviation (kg) of the watch's steady fits (no candidate, nothing changed
-        within them) from the load believed, for the longest fit length not above ``span``
-        s (the shortest when ``span`` is shorter) with at least ``NULL_FITS`` of them; 0 when
-        none has. Beyond the longest length measured, L, its RMS times sqrt(L / span)."""
+        within them) from the load believed plus the tare, for the longest fit length not
+        above ``span`` s (the shortest when ``span`` is shorter) with at least ``NULL_FITS``
+        of them; 0 when none has. Beyond the longest length measured, L, its RMS times
+        sqrt(L / span)."""
         ok = np.nonzero(self._null[:, 1] >= NULL_FITS)[0]
         if not len(ok):
             return 0.0
         # shorter than the shortest: as the shortest (a shorter fit is no more precise)
         below = [k for k in ok if self._levels[k] <= span * 1.0001 + 1e-9]
         k = below[-1] if below else ok[0]
-        rms = float(np.sqrt(self._null[k, 0] / self._null[k, 1]))
+        squares, count, deviation = self._null[k, 0], self._null[k, 1], self._null[k, 2]
+        tare = float(self.tare[0])
+        # about the tare: E[(d - tare)²] = E[d²] - 2 tare E[d] + tare²
+        rms = float(np.sqrt(max((squares - 2.0 * tare * deviation) / count + tare ** 2,
+                                0.0)))
         # longer than every length measured: as independent fits of that length
         return rms * np.sqrt(self._levels[k] / span) if k == ok[-1] and \
             span > self._levels[k] else rms
@@ -624,11 +644,15 @@ class PayloadWatch:
         # candidate made an event since (its samples are then dropped, in _event): the
         # false starts count, or the null would be the quiet times only
         if self._candidate is None and self._pending is None:
+            counted = False
             while self._unsure and self._unsure[0][0] <= t:
                 _, k, dev = self._unsure.popleft()
-                self._null[k] += (dev, 1.0)
+                self._null[k] += (dev[0] ** 2, 1.0, *dev)
                 if self._null[k, 1] > NULL_KEEP:     # forget slowly: conditions drift
                     self._null[k] *= NULL_KEEP / self._null[k, 1]
+                counted = True
+            if counted:
+                self._update_tare(t)
         for k, span in enumerate(self._levels):
             # never across the last change: before it the arm held another load
             start = max(t - span, self._steady_since)
@@ -637,13 +661,33 @@ class PayloadWatch:
                 return found, last
             last = fit
             if start > self._steady_since and start >= self._first + STARTUP:
-                self._unsure.append((t + max(span, 2.0), k,
-                                     (fit.mass - float(self.object[0])) ** 2))
+                # the deviation from the load believed, tare included (the tare is their mean)
+                self._unsure.append((t + max(span, 2.0), k, fit.theta - self._base -
+                                     self.object))
             if found is None and self._starts(fit):
                 found = fit
             if fit.mass_std <= s.exit_mass / 2 or start == self._steady_since:
                 return found, last
         return found, last
+
+    def _update_tare(self, t):
+        """The tare: the mean deviation of the longest steady fits counted (at least
+        ``NULL_FITS``); a tare of ``enter_mass`` or more is logged (once per crossing)."""
+        ok = np.nonzero(self._null[:, 1] >= NULL_FITS)[0]
+        if not len(ok):
+            return
+        k = ok[-1]
+        self.tare = self._null[k, 2:] / self._null[k, 1]
+        mass = float(self.tare[0])
+        s = self.settings
+        if abs(mass) >= s.enter_mass and not self._tare_warned:
+            self._tare_warned = True
+            self._log('tare', t, f'the steady arm looks like {mass:.3g} kg at the flange '
+                      f'(fits of {self._levels[k]:g} s): taken as the arm model\'s error; a '
+                      'load held since the start belongs in payload_mass, and an arm model '
+                      'this far off wants a refit', mass=mass)
+        elif abs(mass) < s.exit_mass:
+            self._tare_warned = False
 
     def _starts(self, fit):
         """Whether ``fit`` shows a change that starts a candidate (hysteresis enter side)."""
@@ -724,7 +768,10 @@ class PayloadWatch:
         if not np.all(np.abs(fit.scales - 1.0) <= s.sustain_tolerance):
             return (f'not sustained over the window: scale per third '
                     f'{np.round(fit.scales, 2).tolist()} (1 ± {s.sustain_tolerance})')
-        if not fit.mass_std <= s.max_mass_std:
+        # a put-down serves no estimate (the model goes back to the configured payload): it
+        # needs the load told from the one held (below) and from none (its kind), not a
+        # precise mass
+        if kind != PUT_DOWN and not fit.mass_std <= s.max_mass_std:
             return (f'not precise: mass std error {fit.mass_std:.3g} kg > max_mass_std '
                     f'{s.max_mass_std} (on {fit.span:.1f} s)')
         if not fit.mass_std <= s.max_relative_std * change:
@@ -749,7 +796,7 @@ class PayloadWatch:
             self.state, self.object = 'empty', np.zeros(4)
             mass, com, mass_std, com_std = 0.0, (0.0, 0.0, 0.0), fit.mass_std, (0.0,) * 3
         else:
-            self.state, self.object = 'loaded', fit.theta - self._base
+            self.state, self.object = 'loaded', fit.theta - self._base - self.tare
             mass, com = fit.mass, tuple(float(c) for c in fit.com)
             mass_std, com_std = fit.mass_std, tuple(float(c) for c in fit.com_std)
         event = PayloadEvent(kind=kind, t=fit.t, mass=mass, com=com, mass_std=mass_std,
@@ -786,7 +833,7 @@ class PayloadWatch:
         # refit on everything since the candidate began: more poses, the better CoM
         longer = self.fit(event.since, fit.t)
         if longer is not None and longer.mass_std <= fit.mass_std:
-            self.object = longer.theta - self._base
+            self.object = longer.theta - self._base - self.tare
             event = PayloadEvent(**{**event.__dict__, 'mass': longer.mass,
                                     'com': tuple(float(c) for c in longer.com),
                                     'mass_std': longer.mass_std,
