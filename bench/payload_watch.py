@@ -22,7 +22,7 @@
    a 10 s and a 20 s window. Reported per setting: the events with their delay and mass, the
    applied mass, and the events on the free part (false). Goal: mass within 20 % of 2.602 kg.
 
-    .venv/bin/python bench/payload_watch.py [--seeds 3] [--keep DIR]
+    .venv/bin/python bench/payload_watch.py [--seeds 3] [--first-seed 0] [--no-real] [--keep DIR]
 """
 
 import argparse
@@ -81,14 +81,14 @@ def first(events, kind, after=-np.inf):
     return next((e for e in events if e.kind == kind and e.t > after), None)
 
 
-def mujoco_case(seeds):
+def mujoco_case(seeds, first=0):
     print(f'== MuJoCo TX-60, 1 kg picked up at {T_ON:g} s, put down at {T_OFF:g} s (simulated '
           'time), default WatchSettings with apply')
     print(f'{"seed":>4} {"picked_up s":>11} {"mass err %":>10} {"applied kg":>10} '
           f'{"CoM z mm":>8} {"put_down s":>10} {"reverted s":>10} {"events":>6} '
           f'{"µs/sample":>9}')
     rows = []
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         config, model, t, q, dq, tau = simulate(seed)
         events, spent, n = follow(model, t, q, dq, tau, WatchSettings(apply=True), 'flange',
                                   noise=config.torque_noise)
@@ -109,12 +109,12 @@ def mujoco_case(seeds):
           '(4: picked_up, applied, put_down, reverted)')
 
 
-def realistic_case(seeds):
+def realistic_case(seeds, first=0):
     print('\n== realistic simulation (arm_dyn_id.sim.pick_and_place.realistic_pick_and_place): '
           'TX-60, 2 kg at (0, 0, 0.05) m held 20-45 s of 65 s, 500 Hz, served model imperfect '
           '(link parameters 5 %, friction +15-45 %, gains 3 %, 3 s-correlated torque error '
           '3x the noise), default WatchSettings with apply; times from the change')
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         run = sim.realistic_pick_and_place(seed=seed)
         events, spent, n = follow(run.served, run.t, run.q, run.dq, run.tau,
                                   WatchSettings(apply=True), 'flange',
@@ -203,6 +203,8 @@ def ur10e_case(keep=None):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--seeds', type=int, default=3)
+    p.add_argument('--first-seed', type=int, default=0,
+                   help='seeds first .. first + seeds - 1 (held-out seeds: 6)')
     p.add_argument('--keep', type=Path, help='UR10e work folder (outside the repository)')
     p.add_argument('--no-real', action='store_true', help='skip the real UR10e part')
     a = p.parse_args(argv)
@@ -210,8 +212,8 @@ def main(argv=None):
     print(f'machine: {platform.node()} {platform.processor() or platform.machine()}, '
           f'python {platform.python_version()}, load average {load}')
     started = time.time()
-    mujoco_case(a.seeds)
-    realistic_case(a.seeds)
+    mujoco_case(a.seeds, a.first_seed)
+    realistic_case(a.seeds, a.first_seed)
     if not a.no_real:
         ur10e_case(a.keep)
     print(f'\ntotal {time.time() - started:.0f} s')

@@ -18,11 +18,12 @@ configured (baseline) payload and the tare.
 **The tare.** An imperfect arm model leaves an error that partly looks like a load at
 the flange: on the simulated arm of the next paragraph its 8 s fits find -0.26 to +0.21 kg
 with nothing held, and much the same offset (within 0.1 kg) while it holds 2 kg. The
-mean (m, m·c) of the steady fits (those of the null, below; the longest fit length with
-``NULL_FITS`` of them) with the load believed taken out is the tare: the arm's, not a
-load. The object and the null are taken relative to it. A tare of ``enter_mass`` or more
-is logged: the arm model wants a refit, or a load held since the start is not configured
-(the tare cannot tell the two apart; configure the load as the baseline payload).
+mean (m, m·c) of the steady fits made while nothing is held (those of the null, below;
+the longest fit length with ``NULL_FITS`` of them) is the tare: the arm's, not a load
+(with a load held, the error of the load's own estimate would mix in). The object and
+the null are taken relative to it. A tare of ``enter_mass`` or more is logged: the arm
+model wants a refit, or a load held since the start is not configured (the tare cannot
+tell the two apart; configure the load as the baseline payload).
 
 **Standard errors that hold on an imperfect arm model.** The residual is not white: the
 observer low-passes it, and the served arm model's own error (friction that drifted,
@@ -347,11 +348,14 @@ class PayloadWatch:
         self._correlation_span = 0.0
         # the watch's fit lengths, and what their fits do while nothing changes (the
         # null): [sum of squared mass deviations from the load believed, count, sum of the
-        # (m, m·c) deviations] per length; their mean is the tare
+        # mass deviations] per length
         self._levels = [s.window]
         while self._levels[-1] < s.max_window:
             self._levels.append(min(2.0 * self._levels[-1], s.max_window))
-        self._null = np.zeros((len(self._levels), 6))
+        self._null = np.zeros((len(self._levels), 3))
+        # the null's fits made with nothing held: [count, sum of (m, m·c)]; their mean is
+        # the tare (with a load held, the object's own error would mix in)
+        self._empty = np.zeros((len(self._levels), 5))
         #: (m, m·c) the steady fits find with the load believed taken out: the arm model's
         #: error seen as a flange load (module notes, "The tare")
         self.tare = np.zeros(4)
@@ -646,10 +650,14 @@ class PayloadWatch:
         if self._candidate is None and self._pending is None:
             counted = False
             while self._unsure and self._unsure[0][0] <= t:
-                _, k, dev = self._unsure.popleft()
-                self._null[k] += (dev[0] ** 2, 1.0, *dev)
+                _, k, dev, empty = self._unsure.popleft()
+                self._null[k] += (dev[0] ** 2, 1.0, dev[0])
                 if self._null[k, 1] > NULL_KEEP:     # forget slowly: conditions drift
                     self._null[k] *= NULL_KEEP / self._null[k, 1]
+                if empty:
+                    self._empty[k] += (1.0, *dev)
+                    if self._empty[k, 0] > NULL_KEEP:
+                        self._empty[k] *= NULL_KEEP / self._empty[k, 0]
                 counted = True
             if counted:
                 self._update_tare(t)
@@ -663,7 +671,7 @@ class PayloadWatch:
             if start > self._steady_since and start >= self._first + STARTUP:
                 # the deviation from the load believed, tare included (the tare is their mean)
                 self._unsure.append((t + max(span, 2.0), k, fit.theta - self._base -
-                                     self.object))
+                                     self.object, self.state == 'empty'))
             if found is None and self._starts(fit):
                 found = fit
             if fit.mass_std <= s.exit_mass / 2 or start == self._steady_since:
@@ -671,13 +679,14 @@ class PayloadWatch:
         return found, last
 
     def _update_tare(self, t):
-        """The tare: the mean deviation of the longest steady fits counted (at least
-        ``NULL_FITS``); a tare of ``enter_mass`` or more is logged (once per crossing)."""
-        ok = np.nonzero(self._null[:, 1] >= NULL_FITS)[0]
+        """The tare: the mean of the longest steady fits made with nothing held (at least
+        ``NULL_FITS`` of them); a tare of ``enter_mass`` or more is logged (once per
+        crossing)."""
+        ok = np.nonzero(self._empty[:, 0] >= NULL_FITS)[0]
         if not len(ok):
             return
         k = ok[-1]
-        self.tare = self._null[k, 2:] / self._null[k, 1]
+        self.tare = self._empty[k, 1:] / self._empty[k, 0]
         mass = float(self.tare[0])
         s = self.settings
         if abs(mass) >= s.enter_mass and not self._tare_warned:
