@@ -54,14 +54,24 @@ def pick_and_place():
     return simulate()
 
 
-def test_pick_up_and_put_down_give_two_events_with_the_mass(pick_and_place):
+@pytest.fixture(scope='module')
+def true_residual(pick_and_place):
+    """The residual of the true (served) model on the pick-and-place run."""
     config, model, t, q, dq, tau = pick_and_place
-    residual = run_stream(ResidualStream(ServedDynamics(model), 25.0), t, q, dq,
-                          tau)['residual']
+    return run_stream(ResidualStream(ServedDynamics(model), 25.0), t, q, dq, tau)['residual']
+
+
+def watched(pick_and_place, residual):
+    """The default watch run on ``residual``: (watch, its events, what it said)."""
+    config, model, t, q, dq, _ = pick_and_place
     said = []
     watch = PayloadWatch(model.robot, WatchSettings(), 'flange', noise=config.torque_noise,
                          say=said.append)
-    events = run_watch(watch, t, q, dq, residual)
+    return watch, run_watch(watch, t, q, dq, residual), said
+
+
+def test_pick_up_and_put_down_give_two_events_with_the_mass(pick_and_place, true_residual):
+    watch, events, said = watched(pick_and_place, true_residual)
     assert [e.kind for e in events] == [PICKED_UP, PUT_DOWN], said
     up, down = events
     assert T_ON < up.t <= T_ON + 2.0 and T_OFF < down.t <= T_OFF + 2.0, said
@@ -118,20 +128,16 @@ def test_nothing_is_applied_while_the_standard_error_is_too_large(pick_and_place
     assert held and all(d['mass_std'] > 1e-4 for d in held)
 
 
-def test_the_tare_takes_an_arm_model_error_that_looks_like_a_load_out(pick_and_place):
+def test_the_tare_takes_an_arm_model_error_that_looks_like_a_load_out(
+        pick_and_place, true_residual):
     """An arm model whose error looks like 0.35 kg at the flange (here added to the residual
     of the true model): the steady fits' mean is the tare, logged, and the 1 kg picked up
     is reported as 1 kg, not 1.35; without the tare the watch reports the sum, or nothing
     (the null's spread about zero is the phantom itself)."""
-    config, model, t, q, dq, tau = pick_and_place
-    residual = run_stream(ResidualStream(ServedDynamics(model), 25.0), t, q, dq,
-                          tau)['residual']
+    _, model, _, q, _, _ = pick_and_place
     phantom = np.array([0.35, 0.0, 0.0, 0.35 * 0.1])           # (m, m·c)
-    residual = residual - payload_regressor(model.robot, q, 'flange') @ phantom
-    said = []
-    watch = PayloadWatch(model.robot, WatchSettings(), 'flange', noise=config.torque_noise,
-                         say=said.append)
-    events = run_watch(watch, t, q, dq, residual)
+    residual = true_residual - payload_regressor(model.robot, q, 'flange') @ phantom
+    watch, events, said = watched(pick_and_place, residual)
     assert [e.kind for e in events] == [PICKED_UP, PUT_DOWN], said
     up, down = events
     assert abs(up.mass - MASS) <= 0.05 * MASS, up
@@ -142,12 +148,12 @@ def test_the_tare_takes_an_arm_model_error_that_looks_like_a_load_out(pick_and_p
     assert any('taken as the arm model' in line for line in said)
 
 
-def test_a_put_down_is_not_held_back_for_the_absolute_standard_error(pick_and_place):
+def test_a_put_down_is_not_held_back_for_the_absolute_standard_error(
+        pick_and_place, true_residual):
     """A put-down serves no estimate: once the load is picked up, a max_mass_std no fit can
     meet must not keep serving a load the arm no longer holds."""
-    config, model, t, q, dq, tau = pick_and_place
-    residual = run_stream(ResidualStream(ServedDynamics(model), 25.0), t, q, dq,
-                          tau)['residual']
+    config, model, t, q, dq, _ = pick_and_place
+    residual = true_residual
     watch = PayloadWatch(model.robot, WatchSettings(), 'flange', noise=config.torque_noise)
     events = []
     for k in range(len(t)):
