@@ -25,8 +25,12 @@ from arm_dyn_id.model.dynamics import DynamicsModel
 from arm_dyn_id.model.gate import (KINDS, SCALE_LIMIT, ModelRefused, admit_doc, admit_model,
                                    admit_urdf)
 from arm_dyn_id.model.gravity import GravityModel
-from test_cli_fit import URDF, reciprocating_data, write_config, write_synthetic_bag
-from test_cli_full import fourier_data, one_error_line, run, write_plain_bag
+from arm_dyn_id.cli.validate import STILL, judge
+from arm_dyn_id.data.bag_writer import write_bag
+from arm_dyn_id.model.robot import RobotModel
+from test_cli_fit import (JOINTS, K_E, NOISE, URDF, reciprocating_data, write_config,
+                          write_synthetic_bag)
+from test_cli_full import Q0, fourier_data, one_error_line, run, write_plain_bag
 
 
 def _fit(bag, config, out):
@@ -341,3 +345,45 @@ def test_validate_verdict_fails_with_exit_3_naming_the_joint(fits, capsys):
     code, out, err = run(capsys, 'validate', fits['full'] / 'model.yaml', fits['full_bag'],
                          '--config', fits['config'], '--max-rmse-percent', '-1')
     assert code == 2 and '--max-rmse-percent' in one_error_line(err)
+
+
+def test_a_still_arm_is_judged_on_its_error_not_on_the_noise_correlation(
+        fits, capsys, tmp_path):
+    """The arm at rest in one pose (gravity + noise): the torque does not vary, so ρ is the
+    noise's (about 0) and judging it failed a good model; the RMSE is judged, ρ is not, and
+    the verdict says why."""
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    rng = np.random.default_rng(3)
+    t = 1000.0 + np.arange(3000) / 100.0
+    q = Q0 + rng.normal(0, 1e-5, (len(t), len(Q0)))
+    tau = robot.gravity_torques(Q0) + rng.standard_normal(q.shape) * NOISE
+    bag = write_bag(tmp_path / 'still', t, JOINTS, q, tau / K_E)
+    code, out, err = run(capsys, 'validate', fits['full'] / 'model.yaml', bag,
+                         '--config', fits['config'], '--json', tmp_path / 'v.json', '--quiet')
+    assert code == 0, err
+    line = out.strip().splitlines()[-1]
+    assert line.startswith('verdict: PASS') and 'ρ not judged on' in line, line
+    verdict = yaml.safe_load((tmp_path / 'v.json').read_text())['fit_summary']['verdict']
+    assert verdict['rho_not_judged'] and set(verdict['rho_not_judged']) <= \
+        set(verdict['judged'])
+
+
+def test_the_verdict_names_a_joint_held_still():
+    """A joint that fails while held still is said to be held still, and why that fails."""
+    metrics = {
+        'moving': dict(max_torque=40.0, rmse=1.0, rmse_percent=2.5, rho=0.99, noise_std=0.1,
+                       torque_std=10.0, motion_range=1.5),
+        'still': dict(max_torque=15.0, rmse=4.6, rmse_percent=30.9, rho=0.77, noise_std=0.1,
+                      torque_std=2.0, motion_range=0.0004),
+        'flat': dict(max_torque=30.0, rmse=0.6, rmse_percent=2.0, rho=0.02, noise_std=0.1,
+                     torque_std=0.1, motion_range=0.0003)}
+    verdict = judge(metrics, max_rmse_percent=25.0, min_rho=0.5)
+    assert not verdict['passed'] and list(verdict['failures']) == ['still']
+    assert 'held still (its position spans 0.0004 rad)' in verdict['failures']['still']
+    assert STILL in verdict['line'] and list(verdict['rho_not_judged']) == ['flat']
+    # moving, it is not called still; with a varying torque its ρ is judged
+    metrics['still'].update(motion_range=0.5)
+    metrics['flat'].update(torque_std=5.0, motion_range=0.5)
+    verdict = judge(metrics, max_rmse_percent=25.0, min_rho=0.5)
+    assert 'held still' not in verdict['line'] and STILL not in verdict['line']
+    assert set(verdict['failures']) == {'still', 'flat'} and 'ρ 0.02' in verdict['line']

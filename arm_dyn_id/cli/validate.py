@@ -41,6 +41,15 @@ import numpy as np
 HELP = 'metrics of a fitted model on another bag, and a pass / fail verdict'
 #: A joint is judged when its largest |τ| is at least this many times its noise σ.
 SIGNAL_NOISE = 10.0
+#: Its ρ is judged when its torque's standard deviation is at least this many times its
+#: noise σ: a joint held still varies by its noise only, and ρ is then the noise's.
+VARY_NOISE = 3.0
+#: rad: a joint whose position spans less than this over the recording was held still
+STILL_RANGE = 0.02
+#: What a joint held still carries (the verdict says it where such a joint fails)
+STILL = ('a joint held still holds its friction at rest (stiction) and drive offsets, '
+         'which a velocity-driven friction model does not predict: judge it on a recording '
+         'where it moves')
 
 
 def add_arguments(parser):
@@ -146,9 +155,10 @@ def judge(metrics, max_rmse_percent, min_rho):
     -------
     dict
         ``passed``, ``line`` (one line for people), ``failures`` ({joint: text}),
-        ``judged`` and ``not_judged`` joints, the thresholds.
+        ``judged`` and ``not_judged`` joints, ``rho_not_judged`` ({joint: why}: its torque
+        did not vary beyond its noise), the thresholds.
     """
-    judged, skipped, failures = [], {}, {}
+    judged, skipped, failures, still = [], {}, {}, {}
     for joint, m in metrics.items():
         peak, sigma = m.get('max_torque'), m.get('noise_std')
         if peak is None:
@@ -158,34 +168,47 @@ def judge(metrics, max_rmse_percent, min_rho):
             skipped[joint] = f'largest |τ| {peak:.3g} N·m < {SIGNAL_NOISE:g}x its noise'
             continue
         judged.append(joint)
+        spread = m.get('torque_std')
+        if sigma is not None and spread is not None and spread < VARY_NOISE * sigma:
+            still[joint] = (f'its torque varied by {spread:.3g} N·m (std) < {VARY_NOISE:g}x '
+                            f'its noise {sigma:.3g} N·m')
         why = []
         percent, rho = m.get('rmse_percent'), m.get('rho')
         if percent is None or percent > max_rmse_percent:
             over = 'unknown' if percent is None else f'{percent:.3g} %'
             why.append(f'RMSE {over} > {max_rmse_percent:g} %' + (
                 '' if percent is None else f' (by {percent - max_rmse_percent:.3g} points)'))
-        if rho is None or rho < min_rho:
+        if joint not in still and (rho is None or rho < min_rho):
             value = 'unknown' if rho is None else f'{rho:.3g}'
             why.append(f'ρ {value} < {min_rho:g}' + (
                 '' if rho is None else f' (by {min_rho - rho:.3g})'))
+        moved = m.get('motion_range')
+        if why and moved is not None and moved < STILL_RANGE:
+            why.append(f'held still (its position spans {moved:.2g} rad)')
         if why:
             failures[joint] = ', '.join(why)
     limits = f'RMSE <= {max_rmse_percent:g} % and ρ >= {min_rho:g}'
+    note = '' if not still else \
+        f' (ρ not judged on {", ".join(still)}: the torque did not vary beyond ' \
+        f'{VARY_NOISE:g}x its noise)'
+    if any('held still' in text for text in failures.values()):
+        note += f'; {STILL}'
     if not judged:
         line = (f'verdict: FAIL: no joint carries signal to judge ({limits}); '
                 f'{"; ".join(f"{j}: {t}" for j, t in skipped.items())}')
         passed = False
     elif failures:
         line = 'verdict: FAIL: ' + '; '.join(f'{j} {t}' for j, t in failures.items()) + \
-            f' ({len(failures)} of {len(judged)} judged joints fail {limits})'
+            f' ({len(failures)} of {len(judged)} judged joints fail {limits})' + note
         passed = False
     else:
-        line = f'verdict: PASS: {len(judged)} judged joints within {limits}'
+        line = f'verdict: PASS: {len(judged)} judged joints within {limits}' + note
         if skipped:
             line += f' (not judged: {", ".join(skipped)}: torque within noise)'
         passed = True
     return {'passed': passed, 'line': line, 'failures': failures, 'judged': judged,
-            'not_judged': skipped, 'max_rmse_percent': max_rmse_percent, 'min_rho': min_rho}
+            'not_judged': skipped, 'rho_not_judged': still,
+            'max_rmse_percent': max_rmse_percent, 'min_rho': min_rho}
 
 
 def _full_metrics(model, rec, against, noise, progress):
@@ -196,9 +219,11 @@ def _full_metrics(model, rec, against, noise, progress):
                    f'(the model\'s filter: {prep.get("cutoff_hz", float("nan")):.3g} Hz; '
                    f'against the {against} torque)')
     metrics = validate_full(model, rec.t, rec.q, rec.tau, against=against)
-    for joint, sigma in zip(rec.joints, noise):
+    for i, (joint, sigma) in enumerate(zip(rec.joints, noise)):
         if joint in metrics:
             metrics[joint]['noise_std'] = None if not np.isfinite(sigma) else float(sigma)
+            # how far it moved: a joint held still carries its holding friction (judge)
+            metrics[joint]['motion_range'] = float(np.ptp(rec.q[:, i]))
     return metrics, {'source': 'trajectory', 'against': against,
                      'cutoff_hz': prep.get('cutoff_hz'), 'samples_scored':
                      max((m.get('n_samples') or 0 for m in metrics.values()), default=0)}

@@ -26,6 +26,9 @@ class JointMetrics:
     rho: float
     noise_amplitude: float = float('nan')
     n_samples: int = 0
+    #: N·m, standard deviation of the reference torque: how much it varied (a joint held
+    #: still varies by its noise only, and its ρ is then the noise's)
+    torque_std: float = float('nan')
 
     def to_dict(self):
         return {k: (None if isinstance(v, float) and np.isnan(v) else v)
@@ -73,7 +76,7 @@ def joint_metrics(reference, predicted, joints, noise_amplitude=None):
             joint=name, max_torque=max_torque, rmse=rmse,
             rmse_percent=100.0 * rmse / max_torque if max_torque > 0 else np.nan,
             mae=float(np.mean(np.abs(err[:, j]))), rho=rho,
-            noise_amplitude=float(noise[j]), n_samples=int(ok.sum())))
+            noise_amplitude=float(noise[j]), n_samples=int(ok.sum()), torque_std=float(sr)))
     return result
 
 
