@@ -64,7 +64,7 @@ class LiveFriction:
     publish : callable
         ``publish(doc)``: the served friction's document (``~/friction``, JSON).
     log : callable
-        ``log(level, text)`` with level 'info' or 'error'.
+        ``log(level, text)`` with level 'info', 'warning' or 'error'.
     """
 
     def __init__(self, settings, state_file, publish, log):
@@ -231,7 +231,8 @@ class LiveWatch:
             if self.watch is None:
                 self.watch = PayloadWatch(
                     dynamics.model.robot, self.settings, self.frame, self.baseline,
-                    say=lambda text: self.log('info', text), noise=self.noise,
+                    say=lambda text: self.log('info', text),
+                    warn=lambda text: self.log('warning', text), noise=self.noise,
                     model_error=arm_model_error(dynamics.model))
             events = self.watch.update(t, q, dq, external, contact, dynamics.payload)
         except (ValueError, JointNameError) as exc:

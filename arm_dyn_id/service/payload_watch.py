@@ -301,6 +301,9 @@ class PayloadWatch:
         ``MODEL_ERROR_SECONDS`` blocks. None or NaN: not counted.
     say : callable, optional
         ``say(text)`` hears every decision with its numbers (the node's logger).
+    warn : callable, optional
+        ``warn(text)`` hears what wants a person's attention (a large tare); ``say`` when
+        None.
 
     Attributes
     ----------
@@ -317,7 +320,7 @@ class PayloadWatch:
     """
 
     def __init__(self, robot, settings=None, frame='flange', baseline=None, noise=None,
-                 model_error=None, say=None):
+                 model_error=None, say=None, warn=None):
         self.robot = robot
         self.settings = settings or WatchSettings()
         self.frame = frame
@@ -334,6 +337,7 @@ class PayloadWatch:
         self._model_error = error if error is not None and np.any(
             np.isfinite(error) & (error > 0)) else None
         self._say = say or (lambda text: None)
+        self._warn = warn or self._say
         s = self.settings
         # the samples whose q̈ is not known yet: [t, q, dq, r, served θ, served frame, P, y]
         self._records = deque(maxlen=int(np.ceil(s.fit_period / s.sample_period)) + 8)
@@ -879,7 +883,7 @@ class PayloadWatch:
 
     def _log(self, decision, t, text, **numbers):
         self.decisions.append({'decision': decision, 't': float(t), **numbers})
-        self._say(f'payload watch t={t:.2f} s: {text}')
+        (self._warn if decision == 'tare' else self._say)(f'payload watch t={t:.2f} s: {text}')
 
 
 def correlation_time(x, dt, min_blocks=6):
