@@ -158,7 +158,7 @@ def judge(metrics, max_rmse_percent, min_rho):
         ``judged`` and ``not_judged`` joints, ``rho_not_judged`` ({joint: why}: its torque
         did not vary beyond its noise), the thresholds.
     """
-    judged, skipped, failures, still = [], {}, {}, {}
+    judged, skipped, failures, still, held = [], {}, {}, {}, []
     for joint, m in metrics.items():
         peak, sigma = m.get('max_torque'), m.get('noise_std')
         if peak is None:
@@ -185,13 +185,14 @@ def judge(metrics, max_rmse_percent, min_rho):
         moved = m.get('motion_range')
         if why and moved is not None and moved < STILL_RANGE:
             why.append(f'held still (its position spans {moved:.2g} rad)')
+            held.append(joint)
         if why:
             failures[joint] = ', '.join(why)
     limits = f'RMSE <= {max_rmse_percent:g} % and ρ >= {min_rho:g}'
     note = '' if not still else \
         f' (ρ not judged on {", ".join(still)}: the torque did not vary beyond ' \
         f'{VARY_NOISE:g}x its noise)'
-    if any('held still' in text for text in failures.values()):
+    if held:
         note += f'; {STILL}'
     if not judged:
         line = (f'verdict: FAIL: no joint carries signal to judge ({limits}); '

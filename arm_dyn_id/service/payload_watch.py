@@ -698,7 +698,7 @@ class PayloadWatch:
             self._log('tare', t, f'the steady arm looks like {mass:.3g} kg at the flange '
                       f'(fits of {self._levels[k]:g} s): taken as the arm model\'s error; a '
                       'load held since the start belongs in payload_mass, and an arm model '
-                      'this far off wants a refit', mass=mass)
+                      'this far off wants a refit', warning=True, mass=mass)
         elif abs(mass) < s.exit_mass:
             self._tare_warned = False
 
@@ -881,9 +881,9 @@ class PayloadWatch:
         self._log('dropped', t, f'{kind} candidate (since {since:.2f} s) dropped: {why}',
                   kind=kind, **numbers)
 
-    def _log(self, decision, t, text, **numbers):
+    def _log(self, decision, t, text, warning=False, **numbers):
         self.decisions.append({'decision': decision, 't': float(t), **numbers})
-        (self._warn if decision == 'tare' else self._say)(f'payload watch t={t:.2f} s: {text}')
+        (self._warn if warning else self._say)(f'payload watch t={t:.2f} s: {text}')
 
 
 def correlation_time(x, dt, min_blocks=6):
