@@ -13,10 +13,13 @@ import os
 import sys
 
 
+#: the environment variables by which coverage.py measures a process it did not start
+COVERAGE_VARIABLES = ('COVERAGE_PROCESS_START', 'COVERAGE_PROCESS_CONFIG')
+
+
 def under_coverage():
     """Whether coverage.py measures this process (its data is saved by the normal exit)."""
-    return bool(os.environ.get('COVERAGE_PROCESS_START')
-                or os.environ.get('COVERAGE_PROCESS_CONFIG'))
+    return any(os.environ.get(name) for name in COVERAGE_VARIABLES)
 
 
 def end_process(code, exit_handlers=True):

@@ -7,13 +7,14 @@ import subprocess
 import sys
 import textwrap
 
+from arm_dyn_id.process_exit import COVERAGE_VARIABLES
+
 
 def run_script(code, tmp_path, env=None):
     script = tmp_path / 'script.py'
     script.write_text(textwrap.dedent(code))
     # coverage's variables only as the test gives them (not inherited from a measured run)
-    env = {**{k: v for k, v in os.environ.items()
-              if k not in ('COVERAGE_PROCESS_START', 'COVERAGE_PROCESS_CONFIG')},
+    env = {**{k: v for k, v in os.environ.items() if k not in COVERAGE_VARIABLES},
            **(env or {})}
     return subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
                           text=True, timeout=120, env=env)
