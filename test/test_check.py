@@ -24,8 +24,8 @@ from arm_dyn_id.cli import main
 from arm_dyn_id.data.bag_writer import write_bag
 from arm_dyn_id.errors import DataError, URDFError
 from arm_dyn_id.model.robot import RobotModel
-from arm_dyn_id.validation.check import (FAIL, OK, UNTESTABLE, check_gravity, check_samples,
-                                         nominal_gravity)
+from arm_dyn_id.validation.check import (FAIL, OK, UNTESTABLE, WARN, check_gravity,
+                                         check_samples, holding_friction, nominal_gravity)
 
 REPO = Path(__file__).resolve().parent.parent
 HUMANOID = REPO / 'urdf' / 'humanoid_arm.urdf'
@@ -43,11 +43,12 @@ def ur5():
 
 
 def recording(urdf, k_e, seed=0, rate=100.0, poses=10, current_noise=0.02, frozen=(),
-              move_s=1.0):
+              move_s=1.0, stiction=0.0):
     """Holds, fast moves and slow moves of an arm; (robot, t, q, current, tau).
 
     The joints at the indices ``frozen`` stay at 0 throughout; a move between two
-    poses takes ``move_s`` seconds.
+    poses takes ``move_s`` seconds. With ``stiction`` a joint holds at each rest a
+    friction torque drawn within ± that many times its Coulomb level (0: none at rest).
 
     Returns
     -------
@@ -94,6 +95,11 @@ def recording(urdf, k_e, seed=0, rate=100.0, poses=10, current_noise=0.02, froze
     coulomb = 0.01 * np.abs(nominal_gravity(robot, q_true)).max(axis=0) + 0.02
     rigid = np.array([robot.inverse_dynamics(*s) for s in zip(q_true, dq, ddq)])
     tau = rigid + coulomb * np.tanh(dq / 0.002) + 0.5 * dq
+    for j in range(n):          # one friction draw per rest of each joint
+        rest = dq[:, j] == 0
+        starts = np.cumsum(rest & ~np.r_[False, rest[:-1]])
+        draws = stiction * coulomb[j] * rng.uniform(-1, 1, starts[-1] + 1)
+        tau[rest, j] += draws[starts[rest]]
     current = tau / k_e + current_noise * rng.standard_normal(tau.shape)
     q = q_true + 1e-5 * rng.standard_normal(q_true.shape)
     return robot, t, q, current, tau
@@ -189,6 +195,78 @@ def test_core_refuses_data_it_cannot_use():
     robot = RobotModel.from_urdf(HUMANOID)
     with pytest.raises(DataError, match='none of the 4 samples'):
         check_samples(robot, np.zeros((4, 6)), np.zeros((4, 6)), mask=np.zeros(4, bool))
+
+
+def held_poses(robot, seed, poses=10, fraction=0.03, rate=100.0, noise=0.002):
+    """Static holds at random poses, each joint holding at every hold a friction torque
+    drawn within ± ``fraction`` of its effort limit (stiction: which one depends on how
+    the joint came to rest, not on the pose); (t, q, G, tau), 1 s per hold."""
+    rng = np.random.default_rng(seed)
+    n, per = robot.n_joints, int(rate)
+    q = np.repeat(rng.uniform(-1.3, 1.3, (poses, n)), per, axis=0)
+    G = nominal_gravity(robot, q)
+    held = np.repeat(holding_friction(robot, fraction) * rng.uniform(-1, 1, (poses, n)),
+                     per, axis=0)
+    tau = G + held + noise * rng.standard_normal(G.shape)
+    return 1000.0 + np.arange(len(q)) / rate, q, G, tau
+
+
+def test_core_friction_held_at_rest_is_not_blamed_on_the_wiring():
+    """A still joint whose gravity torque is small against the friction it holds reads as
+    a flipped sign or a wrong constant; it is untestable, and a real flip still fails."""
+    robot = RobotModel.from_urdf(HUMANOID)
+    holding = holding_friction(robot)
+    blamed = 0
+    for seed in range(12):
+        _, q, G, tau = held_poses(robot, seed)
+        tau[:, 1] *= -1                         # joint_2's sign really is reversed
+        result = check_gravity(robot.joint_names, G, tau, holding=holding)
+        by = {c.joint: c for c in result.joints}
+        assert by['joint_2'].status == FAIL and 'sign flipped' in by['joint_2'].verdict
+        wrong = [c.line() for c in result.joints if c.status == FAIL and c.joint != 'joint_2']
+        assert not wrong, (seed, result.table())
+        for c in result.joints:
+            if c.status == UNTESTABLE and c.friction_reach > 0.1 * max(1, abs(c.scale)):
+                assert c.verdict.startswith('held still against its friction') or \
+                    'gravity barely loads it' in c.verdict, c.line()
+        # taken as frictionless (as before), the same holds blame the wiring
+        blind = check_gravity(robot.joint_names, G, tau)
+        blamed += sum(c.status == FAIL and c.joint != 'joint_2' for c in blind.joints)
+    assert blamed >= 3
+
+
+def test_core_a_flipped_sign_with_a_scale_near_one_fails_not_warns():
+    robot = RobotModel.from_urdf(HUMANOID)
+    _, q, G, _ = held_poses(robot, 0)
+    measured = G.copy()
+    measured[:, 1] *= -0.85                     # reversed, and its constant 15 % low
+    by = {c.joint: c for c in check_gravity(robot.joint_names, G, measured).joints}
+    assert by['joint_2'].status == FAIL and by['joint_2'].verdict.startswith('sign flipped')
+
+
+def test_holding_friction_is_the_urdfs_else_a_fraction_of_the_effort_limit(tmp_path):
+    text = HUMANOID.read_text()
+    at = text.index('<joint name="joint_3"')
+    end = text.index('</joint>', at)
+    urdf = tmp_path / 'arm.urdf'
+    urdf.write_text(text[:end] + '<dynamics damping="0.1" friction="0.7"/>' + text[end:])
+    robot = RobotModel.from_urdf(urdf)
+    effort = np.asarray(robot.model.effortLimit)[robot._idx_v]
+    got = holding_friction(robot, 0.05)
+    np.testing.assert_allclose(got[2], 0.7)
+    np.testing.assert_allclose(np.delete(got, 2), 0.05 * np.delete(effort, 2))
+    np.testing.assert_allclose(holding_friction(robot, 0.0), [0, 0, 0.7, 0, 0, 0])
+
+
+def test_core_a_joint_that_also_moves_is_judged_on_its_motion():
+    """Stiction at the holds of a recording that also moves: the friction measured on the
+    motion bounds it, and a joint whose holds could mislead is judged on its motion."""
+    robot, t, q, current, tau = recording(HUMANOID, HUMANOID_K_E, poses=8, stiction=1.0)
+    mask, velocity = slow(t, q)
+    result = check_samples(robot, q, current * HUMANOID_K_E, mask=mask, velocity=velocity,
+                           torque_constants=HUMANOID_K_E)
+    for c in result.joints:
+        assert c.status in (OK, WARN) and abs(c.scale - 1) < 0.1, result.table()
 
 
 def test_table_stays_aligned_with_long_joint_names():
@@ -314,6 +392,26 @@ def test_a_joint_1000x_off_where_gravity_barely_tests_it_fails(tmp_path, capsys)
         assert 'scale off x1e+03 (currents in mA read as A?)' in row(out, 'joint_4'), out
         assert 'fix torque_constants: 200 -> 0.2 N·m/A' in out
         assert 'joint_1: OK' in out
+
+
+@pytest.mark.parametrize('seed', [4, 8])
+def test_still_joints_holding_friction_are_untestable_not_failed(tmp_path, capsys, seed):
+    # the humanoid held at 10 poses with every joint's friction at rest up to 3 % of its
+    # effort limit, constants and signs right: taken as frictionless, a joint whose
+    # gravity is small against that friction reads as a wrong constant
+    robot = RobotModel.from_urdf(HUMANOID)
+    t, q, _, tau = held_poses(robot, seed)
+    path = write_bag(tmp_path / 'bag', t, robot.joint_names, q, tau / HUMANOID_K_E)
+    code, out = run_check(capsys, path, HUMANOID, HUMANOID_K_E)
+    assert code == 3 and 'FAIL' not in out, out
+    assert 'UNTESTABLE: held still against its friction' in out, out
+    assert 'hold poses where gravity loads it well above' in out
+    code, out = run_check(capsys, path, HUMANOID, HUMANOID_K_E, '--holding-friction', '0')
+    assert code == 4 and 'scale off' in out, out
+    code = main(['check', str(path), '--urdf', str(HUMANOID), '--quiet', '--holding-friction',
+                 '3', '--torque-constants', ','.join(f'{k:g}' for k in HUMANOID_K_E)])
+    err = capsys.readouterr().err
+    assert code == 2 and '--holding-friction 3: give a fraction' in err, err
 
 
 def test_untestable_joint_is_named_with_its_reason_and_its_own_exit_code(tmp_path, capsys):

@@ -54,6 +54,12 @@ def add_arguments(parser):
         parser.add_argument('--cutoff', type=float, default=None, metavar='HZ',
                             help='low-pass cut-off of the full model\'s derivatives (default: '
                             'from the data, as fit does)')
+    parser.add_argument('--holding-friction', type=float, default=None, metavar='FRACTION',
+                        help='friction a joint may hold at rest, as a fraction of its URDF '
+                        'effort limit, where the URDF\'s <dynamics friction> gives none and '
+                        'the joint never moves (default 0.03; 0 trusts still joints as if '
+                        'frictionless). A joint whose failing reading that friction could '
+                        'explain is untestable, not failed')
     parser.add_argument('--json', type=Path, metavar='PATH',
                         help='write the per-joint numbers as JSON')
 
@@ -123,7 +129,19 @@ def _prepare(rec, robot, cutoff):
     return stack, info
 
 
-def _full_check(rec, robot, k_e, effort, cutoff, progress):
+def _options(args):
+    """The check's tolerances the command line overrides."""
+    from arm_dyn_id.errors import ConfigError
+    value = getattr(args, 'holding_friction', None)
+    if value is None:
+        return {}
+    if not (np.isfinite(value) and 0 <= value < 1):
+        raise ConfigError(f'--holding-friction {value:g}: give a fraction of the effort '
+                          'limit in [0, 1), e.g. 0.03')
+    return {'holding_friction': float(value)}
+
+
+def _full_check(rec, robot, k_e, effort, cutoff, progress, options=None):
     """The full rigid-body check of the whole recording; (result, info) or None, reason.
 
     A recording with gaps is filtered piece by piece. When the derivatives at the
@@ -144,7 +162,7 @@ def _full_check(rec, robot, k_e, effort, cutoff, progress):
         try:
             result = check_dynamics(robot, prep.q, prep.dq, prep.ddq, prep.tau,
                                     prep.regressor, prep.features, torque_constants=k_e,
-                                    effort=effort)
+                                    effort=effort, options=options)
         except DataError as exc:
             if 'derivatives are noise' not in str(exc):
                 raise
@@ -172,6 +190,7 @@ def run(args):
     magnitude, given_direction = check_gravity_options(args)
     if args.cutoff is not None and not args.cutoff > 0:
         raise ConfigError(f'--cutoff {args.cutoff} must be > 0 (Hz)')
+    options = _options(args)
     bag = args.bag.expanduser()
     if not bag.exists():
         raise DataError(f'bag {bag} does not exist')
@@ -208,7 +227,8 @@ def run(args):
     progress.phase(f'dynamics: {choice.kind} ({choice.reason})')
     full, why_not = None, None
     if choice.kind == 'full':
-        full, why_not = _full_check(rec, robot, k_e, effort, args.cutoff, progress)
+        full, why_not = _full_check(rec, robot, k_e, effort, args.cutoff, progress,
+                                    options)
         if full is None:
             progress.warn(f'the full model cannot use this recording ({why_not}): '
                           'gravity on its still or slow samples only')
@@ -228,13 +248,14 @@ def run(args):
                        f'(every joint under {speed:g} rad/s; {span:.1f} s)')
         try:
             result = check_samples(robot, rec.q, rec.tau, mask=mask, velocity=velocity,
-                                   torque_constants=k_e, effort=effort)
+                                   torque_constants=k_e, effort=effort, options=options)
         except DataError as exc:
             # as fit's auto: when the gravity comparison cannot use the recording, the
             # full model may
             if dynamics != 'auto' or why_not is not None or 'quasi-static' not in str(exc):
                 raise
-            full, why_not = _full_check(rec, robot, k_e, effort, args.cutoff, progress)
+            full, why_not = _full_check(rec, robot, k_e, effort, args.cutoff, progress,
+                                        options)
             if full is None:
                 raise
             (result, info), mask = full, None

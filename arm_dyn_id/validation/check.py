@@ -78,6 +78,9 @@ DEFAULTS = {
     'robust': True,          # Huber weights in check_dynamics
     'units_band': 0.3,       # |log(s / 1000)| below log(1 + this): mA read as A
     'derivative_noise': 2.0,  # nominal torque this x rougher than the measured: noise
+    'holding_friction': 0.03,  # x the URDF effort limit: the friction a still joint may
+                               # hold, when the URDF's <dynamics friction> gives none
+    'breakaway_ratio': 1.5,   # friction held at rest / the Coulomb level fitted where it moves
 }
 
 
@@ -116,6 +119,12 @@ class JointCheck:
     torque_constant, corrected_constant : float
         The k_e used (N·m/A, NaN without) and ``k_e / |scale|``, the constant that
         would make the scale 1 (NaN when not fitted).
+    holding_friction : float
+        The friction the joint may hold at rest (N·m, :func:`holding_friction`; 0 when
+        unknown).
+    friction_reach : float
+        How far that friction, held on the still samples, could move the fitted scale
+        (worst case over every way it could be held; 0 when the joint never rests).
     """
 
     joint: str
@@ -135,6 +144,8 @@ class JointCheck:
     swapped_with: str = None
     torque_constant: float = float('nan')
     corrected_constant: float = float('nan')
+    holding_friction: float = 0.0
+    friction_reach: float = 0.0
 
     def to_dict(self):
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
@@ -341,6 +352,32 @@ def nominal_columns(robot, armature=True):
     return columns
 
 
+def holding_friction(robot, fraction=DEFAULTS['holding_friction']):
+    """The friction torque each joint may hold at rest (N·m), from the URDF.
+
+    A geared joint at rest holds any torque up to its breakaway friction without moving,
+    so a still joint's measured torque is its gravity torque plus up to that much. The
+    URDF's ``<dynamics friction>`` (Coulomb friction) when it gives one, else ``fraction``
+    of its ``<limit effort>``: drives break away at a few percent of their peak torque
+    (the arms this suite simulates at up to 2.7 %). 0 where neither is known.
+
+    Parameters
+    ----------
+    robot : RobotModel
+    fraction : float
+        Of the effort limit; 0 trusts a still joint's torque as if it held no friction.
+
+    Returns
+    -------
+    ndarray, (n,)
+    """
+    model, rows = robot.model, robot._idx_v
+    dry = np.asarray(getattr(model, 'upperDryFrictionLimit', model.friction), dtype=float)[rows]
+    effort = np.asarray(model.effortLimit, dtype=float)[rows]
+    limit = np.where(np.isfinite(effort) & (effort > 0) & (effort < 1e9), effort, 0.0)
+    return np.where(np.isfinite(dry) & (dry > 0), dry, fraction * limit)
+
+
 def friction_features(velocity=DEFAULTS['coulomb_velocity']):
     """The friction columns of :func:`check_dynamics`, as a ``features`` callable.
 
@@ -367,6 +404,8 @@ def _fit(y, columns, robust=False):
         RMS of the (weighted) residual.
     X : ndarray, (N, k)
         The design, rows scaled by the square root of the weights.
+    sw : ndarray, (N,)
+        Those square roots.
     """
     X = np.column_stack(columns)
     w = np.ones(len(y))
@@ -383,7 +422,18 @@ def _fit(y, columns, robust=False):
         w = np.minimum(1.0, c / np.maximum(np.abs(res), 1e-300))
     sw = np.sqrt(w)
     rms = float(np.sqrt(np.sum(w * res ** 2) / np.sum(w)))
-    return coef, rms, X * sw[:, None]
+    return coef, rms, X * sw[:, None], sw
+
+
+def _reach(X, sw, mask):
+    """Σ |∂c₀/∂y_t| over the samples in ``mask``: how far the first coefficient moves per
+    unit of an error bounded by 1 on those samples, whatever its pattern (worst case)."""
+    if not np.any(mask):
+        return 0.0
+    e0 = np.zeros(X.shape[1])
+    e0[0] = 1.0
+    row = X @ (np.linalg.pinv(X.T @ X) @ e0)        # c = (XᵀX)⁻¹ Xᵀ (sw·y)
+    return float(np.sum(np.abs(row * sw)[mask]))
 
 
 def _se(X, rms, n_eff):
@@ -424,15 +474,21 @@ def _validate(joints, nominal, tau, torque_constants, effort):
 
 
 def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=False,
-           context=None):
+           context=None, still=None, holding=None, coulomb=None):
     """The per-joint fits, swaps and verdicts shared by both paths.
 
     ``nuisance[i]`` lists the extra columns of joint i; ``why_untestable(i, se)`` the
     reason a joint whose scale is not pinned down is untestable; ``context[i]`` extra
-    :class:`JointCheck` fields.
+    :class:`JointCheck` fields; ``still`` (N, n) the samples where a joint rests, and
+    ``holding`` (n,) the friction (N·m) it may hold there (:func:`_friction_matters`);
+    ``coulomb[i]`` whether ``nuisance[i]`` starts with a Coulomb column (default: when it
+    has any): its fitted level, times ``breakaway_ratio``, then replaces ``holding[i]``.
     """
     n, N = len(joints), G.shape[0]
     context = context or [{} for _ in range(n)]
+    still = np.ones((N, n), dtype=bool) if still is None else np.asarray(still, dtype=bool)
+    holding = np.zeros(n) if holding is None else np.asarray(holding, dtype=float)
+    coulomb = [bool(extra) for extra in nuisance] if coulomb is None else coulomb
     load_rms = np.sqrt(np.mean(G ** 2, axis=0))
     load_max = np.max(np.abs(G), axis=0)
     spread = np.std(G, axis=0)
@@ -495,17 +551,39 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             checks.append(JointCheck(name, UNTESTABLE, why_untestable(i, float('inf')),
                                      residual_rms=float(own[i]), **base))
             continue
-        coef, rms, X = fits[i, i]
+        coef, rms, X, sw = fits[i, i]
         se = _se(X, rms, opt['effective_samples'])
+        k_fric = 1 + int(separable[i])
+        hold = float(holding[i])
+        if coulomb[i]:      # it moves: its friction is measured, the prior is not needed
+            hold = opt['breakaway_ratio'] * abs(float(coef[k_fric]))
+        reach = hold * _reach(X, sw, still[:, i]) if hold > 0 else 0.0
+        moving = ~still[:, i]
+        if _friction_matters(float(coef[0]), reach, opt) and \
+                np.count_nonzero(moving) > 10 + X.shape[1]:
+            # what friction held at rest could decide, the motion alone may: judge on it
+            alt = _fit(T[moving, i], [c[moving] for c in design(i, i)], robust)
+            alt_se = _se(alt[2], alt[1], opt['effective_samples'])
+            if alt_se[0] <= opt['max_scale_se'] * max(1.0, abs(alt[0][0])):
+                (coef, rms, X, sw), se, reach = alt, alt_se, 0.0
         s, s_se = float(coef[0]), float(se[0])
         b = float(coef[1]) if separable[i] else 0.0
         b_se = float(se[1]) if separable[i] else 0.0
-        k_fric = 1 + int(separable[i])
-        c = float(coef[k_fric]) if len(nuisance[i]) else 0.0
+        c = float(coef[k_fric]) if coulomb[i] else 0.0
         mag = abs(s)
-        common = dict(scale=s, scale_se=s_se, friction=c, residual_rms=rms, **base)
+        common = dict(scale=s, scale_se=s_se, friction=c, residual_rms=rms,
+                      holding_friction=hold, friction_reach=reach, **base)
+
+        def held_still(reading=''):
+            return (f'held still against its friction: up to {hold:.2g} N·m held at rest '
+                    f'could move its scale ({s:+.2f}) by ±{reach:.2g} (|τ| max '
+                    f'{load_max[i]:.2g} N·m){reading}: hold poses where gravity loads it '
+                    f'well above {hold:.2g} N·m, or move it')
         if not s_se <= opt['max_scale_se'] * max(1.0, mag):
-            checks.append(JointCheck(name, UNTESTABLE, why_untestable(i, s_se), **common))
+            loaded = load_max[i] >= opt['min_load'] * load_max.max()
+            why = held_still() if loaded and _friction_matters(s, reach, opt) else \
+                why_untestable(i, s_se)
+            checks.append(JointCheck(name, UNTESTABLE, why, **common))
             continue
         status, verdicts, fixes = OK, [], []
         if s < 0:
@@ -527,7 +605,7 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             verdicts.append(f'scale off x{_x(mag)}' + _units(mag, opt))
             fixes.append(_constant_fix(mag, ke))
         elif abs(mag - 1) > opt['scale_warn']:
-            status = WARN
+            status = max(status, WARN, key=_RANK.get)     # a flipped sign still fails
             verdicts.append(f'scale x{mag:.2f}')
             fixes.append('if a fit confirms it, ' + _constant_fix(mag, ke))
         if separable[i] and abs(b) > opt['offset_warn'] * load_max[i] and abs(b) > 3 * b_se:
@@ -535,6 +613,16 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             verdicts.append(f'offset {b:+.3g} N·m')
             fixes.append(f'subtract the offset ({b:+.3g} N·m'
                          + (f' = {b / ke:+.3g} A in current_offsets' if ke else '') + ')')
+        if _friction_matters(s, reach, opt):
+            if status == FAIL and abs(s - 1.0) <= reach:
+                # friction held at rest could make a right constant and sign read so
+                checks.append(JointCheck(
+                    name, UNTESTABLE,
+                    held_still(f', so its reading ({", ".join(verdicts)}) may be friction'),
+                    **common))
+                continue
+            verdicts = (verdicts or ['ok']) + [
+                f'held still: friction at rest could move the scale ±{reach:.2g}']
         note = '' if separable[i] else ' (offset not separable: its torque barely varied)'
         checks.append(JointCheck(
             name, status, (', '.join(verdicts) if verdicts else 'ok') + note,
@@ -545,6 +633,29 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
 
 
 _RANK = {OK: 0, UNTESTABLE: 0, WARN: 1, FAIL: 2}
+
+
+def _holding(holding, n):
+    if holding is None:
+        return np.zeros(n)
+    out = np.asarray(holding, dtype=float)
+    if out.shape != (n,) or not np.all(np.isfinite(out) & (out >= 0)):
+        raise DataError(f'holding friction {out.tolist()} must be {n} finite values >= 0 N·m')
+    return out
+
+
+def _friction_matters(scale, reach, opt):
+    """Whether friction held at rest could move the fitted scale by more than the check's
+    precision (``max_scale_se``).
+
+    A joint at rest holds any friction torque up to its breakaway level, and which one
+    depends on how it came to rest, not on the pose: stiction is not noise that averages
+    out, so ``reach`` (:func:`_reach`) is a worst case, not a standard error. A scale that
+    fails but lies within ``reach`` of 1 may be friction: the joint is then untestable
+    ('held still against its friction'), not failed, so a right constant or sign is
+    never blamed.
+    """
+    return reach > opt['max_scale_se'] * max(1.0, abs(scale))
 
 
 def _units(mag, opt):
@@ -614,7 +725,7 @@ def _overall(checks, effort, model):
 # -- the quasi-static path -----------------------------------------------------------
 
 def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='current',
-                  options=None):
+                  options=None, holding=None):
     """Check measured torques against nominal gravity torques, joint by joint.
 
     Parameters
@@ -636,6 +747,11 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         What the driver's effort was taken to be.
     options : dict, optional
         Tolerances overriding :data:`DEFAULTS`.
+    holding : array_like, (n,), optional
+        The friction each joint may hold at rest (N·m, :func:`holding_friction`). A
+        joint whose scale that friction could carry across the failing tolerance on
+        its still samples (``|q̇| <=`` ``moving_speed``, or all without ``dq``) is
+        UNTESTABLE ('held still against its friction'), not failed. Default none.
 
     Returns
     -------
@@ -651,10 +767,12 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
     n = len(joints)
     if dq is None:
         nuisance = [[] for _ in range(n)]
+        still = None
     else:
         dq = np.asarray(dq, dtype=float)
         fric = np.where(np.abs(np.nan_to_num(dq)) > opt['moving_speed'], np.sign(dq), 0.0)
         nuisance = [[fric[:, i]] if np.any(fric[:, i]) else [] for i in range(n)]
+        still = fric == 0
     load_max = np.max(np.abs(G), axis=0)
 
     def why(i, se):
@@ -669,7 +787,8 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
                     'excitation)')
         return (f'its gravity torque is too small against the noise (scale ±{se:.2f}): '
                 'more poses, longer holds')
-    checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why)
+    checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, still=still,
+                    holding=_holding(holding, n))
     status, verdict = _overall(checks, effort, 'gravity')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity')
 
@@ -716,9 +835,11 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
                         'still or slow): hold the arm still at a few poses, a second or more '
                         'each, while recording')
     idx = idx[::max(1, -(-idx.size // max_samples))]
+    fraction = dict(DEFAULTS, **(options or {}))['holding_friction']
     return check_gravity(robot.joint_names, nominal_gravity(robot, q[idx]), tau[idx],
                          None if velocity is None else np.asarray(velocity)[idx],
-                         torque_constants=torque_constants, effort=effort, options=options)
+                         torque_constants=torque_constants, effort=effort, options=options,
+                         holding=holding_friction(robot, fraction))
 
 
 # -- the full rigid-body path ----------------------------------------------------------
@@ -895,7 +1016,9 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
     context = [dict(gravity_max=float(gravity_max[i]), inertial_rms=float(inertial_rms[i]))
                for i in range(n)]
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, robust=opt['robust'],
-                    context=context)
+                    context=context, still=np.abs(dq) <= opt['moving_speed'],
+                    holding=holding_friction(robot, opt['holding_friction']),
+                    coulomb=[bool(moving[i] and features is not None) for i in range(n)])
     status, verdict = _overall(checks, effort, 'full')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full')
 
@@ -903,5 +1026,5 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
 __all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError',
            'JointCheck', 'CheckResult',
            'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
-           'friction_features', 'vertical_axes', 'roughness_ratio', 'check_gravity',
-           'check_samples', 'check_dynamics']
+           'friction_features', 'holding_friction', 'vertical_axes', 'roughness_ratio',
+           'check_gravity', 'check_samples', 'check_dynamics']
