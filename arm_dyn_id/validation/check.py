@@ -493,6 +493,7 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
     load_max = np.max(np.abs(G), axis=0)
     spread = np.std(G, axis=0)
     carries = load_rms >= opt['min_load'] * load_rms.max()
+    top = int(np.argmax(load_rms))
     separable = spread >= opt['min_spread'] * load_rms
     present = load_rms > 1e-9 * load_rms.max()
     ones = np.ones(N)
@@ -521,7 +522,12 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
         if not others:
             continue
         j = min(others, key=lambda k: resid[i, k])
-        if resid[i, j] < opt['swap_ratio'] * own[i] and own[i] - resid[i, j] > floor:
+        # what joint j's torque explains must be more than joint i could hold at rest
+        # when it never moves (stiction that happens to follow another joint's torque)
+        explained = abs(fits[i, j][0][0]) * np.ptp(G[:, j]) / 2
+        held = holding[i] if not coulomb[i] else 0.0
+        if resid[i, j] < opt['swap_ratio'] * own[i] and own[i] - resid[i, j] > floor and \
+                explained > held:
             swapped[i] = j
     for i in range(n):
         # k's slot holds i's torque: i's slot, if its own torque does not explain it,
@@ -623,6 +629,17 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
                 continue
             verdicts = (verdicts or ['ok']) + [
                 f'held still: friction at rest could move the scale ±{reach:.2g}']
+        if status == FAIL and not carries[i] and not mismatch and not _units(mag, opt):
+            # a joint the URDF barely loads: a few millimetres of its centres of mass, or
+            # a friction model a few percent off, read as any scale or sign
+            checks.append(JointCheck(
+                name, UNTESTABLE,
+                f'the URDF barely loads it (|τ| RMS {load_rms[i]:.2g} N·m, '
+                f'{100 * load_rms[i] / load_rms.max():.2g} % of {joints[top]}\'s), so small '
+                f'errors of its masses and of the friction model can give its reading '
+                f'({", ".join(verdicts)}): test it where it carries more torque (poses that '
+                'load it, a faster motion)', **common))
+            continue
         note = '' if separable[i] else ' (offset not separable: its torque barely varied)'
         checks.append(JointCheck(
             name, status, (', '.join(verdicts) if verdicts else 'ok') + note,
