@@ -76,6 +76,7 @@ def test_payload_from_simulated_motion_within_5_percent(arm_fit, capsys):
     assert doc['mass_std_error'] > 0 and len(doc['com_std_error']) == 3
     assert 'inertia' in doc and doc['frame'] == 'flange'
     assert 'mass' in out and '±' in out
+    assert 'they leave out the torque\'s scale' in out     # what ± does not cover
 
 
 @pytest.mark.slow

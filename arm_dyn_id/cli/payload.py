@@ -113,4 +113,7 @@ def payload_text(doc):
             lines.append(f'  {label:9s}{row}{unit}')
     else:
         lines.append('  inertia  not identified (point mass)')
+    lines.append('  (± are the fit\'s standard errors: they leave out the torque\'s scale. A '
+                 'torque constant x off moves the mass by about x; `arm-dyn-id calibrate` '
+                 'measures the constants from a known load, docs/calibrate.md)')
     return '\n'.join(lines)
