@@ -31,8 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import fit_wls
+from arm_dyn_id.model.payload import (DEFAULT_FRAMES, _six, _skew, _sym,  # noqa: F401
+                                      payload_frame, payload_full_regressor, payload_regressor,
+                                      payload_transform)
 from arm_dyn_id.model.robot import Payload
 from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers
 
@@ -52,8 +55,6 @@ class PayloadDataRefused(DataError):
         self.cause = cause
 
 
-#: Payload frames tried in turn when none is given (then the chain's tip link).
-DEFAULT_FRAMES = ('flange', 'tool0')
 #: Contiguous time blocks over which the arm model's own error is taken as correlated
 #: (its contribution to the payload's covariance, :func:`model_error_covariance`).
 MODEL_ERROR_BLOCKS = 10
@@ -117,55 +118,6 @@ class PayloadFit:
                 'note': self.note}
 
 
-def _frame(robot, frame):
-    """(body index 0-based, frame placement) of ``frame``; JointNameError when absent."""
-    model = robot.model
-    if not model.existFrame(frame):
-        raise JointNameError(f'payload frame {frame!r} is not in {robot.source} '
-                             f'(frames: {[f.name for f in model.frames]})')
-    f = model.frames[model.getFrameId(frame)]
-    return (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) - 1, f.placement
-
-
-def payload_frame(robot, frame=None):
-    """The payload frame: ``frame`` when given (checked), else ``flange`` if the URDF
-    has it, else ``tool0``, else the tip link of the chain (the child link of the last
-    joint). Called before any reading.
-
-    Parameters
-    ----------
-    robot : RobotModel
-    frame : str, optional
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    JointNameError
-        A given frame that is not in the URDF (``--frame`` named).
-    """
-    model = robot.model
-    if frame is not None:
-        if not model.existFrame(frame):
-            links = [f.name for f in model.frames if str(f.type).endswith('BODY')]
-            raise JointNameError(f'payload frame {frame!r} is not in {robot.source}: pass '
-                                 f'--frame with one of its links ({", ".join(links)})')
-        return frame
-    for name in DEFAULT_FRAMES:
-        if model.existFrame(name):
-            return name
-    last = model.njoints - 1
-    tips = [f.name for f in model.frames
-            if str(f.type).endswith('BODY') and
-            (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) == last]
-    if not tips:
-        raise JointNameError(f'no payload frame: {robot.source} has no flange, tool0 or link '
-                             'after its last joint; pass --frame')
-    return tips[-1]
-
-
 def model_error_covariance(P, noise, model_error, blocks=MODEL_ERROR_BLOCKS):
     """Covariance the frozen arm model's own error adds to the payload's parameters.
 
@@ -207,76 +159,6 @@ def model_error_covariance(P, noise, model_error, blocks=MODEL_ERROR_BLOCKS):
         middle += np.einsum('j,jp,jq->pq', (eps * w) ** 2, s, s)
     inv = np.linalg.pinv(A)
     return inv @ middle @ inv
-
-
-def _skew(v):
-    x, y, z = v
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-
-
-def _sym(six):
-    """pinocchio's (xx, xy, yy, xz, yz, zz) -> 3x3."""
-    xx, xy, yy, xz, yz, zz = six
-    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-
-
-def _six(mat):
-    return np.array([mat[0, 0], mat[0, 1], mat[1, 1], mat[0, 2], mat[1, 2], mat[2, 2]])
-
-
-def payload_transform(rotation, translation):
-    """T (10, 10): a payload's parameters in its frame -> its body's (see module notes).
-
-    Parameters
-    ----------
-    rotation : ndarray, (3, 3)
-        R of the frame in the body's joint frame.
-    translation : ndarray, (3,)
-        p of the frame in the body's joint frame (m).
-    """
-    R, p = np.asarray(rotation, dtype=float), np.asarray(translation, dtype=float)
-    Sp = _skew(p)
-    T = np.empty((10, 10))
-    for k in range(10):
-        e = np.zeros(10)
-        e[k] = 1.0
-        m, h, inertia = e[0], e[1:4], _sym(e[4:])
-        Rh = R @ h
-        body = R @ inertia @ R.T - m * Sp @ Sp - Sp @ _skew(Rh) - _skew(Rh) @ Sp
-        T[:, k] = np.concatenate([[m], Rh + m * p, _six(body)])
-    return T
-
-
-def payload_full_regressor(robot, q, dq, ddq, frame='flange'):
-    """Regressor of the payload's ten parameters (m, h, I_f) at ``frame``, (M, n, 10).
-
-    ``τ_loaded - τ_arm = Y @ π_f`` for the full inverse dynamics (no friction).
-
-    Raises
-    ------
-    JointNameError
-        If the frame is not in the model.
-    """
-    body, placement = _frame(robot, frame)
-    q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
-    Y = robot.full_regressor(q, dq, ddq, friction=False)[..., 10 * body:10 * body + 10]
-    return Y @ payload_transform(placement.rotation, placement.translation)
-
-
-def payload_regressor(robot, q, frame='flange', gravity=None):
-    """Regressor of the payload's (m, m·c) at ``frame``, (M, n, 4) for q (M, n).
-
-    Raises
-    ------
-    JointNameError
-        If the frame is not in the model.
-    """
-    body, placement = _frame(robot, frame)
-    Y = robot.gravity_regressor(np.atleast_2d(q), gravity=gravity)
-    Ym = Y[..., 4 * body]                       # (M, n)
-    Yh = Y[..., 4 * body + 1:4 * body + 4]      # (M, n, 3)
-    R, p = placement.rotation, placement.translation
-    return np.concatenate([(Ym + Yh @ p)[..., None], Yh @ R], axis=-1)
 
 
 def _point_mass_fit(P, extra, noise, frame, method, note='', model_error=None, robot=None):
