@@ -23,7 +23,7 @@ import pytest
 from arm_dyn_id.cli import main
 from arm_dyn_id.data.bag_writer import write_bag
 from arm_dyn_id.errors import DataError, URDFError
-from arm_dyn_id.model.robot import RobotModel
+from arm_dyn_id.model.robot import Payload, RobotModel
 from arm_dyn_id.validation.check import (FAIL, OK, UNTESTABLE, WARN, check_gravity,
                                          check_samples, holding_friction, nominal_gravity)
 
@@ -43,12 +43,13 @@ def ur5():
 
 
 def recording(urdf, k_e, seed=0, rate=100.0, poses=10, current_noise=0.02, frozen=(),
-              move_s=1.0, stiction=0.0):
+              move_s=1.0, stiction=0.0, load=None):
     """Holds, fast moves and slow moves of an arm; (robot, t, q, current, tau).
 
     The joints at the indices ``frozen`` stay at 0 throughout; a move between two
     poses takes ``move_s`` seconds. With ``stiction`` a joint holds at each rest a
     friction torque drawn within ± that many times its Coulomb level (0: none at rest).
+    ``load`` (a Payload) is carried by the arm but not in the returned robot.
 
     Returns
     -------
@@ -93,7 +94,8 @@ def recording(urdf, k_e, seed=0, rate=100.0, poses=10, current_noise=0.02, froze
     dq = np.gradient(q_true, dt, axis=0)
     ddq = np.gradient(dq, dt, axis=0)
     coulomb = 0.01 * np.abs(nominal_gravity(robot, q_true)).max(axis=0) + 0.02
-    rigid = np.array([robot.inverse_dynamics(*s) for s in zip(q_true, dq, ddq)])
+    arm = robot if load is None else robot.with_payload(load)
+    rigid = np.array([arm.inverse_dynamics(*s) for s in zip(q_true, dq, ddq)])
     tau = rigid + coulomb * np.tanh(dq / 0.002) + 0.5 * dq
     for j in range(n):          # one friction draw per rest of each joint
         rest = dq[:, j] == 0
@@ -269,6 +271,55 @@ def test_core_stiction_that_follows_another_joint_is_not_a_swap():
     assert by['shoulder_pan_joint'].swapped_with is None
     assert by['shoulder_pan_joint'].status == UNTESTABLE
     assert by['shoulder_lift_joint'].status == OK
+
+
+GRIPPER = Payload(0.6, (0.01, -0.02, 0.06), frame='flange')
+
+
+def test_core_a_load_the_urdf_lacks_is_named_not_blamed_on_the_constants():
+    """A gripper missing from the URDF reads as constants off on the distal joints; the
+    check finds the load that explains them, and a real wrong constant still fails."""
+    robot = RobotModel.from_urdf(HUMANOID)
+    _, q, G, _ = held_poses(robot, 3, fraction=0.0)
+    loaded = nominal_gravity(robot.with_payload(GRIPPER), q)
+    measured = loaded + 0.002 * np.random.default_rng(0).standard_normal(G.shape)
+    blind = check_samples(robot, q, measured, load_frame=None)
+    assert any(c.status == FAIL and 'scale off' in c.verdict for c in blind.joints)
+    result = check_samples(robot, q, measured)
+    assert result.status != FAIL, result.table()
+    assert abs(result.load['mass'] - GRIPPER.mass) < 0.05 * GRIPPER.mass, result.load
+    np.testing.assert_allclose(result.load['com'], GRIPPER.com, atol=0.01)
+    named = [c for c in result.joints if 'explained by a load at flange' in c.verdict]
+    assert named and all(c.status == WARN for c in named), result.table()
+    assert result.to_dict()['load']['frame'] == 'flange'
+    # no load, the elbow's constant doubled: no load explains that
+    doubled = G + 0.002 * np.random.default_rng(1).standard_normal(G.shape)
+    doubled[:, 2] *= 2.0
+    result = check_samples(robot, q, doubled)
+    by = {c.joint: c for c in result.joints}
+    assert result.load is None and by['joint_3'].status == FAIL, result.table()
+    assert 'scale off x2.0' in by['joint_3'].verdict
+    # nor at a single pose, where a load's four parameters could absorb one joint's error
+    # (the UR5 here, its shoulder held still against friction, so not a witness)
+    for seed in (11, 12):
+        robot = RobotModel.from_urdf(ur5())
+        _, q, _, tau = held_poses(robot, seed, poses=1)
+        tau[:, 2] *= 2.0
+        result = check_samples(robot, q, tau)
+        by = {c.joint: c for c in result.joints}
+        assert result.load is None and by['elbow_joint'].status == FAIL, result.table()
+
+
+def test_a_gripper_missing_from_the_urdf_is_named_on_a_bag(tmp_path, capsys):
+    robot, t, q, current, _ = recording(HUMANOID, HUMANOID_K_E, poses=8, load=GRIPPER)
+    path = write_bag(tmp_path / 'bag', t, robot.joint_names, q, current)
+    for extra in ((), ('--dynamics', 'full')):
+        code, out = run_check(capsys, path, HUMANOID, HUMANOID_K_E, '--json',
+                              str(tmp_path / 'c.json'), *extra)
+        assert code in (0, 3) and 'FAIL' not in out, out
+        assert 'explained by a load at flange the URDF lacks?' in out, out
+        load = json.loads((tmp_path / 'c.json').read_text())['load']
+        assert abs(load['mass'] - GRIPPER.mass) < 0.1 * GRIPPER.mass, (extra, load)
 
 
 def test_core_a_flipped_sign_with_a_scale_near_one_fails_not_warns():

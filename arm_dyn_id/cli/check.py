@@ -98,7 +98,7 @@ def _pieces(t):
     return sorted(((a, b) for a, b in zip(edges[:-1], edges[1:])), key=lambda r: r[0] - r[1])
 
 
-def _prepare(rec, robot, cutoff):
+def _prepare(rec, robot, cutoff, load_frame=None):
     """:func:`prepare` of every gap-free piece long enough, at one cut-off (the longest
     piece's when not given), stacked; (Prepared-like namespace, info)."""
     from types import SimpleNamespace
@@ -111,7 +111,7 @@ def _prepare(rec, robot, cutoff):
         try:
             prep = prepare(rec.t[a:b], rec.q[a:b], rec.tau[a:b], cutoff_hz=cutoff,
                            features=friction_features(DEFAULTS['coulomb_velocity']),
-                           regressor=nominal_columns(robot))
+                           regressor=nominal_columns(robot, payload_frame=load_frame))
         except DataError as exc:
             if info is None and first_error is None:
                 first_error = exc
@@ -150,10 +150,11 @@ def _full_check(rec, robot, k_e, effort, cutoff, progress, options=None):
     """
     from arm_dyn_id.data.preparation import MIN_CUTOFF_HZ
     from arm_dyn_id.errors import DataError
-    from arm_dyn_id.validation.check import check_dynamics
+    from arm_dyn_id.validation.check import _load_frame, check_dynamics
+    frame = _load_frame(robot, 'auto')
     for attempt in range(CUTOFF_RETRIES + 1):
         try:
-            prep, info = _prepare(rec, robot, cutoff)
+            prep, info = _prepare(rec, robot, cutoff, frame)
         except DataError as exc:
             return None, str(exc)
         pieces = f', {info["pieces"]} pieces between gaps' if info['pieces'] > 1 else ''
@@ -162,7 +163,7 @@ def _full_check(rec, robot, k_e, effort, cutoff, progress, options=None):
         try:
             result = check_dynamics(robot, prep.q, prep.dq, prep.ddq, prep.tau,
                                     prep.regressor, prep.features, torque_constants=k_e,
-                                    effort=effort, options=options)
+                                    effort=effort, options=options, load_frame=frame)
         except DataError as exc:
             if 'derivatives are noise' not in str(exc):
                 raise

@@ -40,15 +40,16 @@ torque around and look like flipped signs. Everything here takes arrays; nothing
 is printed.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pinocchio as pin
 
-from arm_dyn_id.errors import DataError, URDFError
+from arm_dyn_id.errors import DataError, JointNameError, URDFError
 from arm_dyn_id.model.dynamics import pin_arrays
 from arm_dyn_id.model.gate import inertia_problem
+from arm_dyn_id.model.payload import payload_frame, payload_full_regressor, payload_regressor
 
 #: status of one joint
 OK, WARN, FAIL, UNTESTABLE = 'ok', 'warn', 'fail', 'untestable'
@@ -179,6 +180,10 @@ class CheckResult:
         What the effort was taken to be.
     model : {'gravity', 'full'}
         Gravity on quasi-static samples, or the full rigid-body model.
+    load : dict or None
+        A load the URDF lacks that explains the scales that failed (:func:`_load_explains`):
+        ``frame``, ``mass`` and ``mass_std_error`` (kg), ``com`` (m, in the frame) and
+        ``scales`` (joint -> scale with the load).
     """
 
     joints: tuple
@@ -188,6 +193,7 @@ class CheckResult:
     effort: str = 'current'
     options: dict = field(default_factory=dict)
     model: str = 'gravity'
+    load: dict = None
 
     @property
     def failed(self):
@@ -219,7 +225,7 @@ class CheckResult:
     def to_dict(self):
         return {'status': self.status, 'verdict': self.verdict, 'n_samples': self.n_samples,
                 'effort': self.effort, 'model': self.model, 'options': dict(self.options),
-                'joints': {c.joint: c.to_dict() for c in self.joints}}
+                'load': self.load, 'joints': {c.joint: c.to_dict() for c in self.joints}}
 
 
 def _num(value, fmt):
@@ -323,7 +329,7 @@ def nominal_gravity(robot, q):
     return np.einsum('jpN,p->Nj', Y, robot.parameters('gravity'))
 
 
-def nominal_columns(robot, armature=True):
+def nominal_columns(robot, armature=True, payload_frame=None):
     """The nominal-torque columns of :func:`check_dynamics`, as a ``regressor`` callable.
 
     Give it to :func:`arm_dyn_id.data.preparation.prepare` (``regressor=``) so the
@@ -334,13 +340,17 @@ def nominal_columns(robot, armature=True):
     robot : RobotModel
     armature : bool
         Append ``q̈_i`` (the column of an unknown rotor inertia of joint i).
+    payload_frame : str, optional
+        Append the four torque columns of a load's mass and first moment at this frame
+        (:func:`arm_dyn_id.model.payload.payload_full_regressor`), with which the check
+        tells a load the URDF lacks from wrong constants.
 
     Returns
     -------
     callable
-        ``(q, dq, ddq)`` (M, n) each -> (M, n, 2 or 3): the URDF's inverse dynamics
-        τ = M q̈ + C q̇ + G (pinocchio RNEA, N·m), its gravity part G(q) (N·m), and
-        ``q̈`` (rad/s²).
+        ``(q, dq, ddq)`` (M, n) each -> (M, n, 2, 3, 6 or 7): the URDF's inverse dynamics
+        τ = M q̈ + C q̇ + G (pinocchio RNEA, N·m), its gravity part G(q) (N·m), ``q̈``
+        (rad/s²), then the load's four columns.
     """
     def columns(q, dq, ddq):
         q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
@@ -348,7 +358,11 @@ def nominal_columns(robot, armature=True):
         Q, V, A = pin_arrays(robot, q, dq, ddq)
         rnea = np.array([pin.rnea(model, data, *s)[rows] for s in zip(Q, V, A)])
         cols = [rnea.reshape(q.shape), nominal_gravity(robot, q)] + ([ddq] if armature else [])
-        return np.stack(cols, axis=2)
+        out = np.stack(cols, axis=2)
+        if payload_frame is None:
+            return out
+        load = payload_full_regressor(robot, q, dq, ddq, payload_frame)[..., :4]
+        return np.concatenate([out, load], axis=2)
     return columns
 
 
@@ -489,12 +503,8 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
     still = np.ones((N, n), dtype=bool) if still is None else np.asarray(still, dtype=bool)
     holding = np.zeros(n) if holding is None else np.asarray(holding, dtype=float)
     coulomb = [bool(extra) for extra in nuisance] if coulomb is None else coulomb
-    load_rms = np.sqrt(np.mean(G ** 2, axis=0))
-    load_max = np.max(np.abs(G), axis=0)
-    spread = np.std(G, axis=0)
-    carries = load_rms >= opt['min_load'] * load_rms.max()
+    load_rms, load_max, carries, separable = _loads(G, opt)
     top = int(np.argmax(load_rms))
-    separable = spread >= opt['min_spread'] * load_rms
     present = load_rms > 1e-9 * load_rms.max()
     ones = np.ones(N)
 
@@ -652,6 +662,86 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
 _RANK = {OK: 0, UNTESTABLE: 0, WARN: 1, FAIL: 2}
 
 
+def _loads(G, opt):
+    """Per joint: RMS and max of the nominal |τ|, whether it carries torque (``min_load``
+    of the arm's largest RMS), whether an offset is separable (``min_spread``)."""
+    load_rms = np.sqrt(np.mean(G ** 2, axis=0))
+    carries = load_rms >= opt['min_load'] * load_rms.max()
+    separable = np.std(G, axis=0) >= opt['min_spread'] * load_rms
+    return load_rms, np.max(np.abs(G), axis=0), carries, separable
+
+
+#: distinct poses a load the URDF lacks needs before it may explain failing scales
+LOAD_POSES = 6
+
+
+def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
+    """A load at ``frame`` that the URDF lacks, when it explains the scales that failed.
+
+    A gripper or tool missing from the URDF adds torque to every joint, most (relative
+    to the arm's own) to the distal ones: read as torque constants off by x1.4 on the
+    elbow and x2 on a wrist. The load's mass and first moment (``P``: their torque
+    columns, (N, n, 4)) are fitted to what the URDF leaves, over all joints at once with
+    each joint's offset and friction; the load explains the failures when its mass is
+    positive and significant (3 standard errors, counting distinct poses, not samples,
+    and at least :data:`LOAD_POSES` of them) and, with it, no joint that carries
+    torque reads a scale more than ``scale_fail`` off. Then each joint that failed on
+    its scale becomes a warning that names the load. Returns (checks, load or None).
+    """
+    failed = [i for i, c in enumerate(checks) if c.status == FAIL and c.swapped_with is None
+              and c.verdict.startswith('scale off') and 'read as' not in c.verdict]
+    if P is None or not failed:
+        return checks, None
+    n, N = G.shape[1], G.shape[0]
+    # poses the nominal torques tell apart (1 % of each joint's largest): at fewer than
+    # LOAD_POSES a load's four parameters could absorb any one joint's wrong constant
+    step = 0.01 * np.maximum(np.max(np.abs(G), axis=0), 1e-12)
+    poses = len(np.unique(np.round(G / step), axis=0))
+    if poses < LOAD_POSES:
+        return checks, None
+    load_rms, _, carries, separable = _loads(G, opt)
+    ones = np.ones(N)
+    extra = [([ones] if separable[i] else []) + list(nuisance[i]) for i in range(n)]
+    width = [len(e) for e in extra]
+    rows, ys = [], []
+    for i in range(n):
+        w = 1.0 / max(float(checks[i].residual_rms), 1e-6 * float(load_rms.max()), 1e-12) \
+            if np.isfinite(checks[i].residual_rms) else 0.0
+        block = np.zeros((N, 4 + sum(width)))
+        block[:, :4] = P[:, i, :]
+        at = 4 + sum(width[:i])
+        for k, col in enumerate(extra[i]):
+            block[:, at + k] = col
+        rows.append(w * block)
+        ys.append(w * (T[:, i] - G[:, i]))
+    X, y = np.vstack(rows), np.concatenate(ys)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    rms = float(np.sqrt(np.mean((y - X @ coef) ** 2)))
+    se = _se(X, rms, min(opt['effective_samples'], poses) * n)[:4]
+    mass = float(coef[0])
+    if not (mass > 0 and mass > 3 * se[0]):
+        return checks, None
+    scales = {}
+    for i, c in enumerate(checks):
+        if c.status == UNTESTABLE or c.swapped_with is not None or not carries[i]:
+            continue
+        with_load = G[:, i] + P[:, i, :] @ coef[:4]
+        scales[c.joint] = float(_fit(T[:, i], [with_load] + extra[i], robust)[0][0])
+        if abs(abs(scales[c.joint]) - 1.0) > opt['scale_fail']:
+            return checks, None
+    load = {'frame': frame, 'mass': mass, 'mass_std_error': float(se[0]),
+            'com': [float(h / mass) for h in coef[1:4]], 'scales': scales}
+    text = f'a load at {frame} the URDF lacks? ({mass:.3g} ± {se[0]:.2g} kg)'
+    out = list(checks)
+    for i in failed:
+        c = checks[i]
+        out[i] = replace(c, status=WARN, verdict=f'scale x{abs(c.scale):.2f}, explained by '
+                         f'{text}: x{scales[c.joint]:.2f} with it',
+                         fix='put the load in the URDF (after a fit, `arm-dyn-id payload` '
+                         'measures it), or check without it; if there is no load, ' + c.fix)
+    return out, load
+
+
 def _holding(holding, n):
     if holding is None:
         return np.zeros(n)
@@ -742,7 +832,7 @@ def _overall(checks, effort, model):
 # -- the quasi-static path -----------------------------------------------------------
 
 def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='current',
-                  options=None, holding=None):
+                  options=None, holding=None, load=None, load_frame=None):
     """Check measured torques against nominal gravity torques, joint by joint.
 
     Parameters
@@ -769,6 +859,10 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         joint whose scale that friction could carry across the failing tolerance on
         its still samples (``|q̇| <=`` ``moving_speed``, or all without ``dq``) is
         UNTESTABLE ('held still against its friction'), not failed. Default none.
+    load : ndarray, (N, n, 4), optional
+        Gravity torque columns of a load's mass and first moment at ``load_frame``
+        (:func:`arm_dyn_id.model.payload.payload_regressor`): scales that fail but a
+        load the URDF lacks explains are warnings that name it (``CheckResult.load``).
 
     Returns
     -------
@@ -806,12 +900,16 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
                 'more poses, longer holds')
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, still=still,
                     holding=_holding(holding, n))
+    checks, found = _load_explains(checks, G, T, nuisance,
+                                   None if load is None else np.asarray(load, dtype=float),
+                                   load_frame, opt)
     status, verdict = _overall(checks, effort, 'gravity')
-    return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity')
+    return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity',
+                       found)
 
 
 def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None,
-                  effort='current', max_samples=20000, options=None):
+                  effort='current', max_samples=20000, options=None, load_frame='auto'):
     """:func:`check_gravity` on the selected samples of a recording.
 
     Parameters
@@ -831,6 +929,9 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
     max_samples : int
         Evenly thinned to at most this many samples (neighbours carry the same
         information at 1 kHz).
+    load_frame : str or None
+        Where a load the URDF lacks would sit (:func:`check_gravity`'s ``load``); 'auto':
+        :func:`arm_dyn_id.model.payload.payload_frame`'s default; None: not looked for.
 
     Returns
     -------
@@ -853,10 +954,23 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
                         'each, while recording')
     idx = idx[::max(1, -(-idx.size // max_samples))]
     fraction = dict(DEFAULTS, **(options or {}))['holding_friction']
+    frame = _load_frame(robot, load_frame)
     return check_gravity(robot.joint_names, nominal_gravity(robot, q[idx]), tau[idx],
                          None if velocity is None else np.asarray(velocity)[idx],
                          torque_constants=torque_constants, effort=effort, options=options,
-                         holding=holding_friction(robot, fraction))
+                         holding=holding_friction(robot, fraction),
+                         load=None if frame is None else payload_regressor(robot, q[idx], frame),
+                         load_frame=frame)
+
+
+def _load_frame(robot, frame):
+    """``frame``, or for 'auto' the default payload frame (None if the URDF has none)."""
+    if frame != 'auto':
+        return frame
+    try:
+        return payload_frame(robot)
+    except JointNameError:
+        return None
 
 
 # -- the full rigid-body path ----------------------------------------------------------
@@ -918,7 +1032,7 @@ def roughness_ratio(nominal, tau):
 
 
 def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_constants=None,
-                   effort='current', max_samples=4000, options=None):
+                   effort='current', max_samples=4000, options=None, load_frame=None):
     """Check measured torques against the nominal URDF's full rigid-body torques.
 
     Per joint i, a (robust) least-squares fit of the measured torque::
@@ -950,6 +1064,10 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
     max_samples : int
         Evenly thinned to at most this many samples for the fits (the standard
         errors assume at most ``effective_samples`` independent ones anyway).
+    load_frame : str, optional
+        The frame ``columns`` carries a load's four columns for (``nominal_columns(...,
+        payload_frame=load_frame)``): scales that fail but a load the URDF lacks explains
+        are warnings that name it.
 
     Returns
     -------
@@ -980,11 +1098,15 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
         np.asarray(tau, dtype=float)[every]
     features = None if features is None else np.asarray(features, dtype=float)[every]
     n = robot.n_joints
-    if cols.ndim != 3 or cols.shape[:2] != q.shape or cols.shape[2] < 2:
-        raise DataError(f'nominal columns {cols.shape} must be (M, {n}, 2 or 3) like the '
-                        f'positions {q.shape}')
+    if cols.ndim != 3 or cols.shape[:2] != q.shape or \
+            cols.shape[2] < (6 if load_frame is not None else 2):
+        raise DataError(f'nominal columns {cols.shape} must be (M, {n}, 2 or 3, and 4 more '
+                        f'with a load frame) like the positions {q.shape}')
     joints, G, T, k_e = _validate(robot.joint_names, cols[:, :, 0], tau, torque_constants,
                                   effort)
+    load = cols[:, :, -4:] if load_frame is not None else None
+    if load is not None:
+        cols = cols[:, :, :-4]
     gravity = cols[:, :, 1]
     moving = np.max(np.abs(dq), axis=0) > opt['moving_speed']
     nuisance = []
@@ -1036,8 +1158,10 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
                     context=context, still=np.abs(dq) <= opt['moving_speed'],
                     holding=holding_friction(robot, opt['holding_friction']),
                     coulomb=[bool(moving[i] and features is not None) for i in range(n)])
+    checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt,
+                                   robust=opt['robust'])
     status, verdict = _overall(checks, effort, 'full')
-    return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full')
+    return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full', found)
 
 
 __all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError',
