@@ -2,8 +2,9 @@
 
 Reads ``../shared/real-data/ur10e`` (relative to the repository root; see its README)
 when it exists and prints a skip message otherwise (exit 0). Every recording of the
-unloaded arm (the three Fourier runs, the six single-joint oscillations, the ten static
-poses one by one and all ten in one bag) is turned into a bag with the data's own
+free arm (the three Fourier runs, the six single-joint oscillations, the ten static
+poses one by one and all ten in one bag, the twin runs without and with the 2.6 kg
+load, the URDF holding no load) is turned into a bag with the data's own
 ``to_bag.py`` in a temporary folder OUTSIDE the repository and checked with
 ``arm-dyn-id check --effort torque`` (defaults, the README's URDF):
 
@@ -46,6 +47,8 @@ RECORDINGS = {
     **{f'joint_{i} only': ([f'ur-20_01_22-joint_{i}'], None) for i in range(1, 7)},
     **{f'pose p{i}': ([f'ur-20_01_17-p{i}'], None) for i in range(1, 11)},
     'poses p1-p10': ([f'ur-20_01_17-p{i}' for i in range(1, 11)], None),
+    'twin run, no load': (['ur-19_12_23_free'], None),
+    'twin run, 2.6 kg load': (['ur-20_01_13-load_2600'], None),
 }
 #: case -> (joint index or None, factor on its constant)
 CASES = {'right wiring': (None, 1.0), 'elbow sign reversed': (2, -1.0),

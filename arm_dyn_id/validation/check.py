@@ -702,22 +702,25 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     load_rms, _, carries, separable = _loads(G, opt)
     ones = np.ones(N)
     extra = [([ones] if separable[i] else []) + list(nuisance[i]) for i in range(n)]
-    width = [len(e) for e in extra]
+    # the joints the check could judge, each weighted by its own residual; an untestable
+    # one's torque holds what its model misses (friction at rest, the URDF's small errors)
+    judged = [i for i, c in enumerate(checks) if c.status != UNTESTABLE and
+              c.swapped_with is None and np.isfinite(c.residual_rms)]
+    width = [len(extra[i]) for i in judged]
     rows, ys = [], []
-    for i in range(n):
-        w = 1.0 / max(float(checks[i].residual_rms), 1e-6 * float(load_rms.max()), 1e-12) \
-            if np.isfinite(checks[i].residual_rms) else 0.0
+    for k, i in enumerate(judged):
+        w = 1.0 / max(float(checks[i].residual_rms), 1e-6 * float(load_rms.max()), 1e-12)
         block = np.zeros((N, 4 + sum(width)))
         block[:, :4] = P[:, i, :]
-        at = 4 + sum(width[:i])
-        for k, col in enumerate(extra[i]):
-            block[:, at + k] = col
+        at = 4 + sum(width[:k])
+        for m, col in enumerate(extra[i]):
+            block[:, at + m] = col
         rows.append(w * block)
         ys.append(w * (T[:, i] - G[:, i]))
     X, y = np.vstack(rows), np.concatenate(ys)
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     rms = float(np.sqrt(np.mean((y - X @ coef) ** 2)))
-    se = _se(X, rms, min(opt['effective_samples'], poses) * n)[:4]
+    se = _se(X, rms, min(opt['effective_samples'], poses) * len(judged))[:4]
     mass = float(coef[0])
     if not (mass > 0 and mass > 3 * se[0]):
         return checks, None
@@ -736,7 +739,7 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     for i in failed:
         c = checks[i]
         out[i] = replace(c, status=WARN, verdict=f'scale x{abs(c.scale):.2f}, explained by '
-                         f'{text}: x{scales[c.joint]:.2f} with it',
+                         f'{text}: x{scales.get(c.joint, float("nan")):.2f} with it',
                          fix='put the load in the URDF (after a fit, `arm-dyn-id payload` '
                          'measures it), or check without it; if there is no load, ' + c.fix)
     return out, load
