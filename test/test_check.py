@@ -299,6 +299,17 @@ def test_core_a_load_the_urdf_lacks_is_named_not_blamed_on_the_constants():
     by = {c.joint: c for c in result.joints}
     assert result.load is None and by['joint_3'].status == FAIL, result.table()
     assert 'scale off x2.0' in by['joint_3'].verdict
+    # the gripper and a wrong constant, or a reversed sign: the load is found on the
+    # other joints, and the faulty joint alone fails
+    for joint, factor, verdict in ((2, 2.0, 'scale off'), (3, -1.0, 'sign flipped')):
+        faulty = measured.copy()
+        faulty[:, joint] *= factor
+        result = check_samples(robot, q, faulty)
+        by = {c.joint: c for c in result.joints}
+        name = robot.joint_names[joint]
+        assert by[name].status == FAIL and verdict in by[name].verdict, result.table()
+        assert [c.joint for c in result.joints if c.status == FAIL] == [name], result.table()
+        assert abs(result.load['mass'] - GRIPPER.mass) < 0.1 * GRIPPER.mass, result.load
     # nor at a single pose, where a load's four parameters could absorb one joint's error
     # (the UR5 here, its shoulder held still against friction, so not a witness)
     for seed in (11, 12):

@@ -673,6 +673,8 @@ def _loads(G, opt):
 
 #: distinct poses a load the URDF lacks needs before it may explain failing scales
 LOAD_POSES = 6
+#: joints whose torques must agree with that load (one more may be left failing)
+LOAD_WITNESSES = 3
 
 
 def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
@@ -686,7 +688,10 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     positive and significant (3 standard errors, counting distinct poses, not samples,
     and at least :data:`LOAD_POSES` of them) and, with it, no joint that carries
     torque reads a scale more than ``scale_fail`` off. Then each joint that failed on
-    its scale becomes a warning that names the load. Returns (checks, load or None).
+    its scale becomes a warning that names the load. One joint may stay off (a wrong
+    constant beside the load): the load is then fitted on the others, at least
+    :data:`LOAD_WITNESSES` of them, and that joint keeps its failure. Returns (checks,
+    load or None).
     """
     failed = [i for i, c in enumerate(checks) if c.status == FAIL and c.swapped_with is None
               and c.verdict.startswith('scale off') and 'read as' not in c.verdict]
@@ -705,7 +710,45 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     # the joints the check could judge, each weighted by its own residual; an untestable
     # one's torque holds what its model misses (friction at rest, the URDF's small errors)
     judged = [i for i, c in enumerate(checks) if c.status != UNTESTABLE and
-              c.swapped_with is None and np.isfinite(c.residual_rms)]
+              c.swapped_with is None and np.isfinite(c.residual_rms) and carries[i] and
+              c.scale > 0]      # a reversed joint's torque is no witness of a load
+    fit = _fit_load(checks, G, T, P, extra, judged, load_rms, poses, opt, robust)
+    if fit is None:
+        return checks, None
+    coef, se, scales = fit
+    off = [checks[i].joint for i in judged
+           if abs(abs(scales[checks[i].joint]) - 1.0) > opt['scale_fail']]
+    if len(off) == 1 and len(judged) > LOAD_WITNESSES:
+        # a wrong constant beside the load: the load from the others, that joint still fails
+        judged = [i for i in judged if checks[i].joint != off[0]]
+        fit = _fit_load(checks, G, T, P, extra, judged, load_rms, poses, opt, robust)
+        if fit is None:
+            return checks, None
+        coef, se, scales = fit
+        off = [checks[i].joint for i in judged
+               if abs(abs(scales[checks[i].joint]) - 1.0) > opt['scale_fail']]
+    if off:
+        return checks, None
+    mass = float(coef[0])
+    load = {'frame': frame, 'mass': mass, 'mass_std_error': float(se[0]),
+            'com': [float(h / mass) for h in coef[1:4]], 'scales': scales}
+    text = f'a load at {frame} the URDF lacks? ({mass:.3g} ± {se[0]:.2g} kg)'
+    out = list(checks)
+    for i in failed:
+        c = checks[i]
+        if i not in judged:
+            continue
+        out[i] = replace(c, status=WARN, verdict=f'scale x{abs(c.scale):.2f}, explained by '
+                         f'{text}: x{scales[c.joint]:.2f} with it',
+                         fix='put the load in the URDF (after a fit, `arm-dyn-id payload` '
+                         'measures it), or check without it; if there is no load, ' + c.fix)
+    return out, load
+
+
+def _fit_load(checks, G, T, P, extra, judged, load_rms, poses, opt, robust):
+    """The load fitted on the joints ``judged``: (coef, its standard errors, {joint: scale
+    with it}), or None when its mass is not positive and significant."""
+    N = G.shape[0]
     width = [len(extra[i]) for i in judged]
     rows, ys = [], []
     for k, i in enumerate(judged):
@@ -721,28 +764,11 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     coef, *_ = np.linalg.lstsq(X, y, rcond=None)
     rms = float(np.sqrt(np.mean((y - X @ coef) ** 2)))
     se = _se(X, rms, min(opt['effective_samples'], poses) * len(judged))[:4]
-    mass = float(coef[0])
-    if not (mass > 0 and mass > 3 * se[0]):
-        return checks, None
-    scales = {}
-    for i, c in enumerate(checks):
-        if c.status == UNTESTABLE or c.swapped_with is not None or not carries[i]:
-            continue
-        with_load = G[:, i] + P[:, i, :] @ coef[:4]
-        scales[c.joint] = float(_fit(T[:, i], [with_load] + extra[i], robust)[0][0])
-        if abs(abs(scales[c.joint]) - 1.0) > opt['scale_fail']:
-            return checks, None
-    load = {'frame': frame, 'mass': mass, 'mass_std_error': float(se[0]),
-            'com': [float(h / mass) for h in coef[1:4]], 'scales': scales}
-    text = f'a load at {frame} the URDF lacks? ({mass:.3g} ± {se[0]:.2g} kg)'
-    out = list(checks)
-    for i in failed:
-        c = checks[i]
-        out[i] = replace(c, status=WARN, verdict=f'scale x{abs(c.scale):.2f}, explained by '
-                         f'{text}: x{scales.get(c.joint, float("nan")):.2f} with it',
-                         fix='put the load in the URDF (after a fit, `arm-dyn-id payload` '
-                         'measures it), or check without it; if there is no load, ' + c.fix)
-    return out, load
+    if not (coef[0] > 0 and coef[0] > 3 * se[0]):
+        return None
+    scales = {checks[i].joint: float(_fit(T[:, i], [G[:, i] + P[:, i, :] @ coef[:4]]
+                                          + extra[i], robust)[0][0]) for i in judged}
+    return coef, se, scales
 
 
 def _holding(holding, n):
