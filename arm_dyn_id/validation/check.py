@@ -712,23 +712,30 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     judged = [i for i, c in enumerate(checks) if c.status != UNTESTABLE and
               c.swapped_with is None and np.isfinite(c.residual_rms) and carries[i] and
               c.scale > 0]      # a reversed joint's torque is no witness of a load
-    fit = _fit_load(checks, G, T, P, extra, judged, load_rms, poses, opt, robust)
+
+    def consistent(joints):
+        """The load fitted on ``joints`` when it leaves none of them off, else None."""
+        fit = _fit_load(checks, G, T, P, extra, joints, load_rms, poses, opt, robust)
+        if fit is None or any(abs(abs(v) - 1.0) > opt['scale_fail'] for v in fit[2].values()):
+            return None
+        return fit
+    fit = consistent(judged)
+    if fit is None and len(judged) > LOAD_WITNESSES:
+        # a wrong constant beside the load: the load from the others, and that joint (the
+        # one furthest off with it) keeps its failure
+        tried = []
+        for j in judged:
+            found = consistent([i for i in judged if i != j])
+            if found is not None:
+                own = _fit(T[:, j], [G[:, j] + P[:, j, :] @ found[0][:4]] + extra[j],
+                           robust)[0][0]
+                tried.append((abs(abs(own) - 1.0), j, found))
+        if tried:
+            _, j, fit = max(tried, key=lambda x: x[0])
+            judged = [i for i in judged if i != j]
     if fit is None:
         return checks, None
     coef, se, scales = fit
-    off = [checks[i].joint for i in judged
-           if abs(abs(scales[checks[i].joint]) - 1.0) > opt['scale_fail']]
-    if len(off) == 1 and len(judged) > LOAD_WITNESSES:
-        # a wrong constant beside the load: the load from the others, that joint still fails
-        judged = [i for i in judged if checks[i].joint != off[0]]
-        fit = _fit_load(checks, G, T, P, extra, judged, load_rms, poses, opt, robust)
-        if fit is None:
-            return checks, None
-        coef, se, scales = fit
-        off = [checks[i].joint for i in judged
-               if abs(abs(scales[checks[i].joint]) - 1.0) > opt['scale_fail']]
-    if off:
-        return checks, None
     mass = float(coef[0])
     load = {'frame': frame, 'mass': mass, 'mass_std_error': float(se[0]),
             'com': [float(h / mass) for h in coef[1:4]], 'scales': scales}
