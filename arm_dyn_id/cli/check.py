@@ -146,15 +146,15 @@ def _full_check(rec, robot, k_e, effort, cutoff, progress, options=None):
 
     A recording with gaps is filtered piece by piece. When the derivatives at the
     cut-off are noise (the URDF's torque much rougher than the measured one), the
-    cut-off is halved and the check run again.
+    cut-off is halved and the check run again. When a scale fails, it is run once more
+    with the torque columns of a load at the payload frame (a load the URDF lacks).
     """
     from arm_dyn_id.data.preparation import MIN_CUTOFF_HZ
     from arm_dyn_id.errors import DataError
-    from arm_dyn_id.validation.check import _load_frame, check_dynamics
-    frame = _load_frame(robot, 'auto')
+    from arm_dyn_id.validation.check import FAIL, check_dynamics, default_load_frame
     for attempt in range(CUTOFF_RETRIES + 1):
         try:
-            prep, info = _prepare(rec, robot, cutoff, frame)
+            prep, info = _prepare(rec, robot, cutoff)
         except DataError as exc:
             return None, str(exc)
         pieces = f', {info["pieces"]} pieces between gaps' if info['pieces'] > 1 else ''
@@ -163,7 +163,15 @@ def _full_check(rec, robot, k_e, effort, cutoff, progress, options=None):
         try:
             result = check_dynamics(robot, prep.q, prep.dq, prep.ddq, prep.tau,
                                     prep.regressor, prep.features, torque_constants=k_e,
-                                    effort=effort, options=options, load_frame=frame)
+                                    effort=effort, options=options)
+            frame = default_load_frame(robot)
+            if frame is not None and any(c.status == FAIL and 'scale off' in c.verdict
+                                         for c in result.joints):
+                progress.phase(f'a scale fails: is there a load at {frame} the URDF lacks?')
+                prep, _ = _prepare(rec, robot, info['cutoff_hz'], frame)
+                result = check_dynamics(robot, prep.q, prep.dq, prep.ddq, prep.tau,
+                                        prep.regressor, prep.features, torque_constants=k_e,
+                                        effort=effort, options=options, load_frame=frame)
         except DataError as exc:
             if 'derivatives are noise' not in str(exc):
                 raise

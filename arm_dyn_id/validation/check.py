@@ -125,7 +125,8 @@ class JointCheck:
         unknown).
     friction_reach : float
         How far that friction, held on the still samples, could move the fitted scale
-        (worst case over every way it could be held; 0 when the joint never rests).
+        (worst case over every way it could be held; 0 when the joint never rests, or
+        when it was judged on its moving samples alone).
     """
 
     joint: str
@@ -575,6 +576,7 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             hold = opt['breakaway_ratio'] * abs(float(coef[k_fric]))
         reach = hold * _reach(X, sw, still[:, i]) if hold > 0 else 0.0
         moving = ~still[:, i]
+        on_motion = False
         if _friction_matters(float(coef[0]), reach, opt) and \
                 np.count_nonzero(moving) > 10 + X.shape[1]:
             # what friction held at rest could decide, the motion alone may: judge on it
@@ -582,6 +584,7 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             alt_se = _se(alt[2], alt[1], opt['effective_samples'])
             if alt_se[0] <= opt['max_scale_se'] * max(1.0, abs(alt[0][0])):
                 (coef, rms, X, sw), se, reach = alt, alt_se, 0.0
+                on_motion = True
         s, s_se = float(coef[0]), float(se[0])
         b = float(coef[1]) if separable[i] else 0.0
         b_se = float(se[1]) if separable[i] else 0.0
@@ -630,7 +633,8 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             fixes.append(f'subtract the offset ({b:+.3g} N·m'
                          + (f' = {b / ke:+.3g} A in current_offsets' if ke else '') + ')')
         if _friction_matters(s, reach, opt):
-            if status == FAIL and abs(s - 1.0) <= reach:
+            if status == FAIL and abs(s - 1.0) <= reach and not mismatch and \
+                    not _units(mag, opt):
                 # friction held at rest could make a right constant and sign read so
                 checks.append(JointCheck(
                     name, UNTESTABLE,
@@ -639,9 +643,12 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
                 continue
             verdicts = (verdicts or ['ok']) + [
                 f'held still: friction at rest could move the scale ±{reach:.2g}']
-        if status == FAIL and not carries[i] and not mismatch and not _units(mag, opt):
+        reversed_only = s < 0 and abs(mag - 1) <= opt['scale_fail']    # a clean x-1
+        if status == FAIL and not carries[i] and not mismatch and not _units(mag, opt) \
+                and not reversed_only:
             # a joint the URDF barely loads: a few millimetres of its centres of mass, or
-            # a friction model a few percent off, read as any scale or sign
+            # a friction model a few percent off, read as any scale or sign (but hardly
+            # as exactly its torque reversed)
             checks.append(JointCheck(
                 name, UNTESTABLE,
                 f'the URDF barely loads it (|τ| RMS {load_rms[i]:.2g} N·m, '
@@ -650,6 +657,9 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
                 f'({", ".join(verdicts)}): test it where it carries more torque (poses that '
                 'load it, a faster motion)', **common))
             continue
+        if on_motion:
+            verdicts = (verdicts or ['ok']) + ['judged on its motion (friction held at rest '
+                                               'could mislead its holds)']
         note = '' if separable[i] else ' (offset not separable: its torque barely varied)'
         checks.append(JointCheck(
             name, status, (', '.join(verdicts) if verdicts else 'ok') + note,
@@ -677,34 +687,38 @@ LOAD_POSES = 6
 LOAD_WITNESSES = 3
 
 
-def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
+def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False, still_torque=None):
     """A load at ``frame`` that the URDF lacks, when it explains the scales that failed.
 
     A gripper or tool missing from the URDF adds torque to every joint, most (relative
     to the arm's own) to the distal ones: read as torque constants off by x1.4 on the
     elbow and x2 on a wrist. The load's mass and first moment (``P``: their torque
-    columns, (N, n, 4)) are fitted to what the URDF leaves, over all joints at once with
-    each joint's offset and friction; the load explains the failures when its mass is
-    positive and significant (3 standard errors, counting distinct poses, not samples,
-    and at least :data:`LOAD_POSES` of them) and, with it, no joint that carries
-    torque reads a scale more than ``scale_fail`` off. Then each joint that failed on
-    its scale becomes a warning that names the load. One joint may stay off (a wrong
-    constant beside the load): the load is then fitted on the others, at least
-    :data:`LOAD_WITNESSES` of them, and that joint keeps its failure. Returns (checks,
-    load or None).
+    columns, (N, n, 4)) are fitted to what the URDF leaves, over the judged joints at
+    once (at least :data:`LOAD_WITNESSES`) with each joint's offset and friction. The
+    load explains the failures when its mass is positive and significant (3 standard
+    errors, counting distinct poses, not samples, and at least :data:`LOAD_POSES` of
+    them) and, with it, every judged joint agrees: a scale within ``scale_fail`` of 1,
+    within ``scale_warn`` for a joint that was OK. Then each joint that failed on its
+    scale becomes a warning that names the load. One joint that failed may stay off (a
+    wrong constant beside the load): the load is then fitted on the others and that
+    joint keeps its failure; a joint that did not fail is never left out, so a load
+    cannot absorb one joint's wrong constant. ``still_torque`` (N, n): the torque whose
+    distinct values count the poses (default ``G``; the gravity part on the full path,
+    where inertia makes every sample distinct). Returns (checks, load or None).
     """
     failed = [i for i, c in enumerate(checks) if c.status == FAIL and c.swapped_with is None
               and c.verdict.startswith('scale off') and 'read as' not in c.verdict]
     if P is None or not failed:
         return checks, None
     n, N = G.shape[1], G.shape[0]
-    # poses the nominal torques tell apart (1 % of each joint's largest): at fewer than
-    # LOAD_POSES a load's four parameters could absorb any one joint's wrong constant
-    step = 0.01 * np.maximum(np.max(np.abs(G), axis=0), 1e-12)
-    poses = len(np.unique(np.round(G / step), axis=0))
+    load_rms, _, carries, separable = _loads(G, opt)
+    # poses the torques of the joints that carry any tell apart (1 % of the arm's largest):
+    # at fewer than LOAD_POSES a load's four parameters could absorb a joint's error
+    pose_torque = (G if still_torque is None else np.asarray(still_torque))[:, carries]
+    step = 0.01 * max(float(np.max(np.abs(pose_torque))), 1e-12)
+    poses = len(np.unique(np.round(pose_torque / step), axis=0))
     if poses < LOAD_POSES:
         return checks, None
-    load_rms, _, carries, separable = _loads(G, opt)
     ones = np.ones(N)
     extra = [([ones] if separable[i] else []) + list(nuisance[i]) for i in range(n)]
     # the joints the check could judge, each weighted by its own residual; an untestable
@@ -712,24 +726,32 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False):
     judged = [i for i, c in enumerate(checks) if c.status != UNTESTABLE and
               c.swapped_with is None and np.isfinite(c.residual_rms) and carries[i] and
               c.scale > 0]      # a reversed joint's torque is no witness of a load
+    if len(judged) < LOAD_WITNESSES:
+        return checks, None
 
     def consistent(joints):
-        """The load fitted on ``joints`` when it leaves none of them off, else None."""
+        """The load fitted on ``joints`` when every one of them agrees with it, else None."""
         fit = _fit_load(checks, G, T, P, extra, joints, load_rms, poses, opt, robust)
-        if fit is None or any(abs(abs(v) - 1.0) > opt['scale_fail'] for v in fit[2].values()):
+        if fit is None:
             return None
+        for i in joints:
+            band = opt['scale_warn'] if checks[i].status == OK else opt['scale_fail']
+            if abs(fit[2][checks[i].joint] - 1.0) > band:
+                return None
         return fit
     fit = consistent(judged)
     if fit is None and len(judged) > LOAD_WITNESSES:
-        # a wrong constant beside the load: the load from the others, and that joint (the
-        # one furthest off with it) keeps its failure
+        # a wrong constant beside the load: the load from the others; the joint left out
+        # must have failed, and still be off with that load
         tried = []
-        for j in judged:
+        for j in (i for i in judged if i in failed):
             found = consistent([i for i in judged if i != j])
-            if found is not None:
-                own = _fit(T[:, j], [G[:, j] + P[:, j, :] @ found[0][:4]] + extra[j],
-                           robust)[0][0]
-                tried.append((abs(abs(own) - 1.0), j, found))
+            if found is None:
+                continue
+            own = _fit(T[:, j], [G[:, j] + P[:, j, :] @ found[0][:4]] + extra[j],
+                       robust)[0][0]
+            if abs(own - 1.0) > opt['scale_fail']:
+                tried.append((abs(own - 1.0), j, found))
         if tried:
             _, j, fit = max(tried, key=lambda x: x[0])
             judged = [i for i in judged if i != j]
@@ -899,6 +921,8 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         Gravity torque columns of a load's mass and first moment at ``load_frame``
         (:func:`arm_dyn_id.model.payload.payload_regressor`): scales that fail but a
         load the URDF lacks explains are warnings that name it (``CheckResult.load``).
+    load_frame : str, optional
+        That frame's name, for the messages.
 
     Returns
     -------
@@ -936,9 +960,10 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
                 'more poses, longer holds')
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, still=still,
                     holding=_holding(holding, n))
-    checks, found = _load_explains(checks, G, T, nuisance,
-                                   None if load is None else np.asarray(load, dtype=float),
-                                   load_frame, opt)
+    load = None if load is None else np.asarray(load, dtype=float)
+    if load is not None and load.shape != G.shape + (4,):
+        raise DataError(f'load columns {load.shape} must be {G.shape + (4,)}')
+    checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt)
     status, verdict = _overall(checks, effort, 'gravity')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity',
                        found)
@@ -990,7 +1015,7 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
                         'each, while recording')
     idx = idx[::max(1, -(-idx.size // max_samples))]
     fraction = dict(DEFAULTS, **(options or {}))['holding_friction']
-    frame = _load_frame(robot, load_frame)
+    frame = default_load_frame(robot, load_frame)
     return check_gravity(robot.joint_names, nominal_gravity(robot, q[idx]), tau[idx],
                          None if velocity is None else np.asarray(velocity)[idx],
                          torque_constants=torque_constants, effort=effort, options=options,
@@ -999,7 +1024,7 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
                          load_frame=frame)
 
 
-def _load_frame(robot, frame):
+def default_load_frame(robot, frame='auto'):
     """``frame``, or for 'auto' the default payload frame (None if the URDF has none)."""
     if frame != 'auto':
         return frame
@@ -1089,9 +1114,9 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
         :func:`arm_dyn_id.data.preparation.prepare`'s.
     tau : ndarray, (M, n)
         Measured torques through the same filter (N·m).
-    columns : ndarray, (M, n, 2 or 3)
+    columns : ndarray, (M, n, 2 or 3, plus 4 with ``load_frame``)
         :func:`nominal_columns`' output at the samples, through the same filter
-        (``prepare(..., regressor=nominal_columns(robot))``).
+        (``prepare(..., regressor=nominal_columns(robot, payload_frame=load_frame))``).
     features : ndarray, (M, n, 2), optional
         :func:`friction_features`' output, filtered likewise; without it no
         friction is fitted.
@@ -1195,7 +1220,7 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
                     holding=holding_friction(robot, opt['holding_friction']),
                     coulomb=[bool(moving[i] and features is not None) for i in range(n)])
     checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt,
-                                   robust=opt['robust'])
+                                   robust=opt['robust'], still_torque=gravity)
     status, verdict = _overall(checks, effort, 'full')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full', found)
 
@@ -1204,4 +1229,4 @@ __all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError
            'JointCheck', 'CheckResult',
            'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
            'friction_features', 'holding_friction', 'vertical_axes', 'roughness_ratio',
-           'check_gravity', 'check_samples', 'check_dynamics']
+           'check_gravity', 'check_samples', 'check_dynamics', 'default_load_frame']
