@@ -748,8 +748,7 @@ def _load_explains(checks, G, T, nuisance, P, frame, opt, robust=False, still_to
             found = consistent([i for i in judged if i != j])
             if found is None:
                 continue
-            own = _fit(T[:, j], [G[:, j] + P[:, j, :] @ found[0][:4]] + extra[j],
-                       robust)[0][0]
+            own = _scale_with_load(T, G, P, extra, j, found[0], robust)
             if abs(own - 1.0) > opt['scale_fail']:
                 tried.append((abs(own - 1.0), j, found))
         if tried:
@@ -795,9 +794,14 @@ def _fit_load(checks, G, T, P, extra, judged, load_rms, poses, opt, robust):
     se = _se(X, rms, min(opt['effective_samples'], poses) * len(judged))[:4]
     if not (coef[0] > 0 and coef[0] > 3 * se[0]):
         return None
-    scales = {checks[i].joint: float(_fit(T[:, i], [G[:, i] + P[:, i, :] @ coef[:4]]
-                                          + extra[i], robust)[0][0]) for i in judged}
+    scales = {checks[i].joint: _scale_with_load(T, G, P, extra, i, coef, robust)
+              for i in judged}
     return coef, se, scales
+
+
+def _scale_with_load(T, G, P, extra, i, coef, robust):
+    """Joint i's scale against the URDF's torque plus that of the load ``coef[:4]``."""
+    return float(_fit(T[:, i], [G[:, i] + P[:, i, :] @ coef[:4]] + extra[i], robust)[0][0])
 
 
 def _holding(holding, n):
@@ -936,6 +940,9 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
     opt = dict(DEFAULTS, **(options or {}))
     joints, G, T, k_e = _validate(joints, gravity, tau, torque_constants, effort)
     n = len(joints)
+    load = None if load is None else np.asarray(load, dtype=float)
+    if load is not None and load.shape != G.shape + (4,):
+        raise DataError(f'load columns {load.shape} must be {G.shape + (4,)}')
     if dq is None:
         nuisance = [[] for _ in range(n)]
         still = None
@@ -960,9 +967,6 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
                 'more poses, longer holds')
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, still=still,
                     holding=_holding(holding, n))
-    load = None if load is None else np.asarray(load, dtype=float)
-    if load is not None and load.shape != G.shape + (4,):
-        raise DataError(f'load columns {load.shape} must be {G.shape + (4,)}')
     checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt)
     status, verdict = _overall(checks, effort, 'gravity')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity',
