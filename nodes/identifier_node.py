@@ -2,12 +2,15 @@
 
 Accumulates ``joint_torques`` (sensor_msgs/JointState, effort in N·m) and
 ``excitation_segments`` markers, fits on ``~/fit`` or when the excitation is
-``done`` (in a worker thread): gravity (arm_dyn_id.identification.pipeline.fit_gravity)
-or full dynamics (arm_dyn_id.identification.full_dynamics.fit_full), chosen by the
-``dynamics`` parameter (``auto``: the pipeline's choose_dynamics, a Fourier plan ->
-full). It publishes the model on ``~/model`` (YAML) and ``robot_description_identified``
-(URDF, arm_dyn_id.model.export), both transient_local, with the base parameters as
-parameters ``base_parameters.<name>``, and writes every fit to
+``done`` (in a worker thread): gravity or full dynamics, chosen by the ``dynamics``
+parameter (``auto``: the pipeline's choose_dynamics, a Fourier plan -> full). What is
+done with the samples (the fit and its gate, the folder, the contact thresholds,
+``~/check``, ``~/identify_payload``) is arm_dyn_id.service.live_fit; what serves a model
+is arm_dyn_id.service.live_model. This node is their wiring.
+
+It publishes the model on ``~/model`` (YAML) and ``robot_description_identified`` (URDF,
+arm_dyn_id.model.export), both transient_local, with the base parameters as parameters
+``base_parameters.<name>``, and writes every fit to
 ``<model_dir>/<YYYYmmdd-HHMMSS>/`` with a ``latest`` link (arm_dyn_id.service.model_dir).
 
 Serves G(q): a ``gravity_torques`` message for every ``joint_states`` message,
@@ -38,11 +41,7 @@ the 1 kHz paths keep running on the EventsExecutor. See docs/identifier.md.
 import concurrent.futures
 import json
 import math
-import os
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -56,14 +55,8 @@ from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
-from arm_dyn_id.data.motor import effort_reading
-from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
-from arm_dyn_id.identification.payload import identify_payload_samples
-from arm_dyn_id.identification.pipeline import (choose_dynamics, fit_full_samples, fit_gravity,
-                                                judge_full_fit, judge_gravity_fit,
-                                                plan_harmonic_hz)
 from arm_dyn_id.model.export import InconsistentParametersError, identified_urdf
 from arm_dyn_id.model.gate import ModelRefused, admit_model
 from arm_dyn_id.model.robot import Payload, RobotModel
@@ -74,16 +67,18 @@ from arm_dyn_id.nodes.qos import LATCHED_QOS, MARKER_QOS, stream_qos
 from arm_dyn_id.nodes.query_first import QueryFirst
 from arm_dyn_id.nodes.params import (
     Param, arm_config, declare_arm_parameters, declare_parameters, descriptor)
-from arm_dyn_id.service.contact import calibrated_thresholds, thresholds_file
-from arm_dyn_id.service.contact_from_fit import held_out_thresholds
-from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, is_full
-from arm_dyn_id.service.gravity import ServedModel, payload_from
+from arm_dyn_id.service.dynamics import is_full
+from arm_dyn_id.service.gravity import payload_from
 from arm_dyn_id.service.friction_drift import TrackerSettings, state_path
-from arm_dyn_id.service.live_model import LiveFriction, LiveModel, LiveWatch
-from arm_dyn_id.service.model_dir import latest_model_file, resolve_model_dir, write_fit
+from arm_dyn_id.service.live_fit import (
+    FitSettings, check_held_samples, fit_samples, fit_thresholds, payload_from_samples,
+    write_live_fit)
+from arm_dyn_id.service.live_model import (
+    LiveFriction, LiveModel, LiveWatch, ResidualSettings, build_served)
+from arm_dyn_id.service.model_dir import (
+    latest_model_file, render_report, resolve_model_dir)
 from arm_dyn_id.service.payload_watch import WatchSettings
 from arm_dyn_id.service.samples import MarkerLog, SampleBuffer
-from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
 
 NODE_NAME = 'identifier_node'
 BASE_PREFIX = 'base_parameters.'
@@ -91,14 +86,6 @@ ARM_FIELDS = ('joints', 'urdf')     # arm config fields that parameters may over
 FIT_TIMEOUT = 600.0     # s a Trigger reply waits for a fit
 DYNAMICS_MODES = ('auto', 'gravity', 'full')
 EFFORT_KINDS = ('auto', 'current', 'torque')
-
-
-def _moving_forward(t):
-    """Mask of the samples whose stamp moves past every stamp before it: those of a
-    replayed or restarted stream, which go back, are left out of every fit."""
-    keep = np.ones(len(t), dtype=bool)
-    keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
-    return keep
 
 
 class IdentifierNode(Node):
@@ -118,6 +105,10 @@ class IdentifierNode(Node):
         self.gravity = p('gravity').value
         self.payload = payload_from(p('payload_mass').value, p('payload_com').value,
                                     p('payload_frame').value)
+        self.residual_settings = ResidualSettings(
+            p('residual').value, p('joint_states_effort').value, self.config,
+            tuple(p('contact_thresholds').value), tuple(p('observer_gains').value),
+            p('observer_max_gap').value, p('velocity_cutoff').value)
         # the served model, its residual stream, friction drift, payload watch
         # (service.live_model)
         friction, watch = self._friction_settings(), self._payload_watch_settings()
@@ -432,53 +423,11 @@ class IdentifierNode(Node):
         return SetParametersResult(successful=True)
 
     def _build_served(self, model, gravity, payload, model_file=None):
-        """What serves a model: the gravity ServedModel and, for a full model, its
-        ServedDynamics and the joint_states residual (pinocchio equivalent: ~0.1 s).
-        ``model_file``: the model's file, whose folder may hold contact thresholds
-        (default: that of the model served now)."""
-        if is_full(model):
-            dynamics = ServedDynamics(model, gravity, payload)
-            served = ServedModel(model, gravity, payload, fast=dynamics.fast)
-            residual, status = self._residual_for(
-                dynamics, self.served_file if model_file is None else model_file)
-        else:
-            served, dynamics, residual = ServedModel(model, gravity, payload), None, None
-            status = 'off: a gravity model (the residual needs a full-dynamics model)'
-        return {'served': served, 'dynamics': dynamics, 'residual': residual,
-                'residual_status': status}
-
-    def _residual_for(self, dynamics, model_file):
-        """(ResidualStream or None, status line) for a served full model."""
-        p = self.get_parameter
-        if not p('residual').value:
-            return None, 'off (parameter residual is false)'
-        if not dynamics.fast.exact:
-            return None, 'off: the model has no pinocchio equivalent (a massless body)'
-        # joint_states_effort or config_file when given, else the model file's measurement
-        try:
-            reading = effort_reading(dynamics.joints, dynamics.model.measurement,
-                                     effort=p('joint_states_effort').value, config=self.config,
-                                     model_joints=dynamics.model.joint_names)
-        except (ConfigError, JointNameError) as exc:
-            return None, f'off: {exc}'
-        thresholds = np.asarray(p('contact_thresholds').value, dtype=float)
-        thresholds = None if np.all(thresholds <= 0) else \
-            np.where(thresholds > 0, thresholds, np.inf)
-        # no thresholds given: the calibrated ones of the model's folder, when there are
-        calibrated, why = (None, '') if thresholds is not None else calibrated_thresholds(
-            model_file, dynamics.joints, p('observer_gains').value,
-            dynamics.model)
-        stream = ResidualStream(dynamics, p('observer_gains').value,
-                                thresholds if calibrated is None else calibrated,
-                                p('observer_max_gap').value, p('velocity_cutoff').value,
-                                torque_gains=reading.gains, offsets=reading.offsets)
-        if calibrated is not None:
-            what = f'contact by the calibrated thresholds {why}'
-        elif thresholds is None:
-            what = 'no contact flag' + (f' ({why})' if why else '')
-        else:
-            what = f'contact above {np.round(stream.observer.thresholds, 4).tolist()} N·m'
-        return stream, f'on ({reading.describe()}; {what})'
+        """What serves a model (service.live_model.build_served); ``model_file``: the
+        model's file, whose folder may hold contact thresholds (default: that of the model
+        served now)."""
+        return build_served(model, gravity, payload, self.residual_settings,
+                            self.served_file if model_file is None else model_file)
 
     def _install(self, built):
         """Swap the served objects in (each one reference: the 1 kHz paths take no lock)."""
@@ -563,138 +512,54 @@ class IdentifierNode(Node):
         return done
 
     def _fit_job(self, t, q, tau, markers):
-        """In the worker: choose gravity or full, fit, prepare for serving, write the folder."""
-        started = time.monotonic()
-        choice = choose_dynamics(t, q, markers, mode=self.dynamics_mode)
-        if choice.kind == 'full':
-            fitted, summary = self._fit_full(t, q, tau, markers)
-            verdict = judge_full_fit(fitted, self.robot, tau, effort='torque')
-        else:
-            fitted = self._fit(t, q, tau, markers)
-            summary = (f'{fitted.result.method}; residual RMS '
-                       f'{np.round(fitted.result.residual_rms(), 4).tolist()} N·m')
-            verdict = judge_gravity_fit(fitted, self.robot, tau, effort='torque')
-        model, validation = fitted.model, fitted.validation
-        if not verdict.ok:
-            # the same data gate as arm-dyn-id fit: a fit it refuses is never served
-            raise DataError(f'{choice.kind} fit refused by the data gate: {verdict.reason}')
-        seconds = time.monotonic() - started
-        model.metadata.setdefault('dynamics_choice', choice.to_dict())
-        # what joint_states.effort carries (the recorder's conversion), for who serves it
-        model.metadata.setdefault('measurement', effort_reading(
-            model.joint_names, effort=self.get_parameter('joint_states_effort').value,
-            config=self.config).measurement())
-        prepared = self._prepare(model, source=f'fit of {len(t)} samples ({choice.kind})',
-                                 model_file='')
-        written, folder = self._write_fit(model, prepared['urdf'], validation, choice)
+        """In the worker: fit (service.live_fit), prepare for serving, write the folder."""
+        p = self.get_parameter
+        fit = fit_samples(self.robot, self.config, t, q, tau, markers, FitSettings(
+            self.dynamics_mode, self.methods, tuple(p('full_methods').value),
+            p('joint_states_effort').value))
+        prepared = self._prepare(fit.model, source=f'fit of {len(t)} samples '
+                                 f'({fit.choice.kind})', model_file='')
+        written, folder = self._write_fit(fit, prepared['urdf'])
         if folder is not None:
             prepared['model_file'] = str(folder / 'model.yaml')
-            if choice.kind == 'full' and self.get_parameter('write_thresholds').value:
-                written += self._fit_thresholds(model, t, q, tau, prepared)
+            if fit.choice.kind == 'full' and p('write_thresholds').value:
+                written += self._fit_thresholds(fit, t, q, tau, prepared)
         prepared['written'] = written
-        return prepared, (
-            f'{choice.kind} dynamics ({choice.reason}): fitted {model.base.count} base '
-            f'parameters from {len(t)} samples with {summary} in {seconds:.2f} s; {written}')
+        return prepared, fit.message(written)
 
-    def _fit_full(self, t, q, tau, markers):
-        """Full dynamics with friction, all samples: the pipeline of ``arm-dyn-id fit``
-        (identification.pipeline.fit_full_samples).
-
-        Returns (FullPipelineFit, one-line summary).
-        """
-        keep = _moving_forward(t)
-        fitted = fit_full_samples(
-            self.robot, t[keep], q[keep], tau[keep], config=self.config,
-            harmonic_hz=plan_harmonic_hz(markers),
-            methods=tuple(self.get_parameter('full_methods').value),
-            robot_name=self.config.robot_name,
-            provenance={'data': 'live joint_torques', 'config': str(self.config.source or '')})
-        model = fitted.model
-        fit = model.metadata.get('fit', {})
-        consistent = 'physically consistent' if model.consistent else 'not consistent'
-        return fitted, f'{fit.get("method", "?")} ({consistent})'
-
-    def _write_fit(self, model, urdf, validation, choice):
+    def _write_fit(self, fit, urdf):
         """Write the fit's folder under model_dir and move ``latest``; a sentence saying
-        where (or why not: the model is served either way)."""
-        validation = dict(validation or {})
-        validation.setdefault('fit_summary', {})
-        if isinstance(validation['fit_summary'], dict):
-            validation['fit_summary'] = dict(validation['fit_summary'],
-                                             dynamics=choice.to_dict(),
-                                             source='identifier_node live fit')
+        where (or why not: the model is served either way), and the folder or None."""
         try:
-            paths = write_fit(self.model_root, model, urdf, validation, report=False)
+            paths = write_live_fit(self.model_root, fit, urdf)
         except OSError as exc:
             self._error('model_dir write failed')
             self.get_logger().error(f'could not write the fit under {self.model_root}: {exc}')
             return f'NOT written to {self.model_root}: {exc}', None
         self.last_fit_dir = str(paths['folder'])
         if self.get_parameter('write_report').value:
-            # the plots take seconds: rendered after the reply, in the same worker
-            self._worker.submit(self._render_report, paths['folder'])
+            # the plots take seconds: rendered after the reply, by a child process
+            self._worker.submit(render_report, paths['folder'], self._report_failed)
         return f'written to {paths["folder"]} (latest -> it)', Path(paths['folder'])
 
-    def _fit_thresholds(self, model, t, q, tau, prepared):
-        """contact_thresholds.yaml in the fit's folder from the fit's own held-out residuals
-        (service.contact_from_fit, as ``arm-dyn-id fit``), and the residual stream rebuilt
-        to use them; the sentence to add to the fit's message."""
+    def _fit_thresholds(self, fit, t, q, tau, prepared):
+        """contact_thresholds.yaml in the fit's folder (service.live_fit.fit_thresholds)
+        and the residual stream rebuilt to use them; the sentence to add to the message."""
         path = prepared['model_file']
-        keep = _moving_forward(t)                   # the samples fitted
         try:
-            thresholds, info = held_out_thresholds(
-                self.robot, model, t[keep], q[keep], tau[keep], model_file=path,
-                observer_gains=self.get_parameter('observer_gains').value)
-            thresholds.save(thresholds_file(path))
+            said = fit_thresholds(self.robot, fit, t, q, tau, path,
+                                  self.get_parameter('observer_gains').value)
         except (ConfigError, DataError, OSError, ValueError) as exc:
             self.get_logger().warning(f'no contact thresholds from this fit: {exc}')
             return f'; no contact thresholds ({exc})'
-        prepared['built'] = self._build_served(model, self.gravity, self.payload, path)
-        start, end = info['held_out_s']
-        return f'; contact thresholds from its last {end - start:.3g} s held out'
-
-    def _render_report(self, folder):
-        """``arm-dyn-id report <folder>`` in a child process at low priority: matplotlib
-        would hold this process's GIL for seconds, starving the 1 kHz callbacks. The child
-        has a session of its own and is not waited for at shutdown: a node stopped right
-        after a fit still leaves the report complete (a daemon thread reaps the child)."""
-        command = [sys.executable, '-m', 'arm_dyn_id', 'report', str(folder)]
-        try:
-            child = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True,
-                                     preexec_fn=lambda: os.nice(10))
-        except OSError as exc:
-            self._report_failed(folder, str(exc))
-            return
-
-        def reap():
-            _, err = child.communicate()
-            if child.returncode != 0 and not self._stopping:
-                self._report_failed(folder, (err.strip().splitlines() or
-                                             [f'exit code {child.returncode}'])[-1])
-        threading.Thread(target=reap, daemon=True, name='report').start()
+        prepared['built'] = self._build_served(fit.model, self.gravity, self.payload, path)
+        return said
 
     def _report_failed(self, folder, why):
+        if self._stopping:
+            return
         self._error('report failed')
         self.get_logger().warning(f'report.html not rendered in {folder}: {why}')
-
-    def _fit(self, t, q, tau, markers):
-        """The gravity fit: samples (N,), (N, n), (N, n) and markers in, a fit out.
-
-        The same pipeline as ``arm-dyn-id fit`` (identification.pipeline), on every
-        pair (no hold-out: the node fits all it recorded) and on the excitation
-        node's markers only (no sweep detection on live data).
-        """
-        if not markers:
-            raise DataError(f'no segment markers: {len(t)} samples but nothing on '
-                            'excitation_segments; forward/backward averaging needs them')
-        return fit_gravity(self.robot, t, q, tau, markers, noise=self.config.torque_noise,
-                           methods=self.methods, holdout=0.0, segments='markers',
-                           robot_name=self.config.robot_name,
-                           provenance={'data': 'live joint_torques',
-                                       'config': str(self.config.source or '')},
-                           where='live data')
 
     def _prepare(self, model, source, model_file):
         """Everything that is slow about a new model, done in the worker; ``model_file``:
@@ -808,30 +673,11 @@ class IdentifierNode(Node):
             self._reload_pending = self.request_reload('file changed')
 
     def check(self):
-        """The pre-flight check on the samples held; (success, table or reason).
-
-        Quasi-static samples (arm_dyn_id.data.segmentation.quasi_static_mask) of
-        the torques received, against the nominal URDF's gravity; success is
-        False when a joint fails or no joint could be checked.
-        """
+        """The pre-flight check on the samples held (service.live_fit.check_held_samples);
+        (success, table or reason)."""
         if self.serve_only or self.buffer is None:
             return False, 'serve_only is true: this node holds no samples to check'
-        t, q, tau = self.buffer.snapshot()
-        if len(t) == 0:
-            return False, ('no data: no joint_torques samples received yet; hold the arm '
-                           'still at a few poses (or move it slowly) with the recorder running')
-        keep = _moving_forward(t)
-        t, q, tau = t[keep], q[keep], tau[keep]
-        try:
-            mask = quasi_static_mask(t, q)
-            velocity = filtered_derivatives(t, q)[1]
-            result = check_samples(self.robot, q, tau, mask=mask, velocity=velocity,
-                                   torque_constants=np.abs(self.config.joint_torque_gains))
-        except DataError as exc:
-            return False, f'check not possible: {exc}'
-        head = (f'pre-flight check of {len(t)} samples ({result.n_samples} quasi-static) '
-                f'against {self.config.urdf}\n\n')
-        return result.status not in (FAIL, UNTESTABLE), head + result.table()
+        return check_held_samples(self.robot, self.config, *self.buffer.snapshot())
 
     def save(self):
         """Write the current model to ``model_file`` (atomic); (success, message)."""
@@ -995,43 +841,24 @@ class IdentifierNode(Node):
 
     # -- payload ------------------------------------------------------------
     def identify_payload(self):
-        """Payload from the last ``payload_window`` s of samples, arm model frozen.
-
-        identification.payload.identify_payload_samples on the served model at
-        ``payload_frame`` (a full model: any motion, filtered like its fit; a gravity
-        model: sweep pairs, else holds and slow motion). (success, message):
-        the message is JSON ``{mass, com, frame, mass_std, com_std, samples}``.
+        """Payload from the last ``payload_window`` s of samples at ``payload_frame``, the
+        served arm model frozen (service.live_fit.payload_from_samples, the entry point of
+        ``arm-dyn-id payload``). (success, message): the message is JSON ``{mass, com,
+        frame, mass_std, com_std, samples}``.
         """
         if self.serve_only or self.buffer is None:
             return False, 'serve_only is true: this node holds no samples to identify from'
         model = self.model
         if model is None:
             return False, 'no arm model yet: fit one (~/fit) or ~/reload before the payload'
-        t, q, tau = self.buffer.snapshot()
-        if len(t) == 0:
-            return False, ('no data: no joint_torques samples received; move the arm with '
-                           'the payload attached while the recorder runs')
-        window = self.get_parameter('payload_window').value
-        keep = t >= t[-1] - window
-        t, q, tau = t[keep], q[keep], tau[keep]
-        markers = [m for m in self.marker_log.markers if m.get('t', -np.inf) >= t[0] - 1.0]
-        frame = self.get_parameter('payload_frame').value
-        keep = _moving_forward(t)
+        p = self.get_parameter
         try:
-            # the same entry point as `arm-dyn-id payload`
-            fit = identify_payload_samples(model, t[keep], q[keep], tau[keep],
-                                           markers=markers or None,
-                                           noise=self.config.torque_noise, frame=frame)
-        except (DataError, JointNameError, ValueError) as exc:
-            return False, f'payload not identified from {len(t)} samples: {exc}'
-        self.payload_fit = fit
-        doc = {'mass': fit.payload.mass, 'com': list(fit.payload.com), 'frame': frame,
-               'mass_std': float(fit.std_errors[0]),
-               'com_std': [float(x) for x in fit.com_std_errors], 'samples': int(len(t))}
-        inertia = getattr(fit.payload, 'inertia', None)
-        if inertia is not None:
-            doc['inertia'] = np.asarray(inertia, dtype=float).tolist()
-        return True, json.dumps(doc)
+            self.payload_fit, doc = payload_from_samples(
+                model, *self.buffer.snapshot(), list(self.marker_log.markers),
+                p('payload_window').value, p('payload_frame').value, self.config.torque_noise)
+        except DataError as exc:
+            return False, str(exc)
+        return True, doc
 
     def apply_payload(self, payload=None):
         """Serve the last identified payload, or ``payload`` (the payload watch's; False:

@@ -16,6 +16,9 @@ messages; what happens in between lives here:
 - the payload watch (:class:`LiveWatch`): arm_dyn_id.service.payload_watch fed with the
   stream's residual; what it decides is published, and an applied (or reverted) payload
   comes back as a new model through :meth:`LiveModel.install`.
+
+:func:`build_served` makes what :meth:`LiveModel.install` swaps in, from a model, the
+gravity and payload served and the residual's settings (:class:`ResidualSettings`).
 """
 
 import concurrent.futures
@@ -25,14 +28,82 @@ from dataclasses import dataclass
 import numpy as np
 
 from arm_dyn_id.data.joint_states import Rejection
-from arm_dyn_id.errors import JointNameError
+from arm_dyn_id.data.motor import effort_reading
+from arm_dyn_id.errors import ConfigError, JointNameError
 from arm_dyn_id.identification.payload import arm_model_error
-from arm_dyn_id.service.dynamics import answer_dynamics_query
+from arm_dyn_id.service.contact import calibrated_thresholds
+from arm_dyn_id.service.dynamics import (
+    ResidualStream, ServedDynamics, answer_dynamics_query, is_full)
 from arm_dyn_id.service.friction_drift import FrictionTracker, model_id, save_state
-from arm_dyn_id.service.gravity import answer_query
+from arm_dyn_id.service.gravity import ServedModel, answer_query
 from arm_dyn_id.service.payload_watch import APPLIED, REVERTED, PayloadWatch
 
 NO_MODEL_STATUS = 'no full-dynamics model'
+
+
+@dataclass(frozen=True)
+class ResidualSettings:
+    """The joint_states residual of a full model (the identifier's parameters of the same
+    names): ``on``; ``effort`` ('auto', 'current', 'torque') and ``config`` (an ArmConfig
+    or None), what joint_states.effort carries; ``contact_thresholds`` (N·m, one or one
+    per joint; all 0: the calibrated ones of the model's folder, when there are);
+    ``observer_gains`` (1/s); ``max_gap`` (s); ``velocity_cutoff`` (Hz)."""
+
+    on: bool = True
+    effort: str = 'auto'
+    config: object = None
+    contact_thresholds: tuple = (0.0,)
+    observer_gains: tuple = (25.0,)
+    max_gap: float = 0.05
+    velocity_cutoff: float = 20.0
+
+    def stream(self, dynamics, model_file):
+        """(ResidualStream or None, status line) for a served full model; ``model_file``:
+        the model's file, whose folder may hold calibrated contact thresholds."""
+        if not self.on:
+            return None, 'off (parameter residual is false)'
+        if not dynamics.fast.exact:
+            return None, 'off: the model has no pinocchio equivalent (a massless body)'
+        # the effort kind or config when given, else the model file's measurement
+        try:
+            reading = effort_reading(dynamics.joints, dynamics.model.measurement,
+                                     effort=self.effort, config=self.config,
+                                     model_joints=dynamics.model.joint_names)
+        except (ConfigError, JointNameError) as exc:
+            return None, f'off: {exc}'
+        thresholds = np.asarray(self.contact_thresholds, dtype=float)
+        thresholds = None if np.all(thresholds <= 0) else \
+            np.where(thresholds > 0, thresholds, np.inf)
+        # no thresholds given: the calibrated ones of the model's folder, when there are
+        calibrated, why = (None, '') if thresholds is not None else calibrated_thresholds(
+            model_file, dynamics.joints, self.observer_gains, dynamics.model)
+        stream = ResidualStream(dynamics, self.observer_gains,
+                                thresholds if calibrated is None else calibrated,
+                                self.max_gap, self.velocity_cutoff,
+                                torque_gains=reading.gains, offsets=reading.offsets)
+        if calibrated is not None:
+            what = f'contact by the calibrated thresholds {why}'
+        elif thresholds is None:
+            what = 'no contact flag' + (f' ({why})' if why else '')
+        else:
+            what = f'contact above {np.round(stream.observer.thresholds, 4).tolist()} N·m'
+        return stream, f'on ({reading.describe()}; {what})'
+
+
+def build_served(model, gravity, payload, residual=ResidualSettings(), model_file=''):
+    """What serves ``model`` (what :meth:`LiveModel.install` takes): the gravity
+    ServedModel and, for a full model, its ServedDynamics and the joint_states residual
+    (pinocchio equivalent: ~0.1 s). ``gravity``: m/s^2 (0: the fit's); ``payload``: a
+    Payload or None; ``model_file``: the model's file (its folder: contact thresholds)."""
+    if is_full(model):
+        dynamics = ServedDynamics(model, gravity, payload)
+        served = ServedModel(model, gravity, payload, fast=dynamics.fast)
+        stream, status = residual.stream(dynamics, model_file)
+    else:
+        served, dynamics, stream = ServedModel(model, gravity, payload), None, None
+        status = 'off: a gravity model (the residual needs a full-dynamics model)'
+    return {'served': served, 'dynamics': dynamics, 'residual': stream,
+            'residual_status': status}
 
 
 @dataclass

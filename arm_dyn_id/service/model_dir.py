@@ -12,6 +12,9 @@ itself is written before the link moves.
 import datetime
 import json
 import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 from arm_dyn_id.data.bag_writer import json_default
@@ -120,5 +123,32 @@ def write_fit(root, model, urdf_text=None, validation=None, report=True, now=Non
     return paths
 
 
+def render_report(folder, failed=None):
+    """``arm-dyn-id report <folder>`` in a child process at low priority, not waited for.
+
+    matplotlib would hold the caller's GIL for seconds (the identifier's 1 kHz callbacks
+    starve). The child has a session of its own, so a node stopped right after a fit
+    still leaves the report complete; a daemon thread reaps it and calls
+    ``failed(folder, why)`` when it could not start or did not succeed.
+    """
+    command = [sys.executable, '-m', 'arm_dyn_id', 'report', str(folder)]
+    try:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True, start_new_session=True,
+                                 preexec_fn=lambda: os.nice(10))
+    except OSError as exc:
+        if failed is not None:
+            failed(folder, str(exc))
+        return None
+
+    def reap():
+        _, err = child.communicate()
+        if child.returncode != 0 and failed is not None:
+            failed(folder, (err.strip().splitlines() or
+                            [f'exit code {child.returncode}'])[-1])
+    threading.Thread(target=reap, daemon=True, name='report').start()
+    return child
+
+
 __all__ = ['default_model_dir', 'resolve_model_dir', 'latest_model_file', 'new_fit_folder',
-           'point_latest', 'write_fit', 'LATEST']
+           'point_latest', 'write_fit', 'render_report', 'LATEST']
