@@ -378,7 +378,7 @@ def test_error_missing_bag(tmp_path):
 def test_error_missing_urdf_is_the_cause(tmp_path, data):
     """A --urdf that does not exist is named (it was reported as 'parameter joints = None',
     since the joints default to the URDF's); check and calibrate set the arm up the same way
-    (cli.common.arm_setup)."""
+    (cli.arm.arm_setup)."""
     bag = write_synthetic_bag(tmp_path / 'bag', data)
     line = _one_error_line(run_cli('fit', bag, '--urdf', tmp_path / 'arm.urdf',
                                    '--torque-constants', '1,1,1,1,1,1', '--out', tmp_path / 'o'))

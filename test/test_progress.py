@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from arm_bags import Arm, write_arm_bag
-from arm_dyn_id.cli.common import Progress, describe_quality
+from arm_dyn_id.cli.bags import describe_quality
+from arm_dyn_id.cli.progress import Progress
 from arm_dyn_id.data.bag_writer import write_bag
 from arm_dyn_id.data.quality import delivered_fraction, loss_warning, stream_quality
 
@@ -32,7 +33,7 @@ HUMANOID = ROOT / 'urdf' / 'humanoid_arm.urdf'
 #: 40 updates with a phase line in the middle, a phase after it
 DRIVER = '''
 import sys
-from arm_dyn_id.cli.common import Progress
+from arm_dyn_id.cli.progress import Progress
 p = Progress(interval=float(sys.argv[1]))
 p.phase('opening')
 bar = p.bar('reading')
@@ -116,7 +117,7 @@ def test_bar_on_a_terminal_is_one_line_redrawn_in_place():
 def test_bar_fits_a_narrow_terminal():
     """40 columns: the bar gets shorter so that percent and time stay on the line (a line
     longer than the terminal would wrap, and \r would redraw only its last part)."""
-    driver = ('from arm_dyn_id.cli.common import Progress\n'
+    driver = ('from arm_dyn_id.cli.progress import Progress\n'
               'bar = Progress().bar("design")\n'
               'for i in range(1, 11):\n'
               '    bar(i, 10, note="best objective 0.0163214")\n')

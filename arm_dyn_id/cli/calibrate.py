@@ -73,7 +73,7 @@ def add_arguments(parser):
 
 def _setup(args, stored):
     """(config, conversion with k = 1): the arm, effort read as current (signs kept)."""
-    from arm_dyn_id.cli.common import arm_setup
+    from arm_dyn_id.cli.arm import arm_setup
     base = dict(config=args.config, urdf=args.urdf, joints=args.joints,
                 gravity_vector=args.gravity_vector, torque_constants=None)
     config, _ = arm_setup(Namespace(**base, effort='torque'), stored)
@@ -84,7 +84,9 @@ def _setup(args, stored):
 
 
 def run(args):
-    from arm_dyn_id.cli.common import Progress, read, write_json
+    from arm_dyn_id.cli.bags import read
+    from arm_dyn_id.cli.output import write_json
+    from arm_dyn_id.cli.progress import Progress
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.errors import ConfigError, DataError, JointNameError
     from arm_dyn_id.identification.calibration import calibrate, default_frame

@@ -33,7 +33,7 @@ EXIT_UNTESTABLE, EXIT_FAILED = 3, 4
 
 
 def add_arguments(parser):
-    from arm_dyn_id.cli.common import add_data_arguments
+    from arm_dyn_id.cli.options import add_data_arguments
     add_data_arguments(parser)
     if not any('--effort' in a.option_strings for a in parser._actions):
         parser.add_argument('--effort', choices=('current', 'torque'), default='current',
@@ -67,9 +67,9 @@ def add_arguments(parser):
 def _plain_conversion(args, urdf):
     """Current -> torque for a bag without stored configuration, joints from the URDF.
 
-    Used only when :func:`arm_dyn_id.cli.common.arm_setup` gives none.
+    Used only when :func:`arm_dyn_id.cli.arm.arm_setup` gives none.
     """
-    from arm_dyn_id.cli.common import parse_constants
+    from arm_dyn_id.cli.options import parse_constants
     from arm_dyn_id.data.motor import CurrentToTorque
     from arm_dyn_id.errors import ConfigError
     from arm_dyn_id.model.robot import RobotModel
@@ -185,8 +185,11 @@ def _full_check(rec, robot, k_e, effort, cutoff, progress, options=None):
 
 
 def run(args):
-    from arm_dyn_id.cli.common import (Progress, arm_setup, check_gravity_options,
-                                       parse_constants, read, urdf_for, write_json)
+    from arm_dyn_id.cli.arm import arm_setup, urdf_for
+    from arm_dyn_id.cli.bags import read
+    from arm_dyn_id.cli.options import check_gravity_options, parse_constants
+    from arm_dyn_id.cli.output import write_json
+    from arm_dyn_id.cli.progress import Progress
     from arm_dyn_id.data.bag_reader import read_stored_config
     from arm_dyn_id.data.segmentation import (QUASI_STATIC_SPEED, filtered_derivatives,
                                               quasi_static_mask)

@@ -40,7 +40,7 @@ def add_arguments(parser):
 
 def _progress_bar():
     """``progress(percent, best)`` for the optimisers: a bar on a terminal, lines when piped."""
-    from arm_dyn_id.cli.common import Progress
+    from arm_dyn_id.cli.progress import Progress
     bar = Progress().bar('design')
 
     def report(percent, best):

@@ -51,9 +51,11 @@ from pathlib import Path
 import numpy as np
 
 from arm_dyn_id.cli import fit_floating
-from arm_dyn_id.cli.common import (Progress, add_data_arguments, arm_setup, check_out,
-                                   check_same_robot, metrics_text, parse_methods, read_all,
-                                   write_json)
+from arm_dyn_id.cli.arm import arm_setup, check_same_robot
+from arm_dyn_id.cli.bags import read_all
+from arm_dyn_id.cli.options import add_data_arguments, parse_methods
+from arm_dyn_id.cli.output import check_out, metrics_text, write_json
+from arm_dyn_id.cli.progress import Progress
 
 from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arm_dyn_id.cli.common import check_out, write_json
+from arm_dyn_id.cli.output import check_out, write_json
 from arm_dyn_id.errors import ConfigError, DataError
 
 #: a fit whose held-out error exceeds the nominal URDF's by this factor is refused
@@ -89,7 +89,7 @@ def _read(path, config, progress, what):
 
 def run_floating(args, config):
     """``arm-dyn-id fit`` of a floating-base robot. Returns the exit code."""
-    from arm_dyn_id.cli.common import Progress
+    from arm_dyn_id.cli.progress import Progress
     from arm_dyn_id.identification.floating_fit import fit_floating
     from arm_dyn_id.identification.floating_fit import ESTIMATORS
     progress = Progress(quiet=args.quiet)

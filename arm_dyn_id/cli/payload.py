@@ -26,7 +26,7 @@ HELP = 'identify a payload (mass, centre of mass, inertia) with the arm model fr
 
 
 def add_arguments(parser):
-    from arm_dyn_id.cli.common import add_data_arguments
+    from arm_dyn_id.cli.options import add_data_arguments
     parser.add_argument('model', type=Path, help='model.yaml of the arm without the payload')
     add_data_arguments(parser)
     parser.add_argument('--frame',
@@ -44,8 +44,11 @@ def add_arguments(parser):
 
 def run(args):
     import sys
-    from arm_dyn_id.cli.common import (Progress, check_gravity_options, model_for_bags,
-                                       model_on_recording, read, write_json)
+    from arm_dyn_id.cli.arm import model_for_bags, model_on_recording
+    from arm_dyn_id.cli.bags import read
+    from arm_dyn_id.cli.options import check_gravity_options
+    from arm_dyn_id.cli.output import write_json
+    from arm_dyn_id.cli.progress import Progress
     from arm_dyn_id.identification.payload import (NoPayloadError, PayloadDataRefused,
                                                    identify_payload_samples, payload_frame)
     from arm_dyn_id.identification.pipeline import noise_estimate

@@ -33,7 +33,7 @@ HELP = 'the node\'s residual and contact flag on bags; --calibrate derives the t
 
 
 def add_arguments(parser):
-    from arm_dyn_id.cli.common import add_data_arguments
+    from arm_dyn_id.cli.options import add_data_arguments
     from arm_dyn_id.service import contact
     parser.add_argument('model', type=Path, help='model.yaml of a full-dynamics fit')
     add_data_arguments(parser, several=True)
@@ -72,7 +72,10 @@ def add_arguments(parser):
 
 
 def run(args):
-    from arm_dyn_id.cli.common import Progress, model_for_bags, read, write_json
+    from arm_dyn_id.cli.arm import model_for_bags
+    from arm_dyn_id.cli.bags import read
+    from arm_dyn_id.cli.output import write_json
+    from arm_dyn_id.cli.progress import Progress
     from arm_dyn_id.errors import DataError
     from arm_dyn_id.service import contact
     from arm_dyn_id.service.dynamics import ServedDynamics
@@ -135,7 +138,7 @@ def run(args):
 
 
 def _gains(text, n, thresholds):
-    from arm_dyn_id.cli.common import parse_constants
+    from arm_dyn_id.cli.options import parse_constants
     values = parse_constants(str(text), option='--gains', unit='1/s')
     values = np.full(n, values[0]) if len(values) == 1 else np.asarray(values)
     if values.shape != (n,) or np.any(values <= 0):
@@ -201,7 +204,7 @@ def _calibrate(args, served, model, gains, settings, recs, bags, progress):
           f'{th.persistence:g} s')
     print(f'thresholds: {out}')
     if args.json:
-        from arm_dyn_id.cli.common import write_json
+        from arm_dyn_id.cli.output import write_json
         print(f'json: {write_json(args.json.expanduser(), {"thresholds": th.to_dict()})}')
     return 0
 

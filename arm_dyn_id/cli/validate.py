@@ -53,7 +53,7 @@ STILL = ('a joint held still holds its friction at rest (stiction) and drive off
 
 
 def add_arguments(parser):
-    from arm_dyn_id.cli.common import add_data_arguments
+    from arm_dyn_id.cli.options import add_data_arguments
     parser.add_argument('model', type=Path, help='model.yaml written by arm-dyn-id fit')
     add_data_arguments(parser, several=True)
     parser.add_argument('--gravity', type=float,
@@ -73,9 +73,11 @@ def add_arguments(parser):
 
 def run(args):
     from arm_dyn_id.cli import EXIT_REFUSED
-    from arm_dyn_id.cli.common import (Progress, check_gravity_options, metrics_text,
-                                       model_for_bags, model_on_recording, read_all,
-                                       write_json)
+    from arm_dyn_id.cli.arm import model_for_bags, model_on_recording
+    from arm_dyn_id.cli.bags import read_all
+    from arm_dyn_id.cli.options import check_gravity_options
+    from arm_dyn_id.cli.output import metrics_text, write_json
+    from arm_dyn_id.cli.progress import Progress
     from arm_dyn_id.errors import DataError
     from arm_dyn_id.identification.pairing import pair_sweeps, sweeps_from_markers
     from arm_dyn_id.identification.pipeline import (choose_markers, metrics_dict,

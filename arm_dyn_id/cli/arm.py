@@ -1,0 +1,210 @@
+"""The arm of a command: its configuration and current conversion from the options, the
+--config file or the bag, the model gate for a model applied to bags, the same robot
+across bag and config.
+
+Argument parsing and printing only: the work is in the lower wings.
+"""
+
+from pathlib import Path
+
+from arm_dyn_id.cli.options import check_gravity_options, given_robot, parse_constants
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
+
+
+def arm_setup(args, stored=None):
+    """The arm of a command: configuration and current conversion from options and bag.
+
+    Sources, highest first: the options (--urdf, --joints, --torque-constants,
+    --effort, --gravity, --gravity-vector), the --config file, the configuration a
+    recorder stored in the bag. Joints default to the URDF's movable joints;
+    limits are not needed offline.
+
+    Returns
+    -------
+    config : ArmConfig
+    conversion : CurrentToTorque
+        Effort -> joint torque (identity for ``--effort torque``).
+
+    Raises
+    ------
+    ConfigError, DataError, URDFError
+        One line naming the missing or wrong option, key or file.
+    """
+    import dataclasses
+    from arm_dyn_id.config import ARM_KEYS, ArmConfig, check_keys, read_parameter_file
+    from arm_dyn_id.data.motor import CurrentToTorque
+    from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.paths import resolve_data_file
+    effort = getattr(args, 'effort', None) or 'current'
+    magnitude, direction = check_gravity_options(args)
+    params, base_dir, source = {}, None, None
+    if args.config is not None:
+        resolved = resolve_data_file(args.config, 'config')
+        params = read_parameter_file(resolved)
+        check_keys(params, resolved)
+        base_dir, source = resolved.parent, resolved
+    elif stored:
+        params = {k: v for k, v in stored.items() if k in ARM_KEYS and k != 'urdf'}
+        urdf = _stored_urdf(stored)
+        if urdf is not None:
+            params['urdf'] = str(urdf)
+    if args.urdf is not None:
+        params['urdf'] = str(args.urdf.expanduser().resolve())
+    if not params.get('urdf'):
+        raise DataError('no URDF for the arm: pass --urdf PATH (or --config naming its urdf)')
+    urdf = resolve_data_file(params['urdf'], 'urdf', base_dir) \
+        if isinstance(params['urdf'], str) else None
+    if urdf is not None and not urdf.is_file():
+        # said first: the joints default to the URDF's, and a missing URDF is the cause
+        given = '--urdf' if args.urdf is not None else f'the urdf of {source or "the bag"}'
+        raise URDFError(f'{given} {urdf} does not exist (or is not a file)')
+    if getattr(args, 'joints', None):
+        params['joints'] = [j.strip() for j in args.joints.split(',') if j.strip()]
+    if 'joints' not in params and urdf is not None and urdf.is_file():
+        params['joints'] = list(RobotModel.from_urdf(urdf).joint_names)
+    joints = params.get('joints') if isinstance(params.get('joints'), list) else None
+    n = len(joints) if joints else None
+    if args.torque_constants:
+        if effort == 'torque':
+            raise ConfigError('--torque-constants with --effort torque: effort is already '
+                              'joint torque (N·m); drop one of them')
+        params['torque_constants'] = parse_constants(args.torque_constants, n)
+    if effort == 'torque':
+        for key in ('torque_constants', 'current_signs', 'current_offsets', 'gear_ratios',
+                    'efficiencies'):
+            params.pop(key, None)
+    elif 'torque_constants' not in params:
+        raise ConfigError(f'effort is read as motor current (A): pass --torque-constants '
+                          f'K1,...,K{n or "n"} (N·m/A, one per joint in the order '
+                          f'{joints}), --effort torque if it is already N·m, or --config')
+    config = ArmConfig.from_params(params, base_dir=base_dir, source=source,
+                                   need_limits=False,
+                                   need_torque_constants=effort == 'current')
+    if magnitude is not None or direction is not None:
+        config = dataclasses.replace(
+            config, gravity=config.gravity if magnitude is None else magnitude,
+            gravity_direction=config.gravity_direction if direction is None else direction)
+    return config, CurrentToTorque.from_config(config)
+
+
+def _stored_urdf(stored):
+    """The URDF a recorder bag's stored config names, when it is found; else None."""
+    from arm_dyn_id.paths import resolve_data_file
+    source = stored.get('config_file')
+    if source and Path(source).is_file():
+        from arm_dyn_id.config import read_parameter_file
+        try:
+            name = read_parameter_file(source).get('urdf')
+            if name:
+                path = resolve_data_file(name, 'urdf', Path(source).parent)
+                if path.is_file():
+                    return path
+        except ConfigError:
+            pass
+    if stored.get('urdf'):
+        path = resolve_data_file(stored['urdf'], 'urdf')
+        if path.is_file():
+            return path
+    return None
+
+
+def urdf_for(args, config, stored):
+    """The URDF path: --urdf, the config's, or the stored config's (file beside/shipped)."""
+    if args.urdf is not None:
+        return args.urdf.expanduser()
+    if config is not None:
+        return config.urdf
+    if stored:
+        path = _stored_urdf(stored)
+        if path is not None:
+            return path
+    raise DataError('no URDF for the fit: pass --config (an arm config naming its urdf) or '
+                    '--urdf PATH')
+
+
+def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
+    """THE model gate for a command that applies ``args.model`` to ``bags``.
+
+    The model is admitted (:func:`arm_dyn_id.model.gate.admit_model`) against the URDF
+    and joints the command line gives however given (``--force`` admits a rejected
+    model or one of another URDF), the bags must exist, the arm is set up from the
+    options, else the first bag's stored config, else the model's own URDF and joints,
+    and every bag must be of that arm.
+
+    Returns
+    -------
+    model, stored (one stored config or None per bag), config, conversion
+    """
+    from arm_dyn_id.data.bag_reader import read_stored_config
+    from arm_dyn_id.model.gate import admit_model
+    urdf, joints = given_robot(args)
+    model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints, kinds=kinds,
+                        allow_rejected=args.force, allow_other_urdf=args.force)
+    for bag in bags:
+        if not bag.exists():
+            raise DataError(f'bag {bag} does not exist')
+    stored = [read_stored_config(bag) for bag in bags]
+    if args.urdf is None and args.config is None:
+        args.urdf = model.robot.source and Path(model.robot.source)
+    if args.joints is None and args.config is None:
+        args.joints = ','.join(model.joint_names)
+    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    if tuple(config.joints) != tuple(model.joint_names):
+        raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
+                             f'arm given has {list(config.joints)}: a model of another robot '
+                             f'is not {use}')
+    model_sha = (model.to_dict().get('urdf') or {}).get('sha256')
+    for bag, doc in zip(bags, stored):
+        check_same_robot(bag, doc, config, force=args.force)
+        if doc and doc.get('urdf_sha256') and model_sha and doc['urdf_sha256'] != model_sha \
+                and not args.force:
+            raise DataError(f'bag {bag} was recorded with another URDF than model '
+                            f'{args.model} was fitted with (sha256 differ): a model of another '
+                            f'robot is not {use} (--force anyway)')
+    return model, stored, config, conversion
+
+
+def model_on_recording(model, rec, magnitude, direction, joints_of):
+    """Make ``model`` ready to be compared with ``rec`` (validate, payload): the same joints
+    in the same order (JointNameError naming ``joints_of``, where rec's joint list came
+    from, otherwise), gravity set from :func:`check_gravity_options`'s result (default:
+    the gravity the model was fitted at). Returns the gravity magnitude used (m/s²)."""
+    from arm_dyn_id.errors import JointNameError
+    if tuple(rec.joints) != tuple(model.joint_names):
+        raise JointNameError(f'the model has joints {list(model.joint_names)}, {joints_of} '
+                             f'{list(rec.joints)}: pass the --config of the arm the model was '
+                             'fitted for')
+    if direction is not None:
+        model.robot.set_gravity(magnitude, direction)
+        return magnitude
+    gravity = magnitude or model.fit_gravity
+    model.robot.set_gravity(gravity)
+    return gravity
+
+
+def check_same_robot(bag, stored, config, force=False):
+    """Refuse a bag recorded for another robot than ``config`` names.
+
+    Compares the robot name and the URDF's sha256 the recorder stored in the
+    bag (``/arm_dyn_id/config``) with the given configuration. Plain bags
+    store neither and pass.
+
+    Raises
+    ------
+    DataError
+        Unless ``force``.
+    """
+    from arm_dyn_id.config import file_sha256
+    if not stored or force:
+        return
+    name = stored.get('robot_name')
+    if name and config.source is not None and name != config.robot_name:
+        raise DataError(f'bag {bag} was recorded for robot {name!r}, the config '
+                        f'{config.source} is for {config.robot_name!r}: give the config of '
+                        'the arm that was recorded (or --force)')
+    sha = stored.get('urdf_sha256')
+    if sha and Path(config.urdf).is_file() and file_sha256(config.urdf) != sha:
+        raise DataError(f'bag {bag} was recorded with another URDF than {config.urdf} '
+                        f'(robot {name!r}, URDF sha256 {sha[:12]}... vs '
+                        f'{file_sha256(config.urdf)[:12]}...): give the URDF it was recorded '
+                        'with (or --force)')
