@@ -29,6 +29,9 @@ from arm_dyn_id.data.bag_writer import json_default
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'docs' / 'results'
+#: the real UR10e recordings (../shared/real-data/ur10e): read when present, never copied
+#: into the repository, nor anything made from them
+UR10E = (REPO.parent / 'shared' / 'real-data' / 'ur10e').resolve()
 
 
 def add_arguments(parser):
@@ -201,3 +204,36 @@ class Spinner:
     def stop(self, timeout=2.0):
         self._running = False
         self._thread.join(timeout)
+
+
+def ur10e_bag(names, out, rows=None, options=(), data=UR10E):
+    """A rosbag2 bag at ``out`` of the real UR10e recordings ``names``, made by the data's
+    own ``to_bag.py`` (several names: joined one after another with 1 s gaps).
+
+    ``rows``: None, one ``'a:b'`` or one per name; ``options``: more ``to_bag.py``
+    options (``--effort torque``, ``--torque-constants ...``). ``out`` must lie outside
+    the repository. Returns ``out``; RuntimeError with to_bag's message when it fails.
+    """
+    names = [names] if isinstance(names, str) else list(names)
+    out = Path(out)
+    if REPO in out.resolve().parents:
+        raise RuntimeError(f'{out}: bags of the real data are made outside the repository')
+    argv = [sys.executable, str(data / 'to_bag.py'),
+            *[str(data / 'data' / f'{name}.csv.gz') for name in names], str(out),
+            *[str(o) for o in options]]
+    for r in ([rows] if isinstance(rows, str) else rows or ()):
+        argv += ['--rows', r]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f'to_bag {names}: {done.stderr.strip()}')
+    return out
+
+
+def ur10e_csv(name, data=UR10E):
+    """One real UR10e recording as its ``to_bag.py`` reads it (its ``load_csv``: a dict of
+    arrays, ``t``, ``i`` ... as that script documents)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('ur10e_to_bag', data / 'to_bag.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load_csv(data / 'data' / f'{name}.csv.gz')

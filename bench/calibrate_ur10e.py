@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import io
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ import benchlib  # noqa: E402
 
 from arm_dyn_id.cli import main as _main  # noqa: E402
 
-DATA = benchlib.REPO.parent / 'shared' / 'real-data' / 'ur10e'
+DATA = benchlib.UR10E
 SOURCE_GAINS = [10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232]      # README, N·m/A
 FREE, LOADED, MASS = 'ur-19_12_23_free', 'ur-20_01_13-load_2600', 2.602
 
@@ -56,11 +55,8 @@ def cli(argv):
 
 
 def to_bag(data, name, out, rows=None):
-    extra = [] if rows is None else ['--rows', f'{rows[0]}:{rows[1]}']
-    subprocess.run([sys.executable, str(data / 'to_bag.py'),
-                    str(data / 'data' / f'{name}.csv.gz'), str(out)] + extra,
-                   check=True, capture_output=True, text=True)
-    return out
+    return benchlib.ur10e_bag(name, out, None if rows is None else f'{rows[0]}:{rows[1]}',
+                              data=data)
 
 
 def halves(data, tmp, urdf, loaded, rows=2036):

@@ -34,8 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchlib
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / 'shared' / 'real-data' / 'ur10e'
+DATA = benchlib.UR10E
 GAINS = [10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232]
 JOINTS = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
           'wrist_2_joint', 'wrist_3_joint')
@@ -61,15 +63,8 @@ def run(argv, env=None, cwd=REPO):
 
 
 def to_bag(inputs, rows, out, gains):
-    argv = [REPO / '.venv' / 'bin' / 'python', DATA / 'to_bag.py',
-            *[DATA / 'data' / f'{name}.csv.gz' for name in inputs], out, '--effort', 'torque',
-            '--torque-constants', ','.join(repr(k) for k in gains)]
-    for r in rows or ():
-        argv += ['--rows', r]
-    done = run(argv)
-    if done.returncode:
-        raise RuntimeError(f'to_bag {inputs}: {done.stderr.strip()}')
-    return out
+    return benchlib.ur10e_bag(inputs, out, rows, ('--effort', 'torque', '--torque-constants',
+                                                  ','.join(repr(k) for k in gains)))
 
 
 def check(bag, tree, out):

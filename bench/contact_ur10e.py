@@ -36,12 +36,10 @@ flag comes, with the tracker and without it (each with its own calibrated thresh
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import json
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,8 +47,10 @@ from pathlib import Path
 
 import numpy as np
 
+import benchlib
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = (REPO / '..' / 'shared' / 'real-data' / 'ur10e').resolve()
+DATA = benchlib.UR10E
 K = '10.0,10.6956,8.4566,9.0029,9.48,10.1232'
 FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
 CALIBRATION = ['ur-20_02_12-50sec_12harm', 'ur-20_01_22-joint_1', 'ur-20_01_22-joint_3',
@@ -69,13 +69,7 @@ MERGE_S = 0.5
 
 def _to_bag(tmp, name, rows=None):
     out = tmp / name
-    if not out.exists():
-        cmd = [sys.executable, str(DATA / 'to_bag.py'), str(DATA / 'data' / f'{name}.csv.gz'),
-               str(out)]
-        if rows:
-            cmd += ['--rows', rows]
-        subprocess.run(cmd, check=True, capture_output=True)
-    return out
+    return out if out.exists() else benchlib.ur10e_bag(name, out, rows)
 
 
 def _cli(*argv):
@@ -91,10 +85,7 @@ def _cli(*argv):
 
 def visible_pushes(name):
     """[(visible start, end)] of the pushes (s, stamps as in the bag), from k·i alone."""
-    spec = importlib.util.spec_from_file_location('ur_to_bag', DATA / 'to_bag.py')
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    d = mod.load_csv(DATA / 'data' / f'{name}.csv.gz')
+    d = benchlib.ur10e_csv(name)
     tau = d['i'] * np.array([float(x) for x in K.split(',')])
     t = d['t'] + EPOCH
     dev = tau - np.median(tau, axis=0)

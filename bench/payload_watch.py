@@ -27,16 +27,15 @@
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+import benchlib
 
 from arm_dyn_id.identification.payload import arm_model_error, payload_frame
 from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics
@@ -45,7 +44,7 @@ from arm_dyn_id.service.payload_watch import (
 from arm_dyn_id.sim import pick_and_place as sim
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = (REPO / '..' / 'shared' / 'real-data' / 'ur10e').resolve()
+DATA = benchlib.UR10E
 K = np.array([10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232])
 FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
 FREE, LOADED, UR_MASS = 'ur-19_12_23_free', 'ur-20_01_13-load_2600', 2.602
@@ -157,17 +156,12 @@ def ur10e_case(keep=None):
     if not model_file.exists():
         bag = tmp / 'fit_bag'
         if not bag.exists():
-            subprocess.run([sys.executable, str(DATA / 'to_bag.py'),
-                            str(DATA / 'data' / f'{FIT[0]}.csv.gz'), str(bag), '--rows',
-                            FIT[1]], check=True, capture_output=True)
+            benchlib.ur10e_bag(FIT[0], bag, FIT[1])
         _quiet_cli('fit', bag, '--urdf', DATA / 'urdf' / 'ur10e.urdf', '--torque-constants',
                    ','.join(str(k) for k in K), '--out', tmp / 'fit', '--no-report', '--quiet')
     from arm_dyn_id.model import load_model
     model = load_model(model_file)
-    spec = importlib.util.spec_from_file_location('ur_to_bag', DATA / 'to_bag.py')
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    runs = {name: mod.load_csv(DATA / 'data' / f'{name}.csv.gz') for name in (FREE, LOADED)}
+    runs = {name: benchlib.ur10e_csv(name) for name in (FREE, LOADED)}
     frame = payload_frame(model.robot)
     error = arm_model_error(model)
     print(f'\n== real UR10e: {FREE} and {LOADED} (2.602 kg) concatenated; arm model '

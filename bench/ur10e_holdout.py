@@ -24,8 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchlib
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / 'shared' / 'real-data' / 'ur10e'
+DATA = benchlib.UR10E
 GAINS = '10.0,10.6956,8.4566,9.0029,9.48,10.1232'
 FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
 SCORED = (['ur-20_02_12-50sec_12harm', 'ur-20_02_19_14harm50sec'] +
@@ -42,14 +44,7 @@ def run(*argv):
 
 
 def to_bag(name, out, rows=None):
-    argv = [REPO / '.venv' / 'bin' / 'python', DATA / 'to_bag.py',
-            DATA / 'data' / f'{name}.csv.gz', out]
-    if rows:
-        argv += ['--rows', rows]
-    done = run(*argv)
-    if done.returncode:
-        raise RuntimeError(f'to_bag {name}: {done.stderr.strip()}')
-    return out
+    return benchlib.ur10e_bag(name, out, rows)
 
 
 def percents(doc):
