@@ -19,9 +19,10 @@ import yaml
 
 from arm_dyn_id.errors import JointNameError
 from arm_dyn_id.identification.full_dynamics import fit_full
+from arm_dyn_id.identification.pipeline import fit_gravity, judge_gravity_fit
 from arm_dyn_id.identification.payload import payload_frame
 from arm_dyn_id.model.robot import Payload, RobotModel
-from arm_dyn_id.validation.plausibility import judge_data
+from arm_dyn_id.validation.plausibility import WORKSPACE_UNCERTAINTY, judge_data
 from arm_bags import example_robot
 from test_cli_fit import (COULOMB, JOINTS, K_E, NOISE, URDF, reciprocating_data,
                           write_config, write_synthetic_bag)
@@ -145,6 +146,106 @@ def test_gravity_fit_names_a_flipped_sign_like_the_full_fit(root, arm_config, sw
     line = one_error_line(err)
     assert "joint_3's torque has the opposite sign of the URDF's gravity torque" in line and \
         'current_signs' in line, line
+
+
+def one_joint_sweeps(robot, joint, seed, jitter=0.01):
+    """Sweeps of one joint at one pose of the others (a single-joint oscillation run):
+    the others still but for a few mrad of pose jitter per segment (real arms' holds),
+    so the fit is not exactly rank deficient; each still joint holds a random friction
+    of up to 3 % of its effort limit per segment."""
+    from arm_dyn_id.validation.check import holding_friction
+    from test_estimation import sweep_data
+    rng = np.random.default_rng(seed)
+    t, q, _, markers = sweep_data(robot, rng, poses_per_joint=1, joints=[joint])
+    friction = holding_friction(robot)
+    held = np.zeros_like(q)
+    starts = [m['t'] for m in markers] + [np.inf]
+    for a, b in zip(starts, starts[1:]):
+        span = (t >= a) & (t < b)
+        q[span] += np.where(np.arange(robot.n_joints) == joint, 0.0,
+                            rng.normal(0, jitter, robot.n_joints))
+        held[span] = rng.uniform(-1, 1, robot.n_joints) * friction
+    held[:, joint] = 0.0
+    tau = robot.gravity_torques(q) + held + rng.normal(size=q.shape) * NOISE
+    tau[:, joint] += COULOMB[joint] * np.sign(np.round(np.gradient(q[:, joint], t), 9))
+    return t, q, tau, markers
+
+
+@pytest.mark.parametrize('seed', [0, 2])
+def test_gravity_fit_of_one_joint_at_one_pose_is_refused_as_not_determined(seed):
+    """Held-out pairs of the same motion cannot see it: the model is right near the one
+    pose only. Before the workspace check this passed the gate (exit 0)."""
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    t, q, tau, markers = one_joint_sweeps(robot, 1, seed)
+    fitted = fit_gravity(robot, t, q, tau, markers)
+    verdict = judge_gravity_fit(fitted, robot, tau, effort='torque')
+    assert not verdict.ok and verdict.cause == 'excitation', verdict.reason
+    assert 'only near the poses it visited' in verdict.reason
+    assert 'the data moves joint_2 over' in verdict.reason and 'not determined' in verdict.reason
+    ratios = [w['ratio'] for w in verdict.checks['workspace'].values() if w['ratio']]
+    assert max(ratios) > 10 * WORKSPACE_UNCERTAINTY
+
+
+def test_sweeps_of_every_joint_are_determined_over_the_workspace(sweeps):
+    """One pose per joint of the seed-000 sweeps: determined far below the limit."""
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    fitted = fit_gravity(robot, sweeps['t'], sweeps['q'], sweeps['tau'], sweeps['markers'])
+    verdict = judge_gravity_fit(fitted, robot, sweeps['tau'], effort='torque')
+    assert verdict.ok, verdict.reason
+    ratios = [w['ratio'] for w in verdict.checks['workspace'].values() if w['ratio']]
+    assert ratios and max(ratios) < 0.1 * WORKSPACE_UNCERTAINTY
+
+
+def test_full_fit_of_one_joint_swinging_is_refused_as_not_determined():
+    """Fourier motion of joint_3 alone (the others within 0.01 rad): the held-out time
+    blocks are the same motion, so only the workspace check sees the model is right
+    near these poses only. Before it, this fit passed the gate."""
+    from test_cli_full import HARMONICS, OMEGA, Q0, VISCOUS
+    from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    rng = np.random.default_rng(0)
+    n, rate = robot.n_joints, 200.0
+    ell = np.arange(1, HARMONICS + 1)
+    a, b = rest_fourier_coefficients(rng.standard_normal((n, HARMONICS)) / ell,
+                                     rng.standard_normal((n, HARMONICS)) / ell)
+    t = np.arange(int(3 * 2 * np.pi / OMEGA * rate)) / rate
+    q, _, _ = fourier_series(t, OMEGA, a, b, np.zeros(n))
+    amplitude = np.where(np.arange(n) == 2, 0.6, 0.01)
+    scale = (amplitude / np.max(np.abs(q), axis=0))[:, None]
+    q, dq, ddq = fourier_series(t, OMEGA, a * scale, b * scale, Q0)
+    tau = np.array([robot.inverse_dynamics(*s) for s in zip(q, dq, ddq)]) + \
+        COULOMB * np.tanh(dq / 1e-3) + VISCOUS * dq + rng.standard_normal(q.shape) * NOISE
+    fitted = fit_full_samples(robot, 1000.0 + t, q + rng.normal(0, 1e-5, q.shape), tau,
+                              methods=('wls',))
+    verdict = judge_full_fit(fitted, robot, tau, effort='torque')
+    assert not verdict.ok and verdict.cause == 'excitation', verdict.reason
+    assert 'only near the poses it visited' in verdict.reason
+    assert 'the data moves joint_3 over' in verdict.reason
+
+
+def test_a_still_joints_held_friction_is_not_taken_for_units():
+    """A joint held still whose gravity torque varies less than twice the friction it may
+    hold: its scale says nothing of units (the floor); a moving joint is still tested."""
+    rng = np.random.default_rng(0)
+    n = 400
+    motion = np.sin(np.linspace(0, 6 * np.pi, n))
+    # wrist_2 swings; wrist_1, still, sees a little of it and holds a friction that
+    # follows the swing's reaction (bounded by 0.5 N·m)
+    nominal = np.column_stack([2.0 * motion, 0.2 * motion])           # N·m
+    held = 0.5 * np.tanh(3 * motion)
+    measured = nominal + np.column_stack([np.zeros(n), held]) + rng.normal(0, 0.01, (n, 2))
+    joints = ['wrist_2', 'wrist_1']
+    refused = judge_data(measured, nominal, joints, noise=[0.01, 0.01], effort='torque')
+    assert not refused.ok and refused.cause in ('units', 'torque_constant') and \
+        'wrist_1 x4' in refused.reason, refused.reason      # the wrong blame without the floor
+    verdict = judge_data(measured, nominal, joints, noise=[0.01, 0.01], effort='torque',
+                         floor=[0.0, 1.0])
+    assert verdict.ok, verdict.reason
+    assert verdict.checks['untested'] == ['wrist_1']
+    wrong = judge_data(measured * [5.0, 1.0], nominal, joints, noise=[0.01, 0.01],
+                       effort='torque', floor=[0.0, 1.0])
+    assert not wrong.ok and 'wrist_2' in wrong.reason, wrong.reason
 
 
 def test_sweep_fit_writes_no_negative_friction(root, arm_config, sweeps, capsys):

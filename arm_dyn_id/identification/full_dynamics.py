@@ -719,7 +719,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     }
     model = DynamicsModel(robot.copy(), base, result.beta[:r], friction, result.beta[r:],
                           result.std_errors, standard=theta, consistent=consistent_flag,
-                          metadata=metadata)
+                          metadata=metadata, covariance=result.covariance)
     return model, validation
 
 

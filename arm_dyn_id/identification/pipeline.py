@@ -1128,6 +1128,55 @@ def fit_gravity_recording(recording, robot, config=None, **options):
                        provenance=provenance, **options)
 
 
+#: poses drawn over the joints' range where the gate judges the model's uncertainty
+WORKSPACE_POSES = 200
+#: rad: a joint the data moves less than this is held still (its friction at rest stays)
+STILL_SPAN = np.radians(5.0)
+
+
+def workspace_poses(robot, count=WORKSPACE_POSES, seed=0):
+    """``count`` poses drawn uniformly over each joint's URDF range, at most ±π (rad)."""
+    lower, upper = robot.position_limits
+    lower, upper = np.maximum(lower, -np.pi), np.minimum(upper, np.pi)
+    return np.random.default_rng(seed).uniform(lower, upper, size=(count, robot.n_joints))
+
+
+def workspace_uncertainty(robot, regressor, covariance, names, poses):
+    """How well a fit's gravity torque is determined away from the poses of its data.
+
+    Parameters
+    ----------
+    robot : RobotModel
+        The nominal URDF, with the fit's joints.
+    regressor : ndarray, (M, n, r)
+        The fit's base regressor of G(q) at ``poses`` (:func:`workspace_poses`).
+    covariance : ndarray, (r, r)
+        The base parameters' covariance.
+    names : sequence of str, (r,)
+        Base parameter names.
+    poses : ndarray, (M, n)
+
+    Returns
+    -------
+    sigma : ndarray, (n,)
+        Per joint, the median over the poses of the 1σ uncertainty of G(q) (N·m).
+    nominal : ndarray, (n,)
+        The URDF's G(q) over the poses, RMS (N·m).
+    weak : list of str
+        The base parameters behind most of the uncertainty (each at least a tenth of
+        the largest contribution cov_ii E‖Y_i‖²), largest first.
+    """
+    Y, cov, names = np.asarray(regressor), np.asarray(covariance, dtype=float), list(names)
+    variance = np.einsum('mjr,rs,mjs->mj', Y, cov, Y)
+    sigma = np.median(np.sqrt(np.clip(variance, 0.0, None)), axis=0)
+    nominal = np.sqrt(np.mean(robot.gravity_torques(poses) ** 2, axis=0))
+    share = np.clip(np.diag(cov), 0.0, None) * np.mean(np.sum(Y ** 2, axis=1), axis=0)
+    order = np.argsort(-share)
+    weak = [names[k] for k in order if share[k] > 0.1 * share[order[0]]] \
+        if share.size and share[order[0]] > 0 else []
+    return sigma, nominal, weak
+
+
 def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     """The data gate of a gravity fit, the same for ``arm-dyn-id fit`` and a node.
 
@@ -1155,18 +1204,58 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     joints = list(robot.joint_names)
     q_all = np.concatenate([c[0].q for c in fitted.cases.values()])
     tau_all = np.concatenate([c[0].tau for c in fitted.cases.values()])
+    # a joint the data holds still keeps whatever friction F it holds (the pairs cancel
+    # only the moving joint's): a bounded F moves its scale by up to F / (the RMS of its
+    # gravity torque's variation), so it is tested only where that stays inside the limit
+    from arm_dyn_id.validation.check import holding_friction
+    from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT
+    still = np.ptp(q_all, axis=0) < STILL_SPAN
+    floor = holding_friction(robot) / (1.0 - 1.0 / JOINT_SCALE_LIMIT)
     verdict = judge_data(tau_all, robot.gravity_torques(q_all), joints,
                          noise=fitted.noise_std, raw=raw, effort=effort, gains=gains,
-                         subject='gravity torque')
+                         subject='gravity torque', floor=np.where(still, floor, 0.0))
     if not verdict.ok:
         return verdict
+    # the held-out pairs come from the same motion: is the model determined elsewhere?
+    # (before the fit's own scale: a model the data does not determine has any scale)
+    where = _judge_workspace(robot, fitted.model, fitted.result.covariance, joints, q_all,
+                             gravity_base=fitted.model.base)
+    checks = {**verdict.checks, **where.checks}
+    if not where.ok:
+        return type(where)(False, where.reason, checks, where.cause)
     case = 'held_out' if 'held_out' in fitted.cases else 'training'
     paired, predicted = fitted.cases[case]
     judged = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
                        noise=fitted.noise_std, joints=joints, held_out=case == 'held_out',
                        raw=raw)
-    return type(judged)(judged.ok, judged.reason, {**verdict.checks, **judged.checks},
-                        judged.cause)
+    return type(judged)(judged.ok, judged.reason, {**checks, **judged.checks}, judged.cause)
+
+
+def _judge_workspace(robot, model, covariance, joints, q_all, gravity_base=None):
+    """judge_workspace of a fit: its gravity torque's uncertainty over the joints' range,
+    the joints its data moves, the parameters behind it and (``gravity_base``: a gravity
+    fit's base set) a motion for the first."""
+    from arm_dyn_id.validation.plausibility import judge_workspace
+    poses = workspace_poses(robot)
+    base, r = model.base, model.base.count
+    if gravity_base is not None:
+        Y = base.reduce(robot.gravity_regressor(poses))
+    else:
+        from arm_dyn_id.model.dynamics import rigid_regressor
+        zero = np.zeros_like(poses)
+        Y = base.reduce(rigid_regressor(robot, poses, zero, zero, armature=model.armature))
+    sigma, nominal, weak = workspace_uncertainty(robot, Y, np.asarray(covariance)[:r, :r],
+                                                 base.names, poses)
+    verdict = judge_workspace(sigma, nominal, joints)
+    if verdict.ok:
+        return verdict
+    moved = {j: s for j, s in zip(joints, np.ptp(q_all, axis=0)) if s >= STILL_SPAN}
+    advice = ''
+    if weak and gravity_base is not None:
+        from arm_dyn_id.identification.quasi_static import motion_advice
+        advice = motion_advice(robot, gravity_base, q_all[::max(1, len(q_all) // 400)],
+                               weak[:1]).get(weak[0], '')
+    return judge_workspace(sigma, nominal, joints, moved, weak, advice)
 
 
 def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
@@ -1192,17 +1281,24 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     from arm_dyn_id.validation.plausibility import judge_full
     model = fitted.model
     fit = model.metadata.get('fit') or {}
-    return judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
-                      fitted.validation.get('held_out'), fitted.noise_std,
-                      joints=list(robot.joint_names), robot=robot,
-                      parameter_names=model.parameter_names, values=model.parameter_values,
-                      std_errors=model.std_errors, condition=fit.get('condition_number'),
-                      raw=raw, effort=effort, gains=gains)
+    verdict = judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
+                         fitted.validation.get('held_out'), fitted.noise_std,
+                         joints=list(robot.joint_names), robot=robot,
+                         parameter_names=model.parameter_names,
+                         values=model.parameter_values, std_errors=model.std_errors,
+                         condition=fit.get('condition_number'), raw=raw, effort=effort,
+                         gains=gains)
+    if not verdict.ok or model.covariance is None:
+        return verdict
+    # held-out time blocks of the same motion: is the model determined elsewhere?
+    where = _judge_workspace(robot, model, model.covariance, list(robot.joint_names),
+                             fitted.prepared.q)
+    return type(where)(where.ok, where.reason, {**verdict.checks, **where.checks}, where.cause)
 
 
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
            'FullPipelineFit', 'GravityPipelineFit', 'choose_dynamics', 'choose_markers',
            'clean_markers', 'fit_full_recording', 'fit_full_samples', 'fit_gravity',
            'fit_gravity_recording', 'holdout_blocks', 'judge_full_fit', 'judge_gravity_fit',
-           'metrics_dict', 'motion_statistics',
+           'metrics_dict', 'motion_statistics', 'workspace_poses', 'workspace_uncertainty',
            'noise_estimate', 'pair_metrics', 'plan_harmonic_hz', 'split_pairs']

@@ -364,7 +364,8 @@ class DynamicsModel:
     dynamics = 'full'
 
     def __init__(self, robot, base, beta, friction_model=None, phi=None, std_errors=None,
-                 standard=None, consistent=False, metadata=None, fit_gravity=None):
+                 standard=None, consistent=False, metadata=None, fit_gravity=None,
+                 covariance=None):
         self.robot = robot
         self.base = base
         self.friction_model = friction_model or FrictionModel()
@@ -380,6 +381,8 @@ class DynamicsModel:
         self.std_errors = (np.full(base.count + nf, np.nan) if std_errors is None
                            else np.asarray(std_errors, dtype=float))
         self.standard = None if standard is None else np.asarray(standard, dtype=float)
+        # the fit's covariance of (β, φ) while the fit is at hand (not saved in the file)
+        self.covariance = None if covariance is None else np.asarray(covariance, dtype=float)
         self.consistent = bool(consistent)
         self.metadata = dict(metadata or {})
         self.fit_gravity = robot.gravity_magnitude if fit_gravity is None else fit_gravity

@@ -256,6 +256,17 @@ class RobotModel:
         return len(self.joint_names)
 
     @property
+    def position_limits(self):
+        """(lower, upper) of each joint from the URDF (rad, (n,) each); a continuous joint,
+        or one without finite limits, gets (-π, π)."""
+        lower, upper = np.full(self.n_joints, -np.pi), np.full(self.n_joints, np.pi)
+        for k, (i, nq) in enumerate(zip(self._idx_q, self._nq_joint)):
+            lo, hi = self.model.lowerPositionLimit[i], self.model.upperPositionLimit[i]
+            if nq == 1 and np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+                lower[k], upper[k] = lo, hi
+        return lower, upper
+
+    @property
     def n_bodies(self):
         """Bodies carrying parameters: one per joint of the (reduced) model."""
         return self.model.njoints - 1

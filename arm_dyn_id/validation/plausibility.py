@@ -200,6 +200,11 @@ DERIVATIVE_NOISE_ANY = 10.0
 JOINT_SCALE_LIMIT = 2.0
 #: A parameter is not identified when its standard error exceeds its |value|.
 UNIDENTIFIED_SE = 1.0
+#: A fit whose gravity torque, at poses drawn over the joints' whole range, is uncertain
+#: (1σ, median over the poses) by more than this fraction of the URDF's gravity torque
+#: there (RMS) on a joint that carries gravity is refused: the data determines the model
+#: only near the poses it visited (one joint swept at one pose of the others, ...).
+WORKSPACE_UNCERTAINTY = 0.1
 #: With the cut-off at the rate limit, a held-out RMSE above this many noise σ ...
 CUTOFF_NOISE_LIMIT = 10.0
 #: ... and above this percentage of the joint's largest torque is refused.
@@ -232,7 +237,7 @@ def _signal_check(raw, noise, joints):
     return None
 
 
-def torque_agreement(measured, nominal, joints=None):
+def torque_agreement(measured, nominal, joints=None, floor=None):
     """Per joint scale and correlation of the measured torque against the URDF's.
 
     The evidence of the data gate: a unit error scales every joint alike (mA read
@@ -247,13 +252,16 @@ def torque_agreement(measured, nominal, joints=None):
         The nominal URDF's torques at the same samples, computed on the same
         prepared q (gravity, or inverse dynamics with the filtered q̇, q̈), N·m.
     joints : sequence of str, (n,), optional
+    floor : array_like, (n,), optional
+        N·m: a joint whose URDF torque varies (RMS about its mean) by no more than this is
+        not loaded (a joint held still: the friction it holds can vary by that much).
 
     Returns
     -------
     dict
         ``scale`` (n,) least-squares slope of measured on nominal (offset removed),
         ``rho`` (n,) their correlation, ``loaded`` (n,) bool (the URDF's torque
-        varies there), ``tested`` (n,) bool (loaded and |ρ| ≥ :data:`AGREE_RHO`),
+        varies there, above ``floor``), ``tested`` (n,) bool (loaded and |ρ| ≥ :data:`AGREE_RHO`),
         ``cross`` (n, n) ρ of measured joint i against nominal joint k, and
         ``joints``.
     """
@@ -266,6 +274,8 @@ def torque_agreement(measured, nominal, joints=None):
     scale = (yc * gc).sum(axis=0) / np.maximum(sg * sg, 1e-300)
     amp = sg / np.sqrt(max(len(y), 1))
     loaded = (amp > LOADED_SHARE * amp.max()) & (amp > 0) if len(y) > 2 else np.zeros(n, bool)
+    if floor is not None:
+        loaded &= amp > np.nan_to_num(np.asarray(floor, dtype=float), nan=0.0)
     tested = loaded & (np.abs(rho) >= AGREE_RHO) & (sy > 0)
     return {'scale': scale, 'rho': rho, 'loaded': loaded, 'tested': tested, 'cross': cross,
             'joints': joints, 'samples': int(len(y))}
@@ -367,6 +377,57 @@ def excitation_message(names, condition=None):
             f'the value{cond}): a longer recording, larger and faster motion of more joints')
 
 
+def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice=''):
+    """Refuse a model that its data determines only near the poses it visited.
+
+    Parameters
+    ----------
+    sigma : array_like, (n,)
+        Per joint, the 1σ uncertainty of the model's gravity torque at poses drawn over
+        the joints' range (median over the poses), N·m.
+    nominal : array_like, (n,)
+        The URDF's gravity torque over the same poses (RMS), N·m; the joints with less
+        than 5 % of the largest carry no gravity and are not judged.
+    joints : sequence of str
+    moved : dict, optional
+        joint -> range the data moved it over (rad), the joints it moves, for the message.
+    weak : sequence of str
+        The base parameters behind most of the uncertainty.
+    advice : str
+        A motion that would determine the first of them.
+
+    Returns
+    -------
+    Plausibility
+        cause ``'excitation'`` when some joint's ratio exceeds
+        :data:`WORKSPACE_UNCERTAINTY`; ``checks['workspace']`` holds every ratio.
+    """
+    sigma = np.asarray(sigma, dtype=float)
+    nominal = np.asarray(nominal, dtype=float)
+    carry = nominal > 0.05 * nominal.max() if nominal.max() > 0 else np.zeros(len(sigma), bool)
+    ratio = np.where(carry, sigma / np.maximum(nominal, 1e-300), np.nan)
+    checks = {'workspace': {j: {'uncertainty_nm': float(s), 'urdf_gravity_nm': float(g),
+                                'ratio': None if not np.isfinite(r) else float(r)}
+                            for j, s, g, r in zip(joints, sigma, nominal, ratio)}}
+    bad = [i for i in range(len(sigma)) if carry[i] and not ratio[i] <= WORKSPACE_UNCERTAINTY]
+    if not bad:
+        return Plausibility(True, None, checks)
+    worst = sorted(bad, key=lambda i: -np.nan_to_num(ratio[i], nan=np.inf))
+    shown = ', '.join(f'{joints[i]} ±{sigma[i]:.3g} N·m ({ratio[i]:.3g}x its URDF gravity '
+                      f'torque)' for i in worst[:3])
+    text = ('the data determines the model only near the poses it visited: over the '
+            f'joints\' range its gravity torque is uncertain by {shown}')
+    if moved is not None:
+        went = ', '.join(f'{j} over {np.degrees(r):.0f}°' for j, r in moved.items())
+        text += f'; the data moves {went or "no joint by more than a few degrees"}'
+    if weak:
+        text += f'; not determined: {", ".join(list(weak)[:4])}'
+        text += f' ({advice})' if advice else ''
+    text += ('. Sweep every joint in several poses of the others (the excitation node, '
+             'arm-dyn-id design), or a Fourier excitation')
+    return Plausibility(False, text, checks, 'excitation')
+
+
 def unidentified(names, values, std_errors):
     """Names of the parameters whose standard error exceeds :data:`UNIDENTIFIED_SE` x |value|.
 
@@ -430,7 +491,8 @@ def derivative_noise(robot, prepared, rows=1500):
 
 
 def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
-               gains=None, subject='torque', limit=JOINT_SCALE_LIMIT, reference='the URDF\'s'):
+               gains=None, subject='torque', limit=JOINT_SCALE_LIMIT, reference='the URDF\'s',
+               floor=None):
     """The data gate: is the measured torque the URDF's arm's, in N·m, joint by joint?
 
     Checked in turn, the first failure refused with its cause: constant effort,
@@ -458,6 +520,9 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
         :data:`SCALE_LIMIT`).
     reference : str
         What ``nominal`` is, for the messages (``the URDF's``, ``the arm model's``).
+    floor : array_like, (n,), optional
+        See :func:`torque_agreement`: joints held still whose URDF torque varies less
+        than the friction they may hold are left untested.
 
     Returns
     -------
@@ -470,7 +535,7 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
     refused = _signal_check(y if raw is None else raw, noise, joints)
     if refused is not None:
         return refused
-    a = torque_agreement(y, nominal, joints)
+    a = torque_agreement(y, nominal, joints, floor)
     checks = {'agreement': {j: {'scale': float(s), 'rho': float(r), 'tested': bool(t)}
                             for j, s, r, t in zip(joints, a['scale'], a['rho'], a['tested'])},
               'untested': [j for j, t in zip(joints, a['tested']) if not t]}
@@ -596,6 +661,6 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
 
 __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'JOINT_SCALE_LIMIT',
            'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
-           'cutoff_message', 'derivative_noise', 'excitation_message', 'judge_data', 'judge_fit',
-           'judge_full', 'sign_message', 'swap_message', 'torque_agreement', 'unidentified',
-           'units_message']
+           'WORKSPACE_UNCERTAINTY', 'cutoff_message', 'derivative_noise', 'excitation_message',
+           'judge_data', 'judge_fit', 'judge_full', 'judge_workspace', 'sign_message',
+           'swap_message', 'torque_agreement', 'unidentified', 'units_message']
