@@ -17,6 +17,10 @@ a model right only near the recording's poses, leaving unnoticed.
 ``--tree PATH`` runs another checkout's code (``git archive REV | tar -x -C PATH``) for
 a before / after in the same minutes. Only exit codes, causes and ratios are printed.
 
+Then ``arm-dyn-id payload`` with the model of the 30 s Fourier run on every single-joint
+recording, the push recording and the free run (nothing attached: a payload reported is
+wrong) and the 2.602 kg run.
+
 Usage::
 
     .venv/bin/python bench/gate_ur10e.py [--tree /tmp/old]
@@ -42,6 +46,9 @@ RECORDINGS = {**{f'joint_{i}': (f'ur-20_01_22-joint_{i}', None) for i in range(1
               '50sec_12harm': ('ur-20_02_12-50sec_12harm', '355:5090'),
               '14harm50sec': ('ur-20_02_19_14harm50sec', '195:4966')}
 DYNAMICS = ('auto', 'full')
+#: recordings with nothing at the flange (and the 2.602 kg run) for ``arm-dyn-id payload``
+NO_LOAD = {'push_pose_1': 'ur-20_01_22-push_pose_1', 'free': 'ur-19_12_23_free'}
+LOADED = {'load_2600': 'ur-20_01_13-load_2600'}
 
 
 def fit(bag, dynamics, tree, out):
@@ -64,6 +71,21 @@ def fit(bag, dynamics, tree, out):
     return code, what, max(ratios) if ratios else None
 
 
+def payload(model, bag, tree):
+    """``arm-dyn-id payload MODEL BAG``: (exit code, the mass or the first words of why not)."""
+    env = dict(os.environ, PYTHONPATH=str(tree)) if tree else None
+    argv = [REPO / '.venv' / 'bin' / 'python', '-m', 'arm_dyn_id', 'payload', model, bag,
+            '--torque-constants', GAINS]
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                          cwd=tree or REPO, env=env)
+    if done.returncode == 0:
+        lines = {line.split()[0]: ' '.join(line.split()[1:])
+                 for line in done.stdout.splitlines() if line.startswith('  ')}
+        return 0, f'{lines.get("mass")}, com {lines.get("com")}'
+    why = done.stderr.strip().splitlines()[-1].split(': ', 1)[-1]
+    return done.returncode, why[:60]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--tree', type=Path, help='run this checkout\'s arm_dyn_id instead')
@@ -72,7 +94,7 @@ def main(argv=None):
         print(f'skipped: {DATA} does not exist (real UR10e data not present)')
         return 0
     started = time.perf_counter()
-    cells = {}
+    cells, payloads = {}, {}
     with tempfile.TemporaryDirectory(prefix='gate_ur10e_') as tmp:
         tmp = Path(tmp)
         for name, (recording, rows) in RECORDINGS.items():
@@ -81,6 +103,12 @@ def main(argv=None):
                 cells[name, dynamics] = fit(bag, dynamics, args.tree,
                                             tmp / f'fit_{name}_{dynamics}')
             print(f'{name}: done', file=sys.stderr, flush=True)
+        # the arm model of the 30 s Fourier run, then a payload from every other run
+        model = tmp / 'fit_30sec_12harm_auto' / 'model.yaml'
+        bags = {**{n: tmp / n for n in RECORDINGS if n.startswith('joint_')},
+                **{n: benchlib.ur10e_bag(r, tmp / n) for n, r in {**NO_LOAD, **LOADED}.items()}}
+        for name, bag in bags.items():
+            payloads[name] = payload(model, bag, args.tree)
     print(f'# arm-dyn-id fit on the real UR10e ({args.tree or "this tree"}), '
           f'{platform.node()} {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
           f'{time.perf_counter() - started:.0f} s\n')
@@ -96,6 +124,13 @@ def main(argv=None):
     single = [cells[n, d] for n in RECORDINGS if n.startswith('joint_') for d in DYNAMICS]
     print(f'\nsingle-joint recordings written with exit 0: '
           f'{sum(c[0] == 0 for c in single)} of {len(single)} fits')
+    print('\n`arm-dyn-id payload` with the 30 s run\'s model (nothing attached but on '
+          'load_2600, 2.602 kg):\n\n| recording | payload |\n|---|---|')
+    for name, (code, what) in payloads.items():
+        print(f'| {name} | exit {code}: {what} |')
+    wrong = [n for n, (code, _) in payloads.items() if code == 0 and n not in LOADED]
+    print(f'\npayloads reported with nothing attached: {len(wrong)} of '
+          f'{len(payloads) - len(LOADED)} {wrong}')
     return 0
 
 

@@ -55,3 +55,46 @@ def test_data_without_payload_says_so(robot, arm_model):
 def test_unknown_frame_is_named(robot, arm_model):
     with pytest.raises(JointNameError, match='gripper_tip'):
         payload_regressor(robot, np.zeros((1, robot.n_joints)), frame='gripper_tip')
+
+
+def _held_friction(robot, t, tau, markers, moving, rng):
+    """Each still joint holds a random friction of up to its holding friction (3 % of its
+    effort limit) per segment, as a geared joint at rest does."""
+    from arm_dyn_id.validation.check import holding_friction
+    friction = holding_friction(robot)
+    starts = [m['t'] for m in markers] + [np.inf]
+    tau = tau.copy()
+    for a, b in zip(starts, starts[1:]):
+        span = (t >= a) & (t < b)
+        hold = rng.uniform(-1, 1, robot.n_joints) * friction
+        hold[moving] = 0.0
+        tau[span] += hold
+    return tau
+
+
+@pytest.mark.parametrize('joint, seed', [(2, 1), (3, 1)])
+def test_friction_held_by_still_joints_is_not_a_payload(robot, arm_model, joint, seed):
+    """One joint swept at one pose of the others, no payload: the still joints' held
+    friction was fitted as one (0.004 kg with its centre of mass 0.9 m out, 0.036 ±
+    0.001 kg) before their torque was weighted and counted with that friction."""
+    from arm_dyn_id.identification.payload import identify_payload_samples
+    rng = np.random.default_rng(seed)
+    t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=1, joints=[joint],
+                                    noise=NOISE, coulomb=0.05)
+    tau = _held_friction(robot, t, tau, markers, joint, rng)
+    said = []
+    with pytest.raises(DataError, match='no payload detected.*arm model'):
+        identify_payload_samples(arm_model, t, q, tau, markers, noise=NOISE, say=said.append)
+    assert any(text.startswith('held still: ') for text in said), said
+
+
+def test_a_recording_that_holds_every_joint_still_cannot_give_a_payload(robot, arm_model):
+    from arm_dyn_id.identification.payload import identify_payload_samples
+    rng = np.random.default_rng(3)
+    t = np.arange(2000) / 100.0
+    q = np.tile(rng.uniform(-1, 1, robot.n_joints), (len(t), 1)) + \
+        rng.normal(0, 1e-4, (len(t), robot.n_joints))
+    loaded = robot.with_payload(Payload(mass=0.5, com=(0.0, 0.0, 0.05), frame='flange'))
+    tau = loaded.gravity_torques(q) + rng.normal(size=q.shape) * NOISE
+    with pytest.raises(DataError, match='every joint is held still'):
+        identify_payload_samples(arm_model, t, q, tau, noise=NOISE)

@@ -482,6 +482,7 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
+    weights, held = _held_still(model, q, noise, say)
     if getattr(model, 'dynamics', 'gravity') == 'full':
         from arm_dyn_id.data.preparation import prepare
         prep = model.metadata.get('preparation') or {}
@@ -491,13 +492,13 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
             f'{data.info.get("cutoff_hz", float("nan")):.3g} Hz (the model\'s filter)')
         arm = model.torques(data.q, data.dq, data.ddq)
         _gate(data.tau, arm, model, noise, tau, effort, gains)
-        error = _model_error(model)
+        error = np.fmax(_model_error(model), held)
         return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
-                                     noise=noise, frame=frame, inertia=inertia,
+                                     noise=weights, frame=frame, inertia=inertia,
                                      model_error=error if np.any(np.isfinite(error)) else None)
     every = slice(None, None, max(1, len(q) // 5000))
     _gate(tau[every], model.gravity_torques(q[every]), model, noise, tau, effort, gains)
-    error = _model_error(model)
+    error = np.fmax(_model_error(model), held)
     error = error if np.any(np.isfinite(error)) else None
     from arm_dyn_id.data.segmentation import detect_markers
     from arm_dyn_id.identification.pipeline import clean_markers
@@ -511,10 +512,10 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
             marks = []
     if marks and pair_sweeps(sweeps_from_markers(t, marks)):
         say(f'gravity model: forward/backward sweep pairs ({source}) averaged')
-        return identify_payload(model, t, q, tau, marks, noise=noise, frame=frame,
+        return identify_payload(model, t, q, tau, marks, noise=weights, frame=frame,
                                 model_error=error)
     say('gravity model: no sweep pairs, the static holds and slow motion are used')
-    return identify_payload_quasi_static(model, t, q, tau, noise=noise, frame=frame, dq=dq,
+    return identify_payload_quasi_static(model, t, q, tau, noise=weights, frame=frame, dq=dq,
                                          model_error=error)
 
 
@@ -522,6 +523,30 @@ def arm_model_error(model):
     """The arm model's own error per joint (N·m), ndarray (n,): its held-out RMSE (training
     RMSE without a hold-out), NaN where its file does not say."""
     return _model_error(model)
+
+
+def _held_still(model, q, noise, say):
+    """The joints the recording holds still: their torque holds up to the friction F they
+    may hold at rest (validation.check.holding_friction), constant over each hold, which
+    a payload fit would take for a load. Returns (noise with F added in quadrature on those
+    joints, or None when none was given; F on those joints and NaN elsewhere: the arm
+    model's error there is at least F)."""
+    from arm_dyn_id.validation.check import held_still, holding_friction
+    still = held_still(q)
+    held = np.where(still, holding_friction(model.robot), np.nan)
+    if not still.any():
+        return noise, held
+    if still.all():
+        raise DataError('every joint is held still in the recording (one pose): a payload\'s '
+                        'mass and centre of mass need the arm moved through several poses '
+                        '(with a gravity model: static holds at several poses, or sweeps)')
+    say(f'held still: {", ".join(np.asarray(model.joint_names)[still])}: their torque may '
+        'hold friction up to ' + ', '.join(f'{f:.3g}' for f in held[still]) + ' N·m, '
+        'weighted and counted as the arm model\'s error there')
+    if noise is not None:
+        noise = np.asarray(noise, dtype=float)
+        noise = np.where(still, np.hypot(noise, np.nan_to_num(held)), noise)
+    return noise, held
 
 
 def _model_error(model):

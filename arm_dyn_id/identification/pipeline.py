@@ -1130,14 +1130,15 @@ def fit_gravity_recording(recording, robot, config=None, **options):
 
 #: poses drawn over the joints' range where the gate judges the model's uncertainty
 WORKSPACE_POSES = 200
-#: rad: a joint the data moves less than this is held still (its friction at rest stays)
-STILL_SPAN = np.radians(5.0)
 
 
 def workspace_poses(robot, count=WORKSPACE_POSES, seed=0):
-    """``count`` poses drawn uniformly over each joint's URDF range, at most ±π (rad)."""
+    """``count`` poses drawn uniformly over each joint's URDF range (one turn of it at
+    most, about its middle), rad."""
     lower, upper = robot.position_limits
-    lower, upper = np.maximum(lower, -np.pi), np.minimum(upper, np.pi)
+    wide = upper - lower > 2 * np.pi          # a whole turn: any 2π of it (gravity is periodic)
+    lower = np.where(wide, 0.5 * (lower + upper) - np.pi, lower)
+    upper = np.where(wide, lower + 2 * np.pi, upper)
     return np.random.default_rng(seed).uniform(lower, upper, size=(count, robot.n_joints))
 
 
@@ -1166,11 +1167,17 @@ def workspace_uncertainty(robot, regressor, covariance, names, poses):
         The base parameters behind most of the uncertainty (each at least a tenth of
         the largest contribution cov_ii E‖Y_i‖²), largest first.
     """
-    Y, cov, names = np.asarray(regressor), np.asarray(covariance, dtype=float), list(names)
+    Y, names = np.asarray(regressor), list(names)
+    cov = np.asarray(covariance, dtype=float)
+    # a normal matrix near singular inverts to a covariance with negative eigenvalues
+    # (and variances): rounding, not certainty. Their magnitudes are the uncertainty of
+    # those directions, so the covariance is taken as V |Λ| Vᵀ
+    w, V = np.linalg.eigh(0.5 * (cov + cov.T))
+    cov = (V * np.abs(w)) @ V.T
     variance = np.einsum('mjr,rs,mjs->mj', Y, cov, Y)
     sigma = np.median(np.sqrt(np.clip(variance, 0.0, None)), axis=0)
     nominal = np.sqrt(np.mean(robot.gravity_torques(poses) ** 2, axis=0))
-    share = np.clip(np.diag(cov), 0.0, None) * np.mean(np.sum(Y ** 2, axis=1), axis=0)
+    share = np.diag(cov) * np.mean(np.sum(Y ** 2, axis=1), axis=0)
     order = np.argsort(-share)
     weak = [names[k] for k in order if share[k] > 0.1 * share[order[0]]] \
         if share.size and share[order[0]] > 0 else []
@@ -1207,9 +1214,9 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     # a joint the data holds still keeps whatever friction F it holds (the pairs cancel
     # only the moving joint's): a bounded F moves its scale by up to F / (the RMS of its
     # gravity torque's variation), so it is tested only where that stays inside the limit
-    from arm_dyn_id.validation.check import holding_friction
+    from arm_dyn_id.validation.check import held_still, holding_friction
     from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT
-    still = np.ptp(q_all, axis=0) < STILL_SPAN
+    still = held_still(q_all)
     floor = holding_friction(robot) / (1.0 - 1.0 / JOINT_SCALE_LIMIT)
     verdict = judge_data(tau_all, robot.gravity_torques(q_all), joints,
                          noise=fitted.noise_std, raw=raw, effort=effort, gains=gains,
@@ -1249,7 +1256,9 @@ def _judge_workspace(robot, model, covariance, joints, q_all, gravity_base=None)
     verdict = judge_workspace(sigma, nominal, joints)
     if verdict.ok:
         return verdict
-    moved = {j: s for j, s in zip(joints, np.ptp(q_all, axis=0)) if s >= STILL_SPAN}
+    from arm_dyn_id.validation.check import held_still
+    moved = {j: s for j, s, k in zip(joints, np.ptp(q_all, axis=0), held_still(q_all))
+             if not k}
     advice = ''
     if weak and gravity_base is not None:
         from arm_dyn_id.identification.quasi_static import motion_advice

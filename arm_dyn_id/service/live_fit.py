@@ -16,9 +16,10 @@ logging). What happens to the samples:
 - :func:`payload_from_samples`: a payload from the last seconds of samples, the arm model
   frozen (the entry point of ``arm-dyn-id payload``).
 
-Every one of them works on the samples whose stamps move forward only
-(:func:`moving_forward`): a replayed or restarted stream goes back in time, and its
-repeated samples are left out.
+The full fit, its thresholds, the check and the payload work on the samples whose
+stamps move forward only (:func:`moving_forward`): a replayed or restarted stream goes
+back in time, and its repeated samples are left out (the gravity fit pairs the sweeps of
+the excitation markers, whose times say which samples belong to them).
 """
 
 import json

@@ -393,6 +393,19 @@ def holding_friction(robot, fraction=DEFAULTS['holding_friction']):
     return np.where(np.isfinite(dry) & (dry > 0), dry, fraction * limit)
 
 
+#: rad: a joint a recording moves less than this is held still throughout (the friction
+#: it holds at rest stays in its torque: forward/backward pairs cancel only a moving one's)
+STILL_SPAN = np.radians(5.0)
+
+
+def held_still(q):
+    """Mask (n,) of the joints a recording ``q`` (N, n) moves less than STILL_SPAN."""
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or not len(q):
+        return np.zeros(q.shape[-1] if q.ndim else 0, dtype=bool)
+    return np.nanmax(q, axis=0) - np.nanmin(q, axis=0) < STILL_SPAN
+
+
 def friction_features(velocity=DEFAULTS['coulomb_velocity']):
     """The friction columns of :func:`check_dynamics`, as a ``features`` callable.
 
@@ -1232,5 +1245,6 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
 __all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError',
            'JointCheck', 'CheckResult',
            'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
-           'friction_features', 'holding_friction', 'vertical_axes', 'roughness_ratio',
+           'friction_features', 'holding_friction', 'held_still', 'STILL_SPAN',
+           'vertical_axes', 'roughness_ratio',
            'check_gravity', 'check_samples', 'check_dynamics', 'default_load_frame']
