@@ -14,6 +14,7 @@ import pytest
 from arm_dyn_id import cli
 from arm_dyn_id.data.bag_reader import read_bag
 from arm_dyn_id.data.bag_writer import write_bag
+from arm_dyn_id.errors import ConfigError
 from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.robot import RobotModel
@@ -338,3 +339,30 @@ def test_a_single_sample_spike_does_not_set_the_thresholds():
     np.testing.assert_allclose(dirty.standstill, clean.standstill, rtol=0.02)
     np.testing.assert_allclose(dirty.base, clean.base, rtol=0.02, atol=1e-6)
     assert dirty.standstill[1] == clean.standstill[1]     # the window removes it entirely
+
+
+def test_calibration_on_an_arm_that_holds_still_gives_the_standstill_band():
+    """A no-contact recording of an arm at rest but for brief jerks: motion samples, but no
+    speed/acceleration bin with enough of them. It crashed (IndexError); now the standstill
+    band serves in motion too and the calibration says so. With too few samples at rest
+    as well, one line says what is missing."""
+    rng = np.random.default_rng(4)
+    n_samples = 3000
+    t = np.arange(n_samples) / 100.0
+    r = rng.normal(0, 0.5, (n_samples, 6))
+    still = np.ones(n_samples, dtype=bool)
+    jerks = rng.choice(n_samples, 60, replace=False)          # scattered single samples
+    still[jerks] = False
+    speed = np.where(still, 0.0, rng.uniform(0.05, 2.0, n_samples))
+    acceleration = np.where(still, 0.0, rng.uniform(0.0, 30.0, n_samples))
+    run = contact.CalibrationRun(t, r, np.where(still[:, None], 0.0, 0.5), speed,
+                                 acceleration, still, np.zeros(n_samples, dtype=bool))
+    th = contact.calibrate([run], JOINTS, bins=8, min_bin=20)
+    np.testing.assert_allclose(th.base, th.standstill)
+    assert np.all(th.per_velocity == 0) and np.all(th.per_acceleration == 0)
+    assert 'standstill band is used in motion' in th.calibration['note']
+    few = contact.CalibrationRun(t[:40], r[:40], run.velocity[:40], speed[:40] + 0.1,
+                                 acceleration[:40] + rng.uniform(0, 30, 40),
+                                 np.zeros(40, dtype=bool), np.zeros(40, dtype=bool))
+    with pytest.raises(ConfigError, match='too few calibration samples'):
+        contact.calibrate([few], JOINTS, bins=8, min_bin=20)

@@ -203,6 +203,8 @@ def _calibrate(args, served, model, gains, settings, recs, bags, progress):
           f'{args.margin:g} x the {args.quantile:g} quantile, persistence '
           f'{th.persistence:g} s')
     print(f'thresholds: {out}')
+    if th.calibration.get('note'):
+        progress.warn(th.calibration['note'])
     if args.json:
         from arm_dyn_id.cli.output import write_json
         print(f'json: {write_json(args.json.expanduser(), {"thresholds": th.to_dict()})}')

@@ -660,14 +660,14 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
     else:
         standstill = None
     plane = np.zeros((n, 3))
-    binned = []
+    binned, need = [], []
     if moving.sum() >= min_bin:
         vm, am, mm = v[moving], a[moving], m_motion[moving]
         ve = np.unique(np.quantile(vm, np.linspace(0, 1, bins + 1)))
         ae = np.unique(np.quantile(am, np.linspace(0, 1, bins + 1)))
         vi = np.clip(np.searchsorted(ve, vm, side='right') - 1, 0, max(len(ve) - 2, 0))
         ai = np.clip(np.searchsorted(ae, am, side='right') - 1, 0, max(len(ae) - 2, 0))
-        lo_v, lo_a, mid_v, mid_a, need = [], [], [], [], []
+        lo_v, lo_a, mid_v, mid_a = [], [], [], []
         for i in np.unique(vi):
             for k in np.unique(ai):
                 sel = (vi == i) & (ai == k)
@@ -680,15 +680,23 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
                 need.append(np.quantile(mm[sel], quantile, axis=0))
                 binned.append({'speed_from': lo_v[-1], 'acceleration_from': lo_a[-1],
                                'samples': int(sel.sum())})
+    in_motion = bool(len(need))
+    if in_motion:
+        # the motion's state bins with enough samples each (speed, acceleration planes)
         lo_v, lo_a, need = np.array(lo_v), np.array(lo_a), np.array(need)
         mid_v, mid_a = np.array(mid_v), np.array(mid_a)
         for j in range(n):
             plane[j] = _envelope(mid_v, mid_a, lo_v, lo_a, np.maximum(need[:, j], floor[j]))
         plane *= margin
     elif standstill is not None:
+        # no motion bin holds min_bin samples (an arm that holds still, moved in brief
+        # jerks): the standstill band everywhere
         plane[:, 0] = standstill
     else:
-        raise ConfigError('too few calibration samples to derive thresholds')
+        raise ConfigError(f'too few calibration samples to derive thresholds: '
+                          f'{int(still.sum())} at standstill and {int(moving.sum())} in '
+                          f'motion, no state bin with {min_bin}; give longer no-contact '
+                          'recordings of the arm at rest and in motion')
     if standstill is None:
         standstill = plane[:, 0].copy()
     calibration = {'quantile': quantile, 'margin': margin, 'persistence_window': persistence,
@@ -696,6 +704,10 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
                    'motion_samples': int(moving.sum()), 'bins': binned,
                    'floor': floor.tolist(),
                    'sources': [r.source for r in runs]}
+    if not in_motion:
+        calibration['note'] = (f'no motion state bin holds {min_bin} samples: the standstill '
+                               'band is used in motion too; calibrate on recordings of the '
+                               'arm moving as it will work')
     calibration.update(settings.pop('calibration', {}))
     return ContactThresholds(joints, standstill, plane[:, 0], plane[:, 1], plane[:, 2],
                              persistence=persistence, holding_bounds=holding_bounds,
