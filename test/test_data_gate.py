@@ -461,3 +461,19 @@ def test_workspace_poses_cover_each_joints_range_even_beyond_pi(tmp_path):
     poses = workspace_poses(robot)
     assert np.all((poses[:, 3] >= 3.3) & (poses[:, 3] <= 6.0))
     assert np.all(np.abs(poses[:, 0]) <= np.pi) and np.ptp(poses[:, 0]) > 5.0
+
+
+def test_still_floor_is_the_holding_friction_over_the_scale_margin():
+    """Every fit path's floor for the joints a recording holds still (gravity, full and
+    payload gates): F / (1 - 1/limit) there, 0 for the joints that move."""
+    from arm_dyn_id.validation.check import holding_friction
+    from arm_dyn_id.validation.plausibility import still_floor
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    q = np.zeros((100, 6))
+    q[:, 2] = np.linspace(0, 0.5, 100)                 # only joint_3 moves (29°)
+    q[:, 4] = np.linspace(0, 0.05, 100)                # joint_5 creeps 3°: still
+    F = holding_friction(robot)
+    floor = still_floor(robot, q)
+    assert floor[2] == 0.0
+    np.testing.assert_allclose(np.delete(floor, 2), 2.0 * np.delete(F, 2))
+    np.testing.assert_allclose(still_floor(robot, q, limit=5.0)[4], 1.25 * F[4])

@@ -482,7 +482,6 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
-    weights, held = _held_still(model, q, noise, say)
     if getattr(model, 'dynamics', 'gravity') == 'full':
         from arm_dyn_id.data.preparation import prepare
         prep = model.metadata.get('preparation') or {}
@@ -490,14 +489,16 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
                        order=int(prep.get('order', 4)))
         say(f'full-dynamics model: {len(data.t)} samples filtered at '
             f'{data.info.get("cutoff_hz", float("nan")):.3g} Hz (the model\'s filter)')
+        weights, held = _held_still(model, q, noise, say)
         arm = model.torques(data.q, data.dq, data.ddq)
-        _gate(data.tau, arm, model, noise, tau, effort, gains)
+        _gate(data.tau, arm, model, noise, tau, effort, gains, data.q)
         error = np.fmax(_model_error(model), held)
         return identify_payload_full(model.robot, data.q, data.dq, data.ddq, data.tau, arm,
                                      noise=weights, frame=frame, inertia=inertia,
                                      model_error=error if np.any(np.isfinite(error)) else None)
+    weights, held = _held_still(model, q, noise, say)
     every = slice(None, None, max(1, len(q) // 5000))
-    _gate(tau[every], model.gravity_torques(q[every]), model, noise, tau, effort, gains)
+    _gate(tau[every], model.gravity_torques(q[every]), model, noise, tau, effort, gains, q)
     error = np.fmax(_model_error(model), held)
     error = error if np.any(np.isfinite(error)) else None
     from arm_dyn_id.data.segmentation import detect_markers
@@ -557,12 +558,15 @@ def _model_error(model):
                     dtype=float)
 
 
-def _gate(measured, arm, model, noise, raw, effort, gains):
-    """The data gate of every fit path: the measured torque against the arm model's."""
-    from arm_dyn_id.validation.plausibility import SCALE_LIMIT, judge_data
+def _gate(measured, arm, model, noise, raw, effort, gains, q):
+    """The data gate of every fit path: the measured torque against the arm model's (the
+    joints ``q`` holds still tested only where the torque varies well above their
+    friction at rest)."""
+    from arm_dyn_id.validation.plausibility import SCALE_LIMIT, judge_data, still_floor
     verdict = judge_data(measured, arm, model.joint_names, noise=noise, raw=raw,
                          effort=effort, gains=gains, limit=SCALE_LIMIT,
-                         reference='the arm model\'s')
+                         reference='the arm model\'s',
+                         floor=still_floor(model.robot, q, SCALE_LIMIT))
     if not verdict.ok:
         raise PayloadDataRefused(verdict.reason, verdict.cause)
 

@@ -1211,16 +1211,12 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     joints = list(robot.joint_names)
     q_all = np.concatenate([c[0].q for c in fitted.cases.values()])
     tau_all = np.concatenate([c[0].tau for c in fitted.cases.values()])
-    # a joint the data holds still keeps whatever friction F it holds (the pairs cancel
-    # only the moving joint's): a bounded F moves its scale by up to F / (the RMS of its
-    # gravity torque's variation), so it is tested only where that stays inside the limit
-    from arm_dyn_id.validation.check import held_still, holding_friction
-    from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT
-    still = held_still(q_all)
-    floor = holding_friction(robot) / (1.0 - 1.0 / JOINT_SCALE_LIMIT)
+    # a joint the data holds still keeps whatever friction it holds (the pairs cancel
+    # only the moving joint's): tested only where its gravity torque varies well above it
+    from arm_dyn_id.validation.plausibility import still_floor
     verdict = judge_data(tau_all, robot.gravity_torques(q_all), joints,
                          noise=fitted.noise_std, raw=raw, effort=effort, gains=gains,
-                         subject='gravity torque', floor=np.where(still, floor, 0.0))
+                         subject='gravity torque', floor=still_floor(robot, q_all))
     if not verdict.ok:
         return verdict
     # the held-out pairs come from the same motion: is the model determined elsewhere?

@@ -377,6 +377,20 @@ def excitation_message(names, condition=None):
             f'the value{cond}): a longer recording, larger and faster motion of more joints')
 
 
+def still_floor(robot, q, limit=JOINT_SCALE_LIMIT):
+    """The ``floor`` of :func:`judge_data` for a recording ``q`` (N, n) of ``robot``.
+
+    A joint the recording holds still (moved less than
+    :data:`arm_dyn_id.validation.check.STILL_SPAN`) keeps whatever friction F it holds at
+    rest (:func:`arm_dyn_id.validation.check.holding_friction`): a bounded F moves a
+    least-squares scale by at most F over the RMS variation of the reference torque, so
+    its scale stays within ``[1 / limit, limit]`` of the truth only where that variation
+    exceeds F / (1 − 1 / limit). 0 for the joints that move (N·m, (n,)).
+    """
+    from arm_dyn_id.validation.check import held_still, holding_friction
+    return np.where(held_still(q), holding_friction(robot) / (1.0 - 1.0 / limit), 0.0)
+
+
 def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice=''):
     """Refuse a model that its data determines only near the poses it visited.
 
@@ -610,7 +624,8 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
     rows = np.all(np.isfinite(nominal), axis=1)
     verdict = judge_data(y[rows], nominal[rows], joints, noise=noise, raw=raw, effort=effort,
-                         gains=gains)
+                         gains=gains,
+                         floor=None if robot is None else still_floor(robot, prepared.q))
     if not verdict.ok:
         return verdict
     checks = dict(verdict.checks)
@@ -663,4 +678,5 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
            'WORKSPACE_UNCERTAINTY', 'cutoff_message', 'derivative_noise', 'excitation_message',
            'judge_data', 'judge_fit', 'judge_full', 'judge_workspace', 'sign_message',
+           'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message']
