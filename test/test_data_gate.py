@@ -477,3 +477,15 @@ def test_still_floor_is_the_holding_friction_over_the_scale_margin():
     assert floor[2] == 0.0
     np.testing.assert_allclose(np.delete(floor, 2), 2.0 * np.delete(F, 2))
     np.testing.assert_allclose(still_floor(robot, q, limit=5.0)[4], 1.25 * F[4])
+
+
+def test_one_judged_joint_off_names_every_cause_it_cannot_tell_apart():
+    """The real UR10e's Fourier run with shoulder_lift and elbow swapped by --joint-map:
+    only the elbow could be judged, x2.3. One joint cannot tell a unit from its own
+    constant or from its name mapped to another joint; before, the message said 'every
+    --torque-constants off by that factor'."""
+    t = np.linspace(0.0, 10.0, 500)[:, None]
+    nominal = np.sin(2 * np.pi * np.array([0.2, 0.3]) * t) * [0.2, 8.0]
+    verdict = judge_data(nominal * [1.0, 2.3], nominal, ['wrist', 'elbow'], noise=[0.01, 0.01])
+    assert not verdict.ok and 'only elbow could be judged' in verdict.reason
+    assert '--joint-map' in verdict.reason and 'every --torque-constants' not in verdict.reason

@@ -327,6 +327,11 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
                 np.all(np.abs(np.log(ratio)) < np.log(2.0)):
             return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
                              'joint torque (N·m) read as current (--effort torque)')
+    if len(s) == 1 and off.all():
+        # one joint alone cannot tell a unit, its own constant or its name from each other
+        return 'units', (f'{head}: only {joints[0]} could be judged: its torque constant '
+                         '(--torque-constants), the effort\'s units, or its name mapped to '
+                         'another joint of the URDF (--joint-map, the driver\'s joint names)')
     if off.all() and np.ptp(np.log(np.maximum(s, 1e-300))) < np.log(2.0):
         return 'units', (f'{head}: effort in other units, or every --torque-constants '
                          '(gear ratio?) off by that factor')
