@@ -1,0 +1,84 @@
+"""Seed-000 sweeps when the joints held still hold friction: the gravity fit's error.
+
+A real geared joint at rest holds any torque up to its breakaway friction F. In a
+forward/backward pair of seed-000 sweeps only the swept joint's friction cancels; every
+other joint is still and holds some torque within ±F, which may differ from one segment
+to the next. The simulated arms of the suite hold none. This bench puts it in: the
+humanoid arm's reciprocating sweeps (``test/test_estimation.sweep_data``: every joint in
+turn, the last first, 2 or 3 random poses each, Coulomb 0.05 N·m on the swept joint,
+the configured noise), then each still joint holds a torque drawn uniformly in ±F per
+segment, F = 3 % of its effort limit (``validation.check.holding_friction``, what
+``check`` assumes). ``fit_gravity`` with its defaults; the error of G(q) at 200 poses
+over the joints' range (``pipeline.workspace_poses``), RMS per joint as % of the URDF's
+RMS there, and what the data gate (``judge_gravity_fit``) says of the fit. Seeds 0-2.
+
+    .venv/bin/python bench/held_friction.py
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / 'test'))
+
+from test_cli_fit import JOINTS, URDF  # noqa: E402
+from test_estimation import NOISE, sweep_data  # noqa: E402
+
+from arm_dyn_id.identification.pipeline import (  # noqa: E402
+    fit_gravity, judge_gravity_fit, workspace_poses)
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.validation.check import holding_friction  # noqa: E402
+
+
+def held(t, markers, friction, rng):
+    """(N, n) torque each still joint holds: uniform in ±F, one draw per segment."""
+    out = np.zeros((len(t), len(friction)))
+    starts = [m['t'] for m in markers] + [np.inf]
+    for marker, a, b in zip(markers, starts, starts[1:]):
+        hold = rng.uniform(-1, 1, len(friction)) * friction
+        hold[marker['joint_index']] = 0.0
+        out[(t >= a) & (t < b)] = hold
+    return out
+
+
+def main():
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    friction = holding_friction(robot)
+    poses = workspace_poses(robot)
+    truth = robot.gravity_torques(poses)
+    scale = np.sqrt(np.mean(truth ** 2, axis=0))
+    started = time.perf_counter()
+    print(f'# seed-000 sweeps of the humanoid arm, still joints holding up to F = '
+          f'{np.round(friction, 2).tolist()} N·m\n')
+    print('| poses per joint | seed | held friction | ' +
+          ' | '.join(JOINTS) + ' | data gate |')
+    print('|---|---|---|' + '---|' * (len(JOINTS) + 1))
+    worst = {False: [], True: []}
+    for per_joint in (2, 3):
+        for seed in range(3):
+            rng = np.random.default_rng(seed)
+            t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=per_joint,
+                                            noise=NOISE, coulomb=0.05)
+            extra = held(t, markers, friction, rng)
+            for with_held in (False, True):
+                measured = tau + extra * with_held
+                fitted = fit_gravity(robot, t, q, measured, markers)
+                gate = judge_gravity_fit(fitted, robot, measured, effort='torque')
+                error = np.sqrt(np.mean((fitted.model.gravity_torques(poses) - truth) ** 2,
+                                        axis=0)) / scale
+                worst[with_held].append(error)
+                print(f'| {per_joint} | {seed} | {"±F" if with_held else "none"} | ' +
+                      ' | '.join(f'{100 * e:.2f}' for e in error) +
+                      f' | {"passed" if gate.ok else "refused: " + gate.cause} |')
+    for with_held in (False, True):
+        w = np.max(worst[with_held], axis=0)
+        print(f'\nworst over the runs, {"±F held" if with_held else "none held"}: ' +
+              ', '.join(f'{j} {100 * e:.2f} %' for j, e in zip(JOINTS, w)))
+    print(f'\n{time.perf_counter() - started:.0f} s')
+
+
+if __name__ == '__main__':
+    main()
