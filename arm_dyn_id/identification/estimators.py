@@ -285,7 +285,25 @@ def _chunk_moments(robot, base, q, tau, weights):
     b_joint = (Yn @ np.ascontiguousarray(tau.T)[:, :, None])[..., 0]   # (n, r)
     A = np.einsum('j,jrs->rs', weights, A_joint)
     b = weights @ b_joint
-    return NormalEquations(A, b, A_joint, b_joint, np.sum(tau ** 2, axis=0), len(q), weights)
+    neq = NormalEquations(A, b, A_joint, b_joint, np.sum(tau ** 2, axis=0), len(q), weights)
+    return neq, (Yn.sum(axis=2), tau.sum(axis=0))          # Σ Y_j (n, r), Σ τ_j (n,)
+
+
+def _without_offsets(neq, sums, free):
+    """``neq`` of one part with a free torque offset on the joints ``free`` (n,) bool:
+    their rows' means over the part eliminated (Σ (y − ȳ)(y − ȳ)ᵀ = Σ y yᵀ − c ȳ ȳᵀ)."""
+    if not np.any(free) or neq.count < 2:
+        return neq
+    sum_y, sum_t = sums
+    c = float(neq.count)
+    A_joint, b_joint, tau_sq = neq.A_joint.copy(), neq.b_joint.copy(), neq.tau_sq.copy()
+    for j in np.flatnonzero(free):
+        A_joint[j] -= np.outer(sum_y[j], sum_y[j]) / c
+        b_joint[j] -= sum_y[j] * sum_t[j] / c
+        tau_sq[j] -= sum_t[j] ** 2 / c
+    w = neq.weights
+    return NormalEquations(np.einsum('j,jrs->rs', w, A_joint), w @ b_joint, A_joint, b_joint,
+                           np.clip(tau_sq, 0.0, None), neq.count, w)
 
 
 def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=16384, workers=1):
@@ -327,7 +345,7 @@ def gravity_normal_equations(robot, base, q, tau, weights=None, chunk=16384, wor
 
 
 def gravity_normal_equations_parts(robot, base, q, tau, parts, weights=None, chunk=16384,
-                                   workers=1):
+                                   workers=1, free_offsets=None):
     """:func:`gravity_normal_equations` of several parts of one record at once.
 
     The chunks of every part go through one thread pool, so both workers stay busy
@@ -337,6 +355,9 @@ def gravity_normal_equations_parts(robot, base, q, tau, parts, weights=None, chu
     ----------
     parts : list of slice or ndarray of int
         The samples of each part.
+    free_offsets : sequence of ndarray of bool, optional
+        Per part, the joints (n,) whose torque has a free offset over that part (their
+        mean over it eliminated): a forward/backward pair's joints held still.
     Other parameters as :func:`gravity_normal_equations`.
 
     Returns
@@ -374,9 +395,12 @@ def gravity_normal_equations_parts(robot, base, q, tau, parts, weights=None, chu
     totals = []
     for k in range(len(parts)):
         mine = [m for (part, _), m in zip(spans, moments) if part == k]
-        total = NormalEquations.total(mine) if mine else None
+        total = NormalEquations.total(m[0] for m in mine) if mine else None
         if total is None or total.count == 0:
             raise DataError('no finite samples to fit')
+        if free_offsets is not None:
+            sums = (sum(m[1][0] for m in mine), sum(m[1][1] for m in mine))
+            total = _without_offsets(total, sums, np.asarray(free_offsets[k], dtype=bool))
         totals.append(total)
     return totals
 

@@ -25,8 +25,35 @@ DEFAULT_METHODS = ('wls', 'joint_by_joint')
 MOMENTS_THRESHOLD = 100_000
 
 
-def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, validation):
-    """Fit every method and choose one on held-out groups (samples or moments)."""
+def still_joints(paired):
+    """(M, n) bool: the joints each averaged sample's pair holds still (all but the one
+    it sweeps)."""
+    still = np.ones(np.shape(paired.tau), dtype=bool)
+    moving = np.asarray(paired.moving_joint, dtype=int)
+    rows = np.flatnonzero(moving >= 0)
+    still[rows, moving[rows]] = False
+    return still
+
+
+def _without_held_offsets(Yb, tau, groups, still):
+    """Yb, τ with each group's mean taken out of the rows ``still`` (M, n) marks: a free
+    torque offset per group and still joint (what its friction holds), eliminated."""
+    Yb, tau = Yb.copy(), tau.copy()
+    order = np.argsort(groups, kind='stable')
+    _, starts = np.unique(groups[order], return_index=True)
+    for rows in np.split(order, starts[1:]):
+        joints = np.flatnonzero(still[rows[0]])
+        if len(joints) == 0 or len(rows) < 2:
+            continue
+        tau[np.ix_(rows, joints)] -= tau[np.ix_(rows, joints)].mean(axis=0)
+        Yb[rows[:, None], joints[None, :], :] -= Yb[rows][:, joints, :].mean(axis=0)
+    return Yb, tau
+
+
+def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, validation,
+            still=None):
+    """Fit every method and choose one on held-out groups (samples or moments);
+    ``still`` (M, n): rows with a free offset per group (:func:`_without_held_offsets`)."""
     if len(q) > MOMENTS_THRESHOLD and validation is None and \
             set(methods) <= set(MOMENT_ESTIMATORS):
         weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
@@ -41,11 +68,14 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
         ids = ids[ids >= 0]
         labels = [strata.get(int(g), 0) if strata else 0 for g in ids]
         labels += [-1] * (len(members) - len(ids))
+        free = None if still is None else [still[run[0]] for run in members]
         parts = gravity_normal_equations_parts(robot, base, q, tau, members, weights,
-                                               workers=2)
+                                               workers=2, free_offsets=free)
         return fit_best_moments(parts, base.names, methods, strata=labels, folds=folds,
                                 seed=seed)
     Yb = base.reduce(robot.gravity_regressor(q))
+    if still is not None:
+        Yb, tau = _without_held_offsets(Yb, tau, groups, still)
     val = None
     if validation is not None:
         qv, tv = validation
@@ -79,7 +109,7 @@ class GravityFit:
 
 def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT_METHODS,
                      average=True, base=None, validation=None, provenance=None,
-                     folds=HOLDOUT_FOLDS, seed=0):
+                     folds=HOLDOUT_FOLDS, seed=0, free_offsets=True):
     """Identify the gravity base parameters from reciprocating data.
 
     Parameters
@@ -105,13 +135,20 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         and the model's ``selection`` metadata says so.
     average : bool
         Average forward/backward passes to cancel friction (seed 000 eq. 5).
-        Without it, only the sweep samples are used as they are.
+        Without it, only the sweep samples are used as they are. With it, the joints a
+        pair holds still get a free torque offset over the pair: the friction a still
+        geared joint holds (anything within its breakaway friction) is not cancelled by
+        the averaging, and only their torque's variation along the sweep is fitted.
     validation : (q_val, tau_val), optional
         Held-out data used to choose between methods instead of the folds.
     folds : int
         At most this many cross-validation folds over the pairs.
     seed : int
         Seed of the deal of pairs into folds.
+    free_offsets : bool
+        With averaging, a free torque offset per pair on the joints it holds still
+        (default); False fits their averaged torque as it is (exact only for an arm whose
+        joints hold no friction at rest).
 
     Returns
     -------
@@ -148,7 +185,8 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
     if unknown:
         raise ValueError(f'unknown estimator {unknown[0]!r}; choose from {sorted(ESTIMATORS)}')
     choice = _choose(robot, base, q_fit, tau_fit, noise, methods, groups, strata, folds, seed,
-                     validation)
+                     validation,
+                     None if paired is None or not free_offsets else still_joints(paired))
     result, candidates = choice.result, choice.candidates
     friction = None
     if paired is not None:

@@ -1228,9 +1228,10 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
         return type(where)(False, where.reason, checks, where.cause)
     case = 'held_out' if 'held_out' in fitted.cases else 'training'
     paired, predicted = fitted.cases[case]
+    from arm_dyn_id.validation.check import holding_friction
     judged = judge_fit(paired.tau, predicted, nominal=robot.gravity_torques(paired.q),
                        noise=fitted.noise_std, joints=joints, held_out=case == 'held_out',
-                       raw=raw)
+                       raw=raw, held=holding_friction(robot))
     return type(judged)(judged.ok, judged.reason, {**checks, **judged.checks}, judged.cause)
 
 

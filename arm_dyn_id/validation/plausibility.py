@@ -79,7 +79,7 @@ def _finite_rows(a, b, joints=None):
 
 
 def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_out=True,
-              raw=None):
+              raw=None, held=None):
     """Judge a fitted gravity model against its validation samples.
 
     Parameters
@@ -104,6 +104,11 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
         Every measured torque of the recording (N·m): the constant-effort and
         signal checks look at the whole recording when given (the held-out
         samples may move one wrist joint only); default ``measured``.
+    held : array_like, (n,), optional
+        N·m of friction a joint held still may hold in these samples (the pairs cancel
+        only the swept joint's; a static hold cancels none): a joint is judged only where
+        its torque varies by more than twice it, and its held-out RMSE may exceed the
+        noise's limit by that much.
 
     Returns
     -------
@@ -153,7 +158,9 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     # a joint the URDF's gravity barely loads (a vertical first axis) has nothing for a
     # gravity model to follow: its held-out rho says nothing about the fit
     loaded = carry if nominal is not None else np.ones(n, dtype=bool)
-    judged = [i for i in range(n) if local[i] > SIGNAL_NOISE and loaded[i]]
+    held = np.zeros(n) if held is None else np.nan_to_num(np.asarray(held, dtype=float))
+    judged = [i for i in range(n) if local[i] > SIGNAL_NOISE and loaded[i] and
+              y[:, i].std() > 2.0 * held[i]]
     checks['judged_joints'] = [joints[i] for i in judged]
     if not held_out:
         return Plausibility(True, None, checks)
@@ -166,7 +173,8 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
             return Plausibility(False, f'on held-out data the model does not follow '
                                 f'{joints[i]} (correlation rho = {rho:.2f} < {MIN_RHO})',
                                 checks, 'held_out')
-        if rmse > RMSE_NOISE_LIMIT * max(noise[i], 1e-12) and percent > MAX_RMSE_PERCENT:
+        if rmse > RMSE_NOISE_LIMIT * max(noise[i], 1e-12) + held[i] and \
+                percent > MAX_RMSE_PERCENT:
             return Plausibility(False, f'on held-out data the RMSE of {joints[i]} is '
                                 f'{percent:.0f} % of its largest torque, '
                                 f'{rmse / max(noise[i], 1e-12):.0f}x its noise', checks,
