@@ -1221,8 +1221,7 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
         return verdict
     # the held-out pairs come from the same motion: is the model determined elsewhere?
     # (before the fit's own scale: a model the data does not determine has any scale)
-    where = _judge_workspace(robot, fitted.model, fitted.result.covariance, joints, q_all,
-                             gravity_base=fitted.model.base)
+    where = _judge_workspace(robot, fitted.model, fitted.result.covariance, joints, q_all)
     checks = {**verdict.checks, **where.checks}
     if not where.ok:
         return type(where)(False, where.reason, checks, where.cause)
@@ -1235,14 +1234,15 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     return type(judged)(judged.ok, judged.reason, {**checks, **judged.checks}, judged.cause)
 
 
-def _judge_workspace(robot, model, covariance, joints, q_all, gravity_base=None):
+def _judge_workspace(robot, model, covariance, joints, q_all):
     """judge_workspace of a fit: its gravity torque's uncertainty over the joints' range,
-    the joints its data moves, the parameters behind it and (``gravity_base``: a gravity
-    fit's base set) a motion for the first."""
+    the joints its data moves, the parameters behind it and (a gravity model) a motion
+    for the first."""
     from arm_dyn_id.validation.plausibility import judge_workspace
     poses = workspace_poses(robot)
     base, r = model.base, model.base.count
-    if gravity_base is not None:
+    gravity = model.dynamics == 'gravity'
+    if gravity:
         Y = base.reduce(robot.gravity_regressor(poses))
     else:
         from arm_dyn_id.model.dynamics import rigid_regressor
@@ -1257,9 +1257,9 @@ def _judge_workspace(robot, model, covariance, joints, q_all, gravity_base=None)
     moved = {j: s for j, s, k in zip(joints, np.ptp(q_all, axis=0), held_still(q_all))
              if not k}
     advice = ''
-    if weak and gravity_base is not None:
+    if weak and gravity:
         from arm_dyn_id.identification.quasi_static import motion_advice
-        advice = motion_advice(robot, gravity_base, q_all[::max(1, len(q_all) // 400)],
+        advice = motion_advice(robot, base, q_all[::max(1, len(q_all) // 400)],
                                weak[:1]).get(weak[0], '')
     return judge_workspace(sigma, nominal, joints, moved, weak, advice)
 
