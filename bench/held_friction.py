@@ -25,23 +25,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'test'))
 
 from test_cli_fit import JOINTS, URDF  # noqa: E402
-from test_estimation import NOISE, sweep_data  # noqa: E402
+from test_estimation import NOISE, held_at_rest, sweep_data  # noqa: E402
 
 from arm_dyn_id.identification.pipeline import (  # noqa: E402
     fit_gravity, judge_gravity_fit, workspace_poses)
 from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 from arm_dyn_id.validation.check import holding_friction  # noqa: E402
-
-
-def held(t, markers, friction, rng):
-    """(N, n) torque each still joint holds: uniform in ±F, one draw per segment."""
-    out = np.zeros((len(t), len(friction)))
-    starts = [m['t'] for m in markers] + [np.inf]
-    for marker, a, b in zip(markers, starts, starts[1:]):
-        hold = rng.uniform(-1, 1, len(friction)) * friction
-        hold[marker['joint_index']] = 0.0
-        out[(t >= a) & (t < b)] = hold
-    return out
 
 
 def main():
@@ -62,7 +51,7 @@ def main():
             rng = np.random.default_rng(seed)
             t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=per_joint,
                                             noise=NOISE, coulomb=0.05)
-            extra = held(t, markers, friction, rng)
+            extra = held_at_rest(robot, t, markers, rng)[1]
             for with_held in (False, True):
                 measured = tau + extra * with_held
                 fitted = fit_gravity(robot, t, q, measured, markers)

@@ -98,7 +98,7 @@ def test_exact_data_gives_exact_parameters(robot):
     np.testing.assert_allclose(fit.model.beta, base.beta(robot.parameters()), atol=1e-8)
 
 
-def _held_at_rest(robot, t, markers, rng):
+def held_at_rest(robot, t, markers, rng):
     """Per segment, each joint the segment holds still holds a torque anywhere within ±F
     (its breakaway friction: 3 % of its effort limit), as a geared joint at rest does."""
     from arm_dyn_id.validation.check import holding_friction
@@ -119,7 +119,7 @@ def test_friction_held_by_the_still_joints_is_a_free_offset_per_pair(robot):
     the held torques change nothing."""
     rng = np.random.default_rng(0)
     t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=2, noise=NOISE, coulomb=0.05)
-    friction, held = _held_at_rest(robot, t, markers, rng)
+    friction, held = held_at_rest(robot, t, markers, rng)
     qv, tv = held_out(robot, rng)
     clean = identify_gravity(robot, t, q, tau, markers, noise=NOISE)
     fit = identify_gravity(robot, t, q, tau + held, markers, noise=NOISE)
@@ -135,7 +135,7 @@ def test_free_offsets_are_the_same_through_the_moments(robot, monkeypatch):
     from arm_dyn_id.identification import gravity
     rng = np.random.default_rng(1)
     t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=2, noise=NOISE, coulomb=0.05)
-    _, held = _held_at_rest(robot, t, markers, rng)
+    _, held = held_at_rest(robot, t, markers, rng)
     samples = identify_gravity(robot, t, q, tau + held, markers, noise=NOISE, methods=('wls',))
     monkeypatch.setattr(gravity, 'MOMENTS_THRESHOLD', 10)
     moments = identify_gravity(robot, t, q, tau + held, markers, noise=NOISE, methods=('wls',))

@@ -8,7 +8,7 @@ from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import Payload
 from arm_dyn_id.identification.payload import identify_payload, payload_regressor
-from test_estimation import NOISE, sweep_data
+from test_estimation import NOISE, held_at_rest, sweep_data
 
 
 @pytest.fixture(scope='module')
@@ -57,21 +57,6 @@ def test_unknown_frame_is_named(robot, arm_model):
         payload_regressor(robot, np.zeros((1, robot.n_joints)), frame='gripper_tip')
 
 
-def _held_friction(robot, t, tau, markers, moving, rng):
-    """Each still joint holds a random friction of up to its holding friction (3 % of its
-    effort limit) per segment, as a geared joint at rest does."""
-    from arm_dyn_id.validation.check import holding_friction
-    friction = holding_friction(robot)
-    starts = [m['t'] for m in markers] + [np.inf]
-    tau = tau.copy()
-    for a, b in zip(starts, starts[1:]):
-        span = (t >= a) & (t < b)
-        hold = rng.uniform(-1, 1, robot.n_joints) * friction
-        hold[moving] = 0.0
-        tau[span] += hold
-    return tau
-
-
 @pytest.mark.parametrize('joint, seed', [(2, 1), (3, 1)])
 def test_friction_held_by_still_joints_is_not_a_payload(robot, arm_model, joint, seed):
     """One joint swept at one pose of the others, no payload: the still joints' held
@@ -81,7 +66,7 @@ def test_friction_held_by_still_joints_is_not_a_payload(robot, arm_model, joint,
     rng = np.random.default_rng(seed)
     t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=1, joints=[joint],
                                     noise=NOISE, coulomb=0.05)
-    tau = _held_friction(robot, t, tau, markers, joint, rng)
+    tau = tau + held_at_rest(robot, t, markers, rng)[1]
     said = []
     with pytest.raises(DataError, match='no payload detected.*arm model'):
         identify_payload_samples(arm_model, t, q, tau, markers, noise=NOISE, say=said.append)
