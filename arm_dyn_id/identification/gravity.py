@@ -35,7 +35,7 @@ def still_joints(paired):
     return still
 
 
-def _without_held_offsets(Yb, tau, groups, still):
+def without_held_offsets(Yb, tau, groups, still):
     """Yb, τ with each group's mean taken out of the rows ``still`` (M, n) marks: a free
     torque offset per group and still joint (what its friction holds), eliminated."""
     Yb, tau = Yb.copy(), tau.copy()
@@ -53,7 +53,7 @@ def _without_held_offsets(Yb, tau, groups, still):
 def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, validation,
             still=None):
     """Fit every method and choose one on held-out groups (samples or moments);
-    ``still`` (M, n): rows with a free offset per group (:func:`_without_held_offsets`)."""
+    ``still`` (M, n): rows with a free offset per group (:func:`without_held_offsets`)."""
     if len(q) > MOMENTS_THRESHOLD and validation is None and \
             set(methods) <= set(MOMENT_ESTIMATORS):
         weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
@@ -75,7 +75,7 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
                                 seed=seed)
     Yb = base.reduce(robot.gravity_regressor(q))
     if still is not None:
-        Yb, tau = _without_held_offsets(Yb, tau, groups, still)
+        Yb, tau = without_held_offsets(Yb, tau, groups, still)
     val = None
     if validation is not None:
         qv, tv = validation

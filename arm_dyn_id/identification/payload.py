@@ -33,6 +33,7 @@ import numpy as np
 
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import fit_wls
+from arm_dyn_id.identification.gravity import still_joints, without_held_offsets
 from arm_dyn_id.model.payload import (DEFAULT_FRAMES, _six, _skew, _sym,  # noqa: F401
                                       payload_frame, payload_full_regressor, payload_regressor,
                                       payload_transform)
@@ -434,8 +435,7 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
     P = payload_regressor(model.robot, q, frame)
     if average and free_offsets:
-        from arm_dyn_id.identification.gravity import _without_held_offsets, still_joints
-        P, extra = _without_held_offsets(P, extra, paired.pair_id, still_joints(paired))
+        P, extra = without_held_offsets(P, extra, paired.pair_id, still_joints(paired))
         note += ', a free offset per pair on the joints it holds still'
     return _point_mass_fit(P, extra, noise, frame, 'payload_wls', note, model_error=model_error,
                            robot=model.robot)
