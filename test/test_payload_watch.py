@@ -166,6 +166,34 @@ def test_a_put_down_is_not_held_back_for_the_absolute_standard_error(
     assert T_OFF < events[1].t <= T_OFF + 2.0 and events[1].mass_std > 1e-4
 
 
+def test_a_load_not_confirmed_is_tried_again_and_served(pick_and_place):
+    """The load swings as it settles (+3 kg, then -3 kg for 0.2 s each, right after the
+    picked_up event): the confirmation sees the fits leave the load and does not apply it.
+    The watch believed the load and never served it; now it tries again once the fit since
+    the pick-up is precise, and serves the mass of that fit."""
+    config, model, t, q, dq, tau = simulate(t_off=20.0, seconds=25.0)
+    settings = WatchSettings(apply=True)
+    _, plain, _ = follow(config, model, t, q, dq, tau, settings)
+    up = plain[0]
+    assert up.kind == PICKED_UP
+    swing = (t >= up.t + 0.01) & (t < up.t + 0.41)
+    sign = np.where(t < up.t + 0.21, 1.0, -1.0)[swing]
+    tau = tau.copy()
+    tau[swing] += sign[:, None] * (payload_regressor(model.robot, q[swing], 'flange')
+                                   @ np.array([3.0, 0.0, 0.0, 0.15]))
+    watch, events, served = follow(config, model, t, q, dq, tau, settings)
+    logged = [d['decision'] for d in watch.decisions]
+    assert logged.count('unconfirmed') == 1 and logged.count('retry') == 1, watch.decisions
+    assert [e.kind for e in events] == [PICKED_UP, APPLIED, PUT_DOWN, REVERTED], \
+        watch.decisions
+    applied = events[1]
+    retry = next(d for d in watch.decisions if d['decision'] == 'retry')
+    assert retry['t'] < applied.t < 20.0 and retry['mass_std'] <= 0.1
+    assert abs(applied.payload.mass - MASS) <= 0.05 * MASS, applied
+    assert np.all(served[(t > applied.t + 0.05) & (t < 20.0)] == applied.payload.mass)
+    assert np.all(served[t > events[3].t + 0.05] == 0.0)
+
+
 @pytest.fixture(scope='module')
 def realistic():
     """2 kg held in [20, 45) s of 65 s, 500 Hz, served an imperfect model (its rigid body

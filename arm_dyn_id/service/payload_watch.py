@@ -79,6 +79,12 @@ Decisions, each with hysteresis:
   if the fits since still see that load (within ``exit_mass``), refitted on everything
   since the candidate began; a put_down reverts at once to the baseline (a payload
   served that the arm no longer holds pushes the arm: the safe side is to drop it fast).
+  An event the fits did not confirm is tried again when the fit on everything since its
+  candidate began (up to ``max_window`` s) is precise again and its standard error at
+  most ``RETRY_GAIN`` times that of the failed confirmation (more poses seen: at most
+  a few tries before the fits reach ``max_window``): the load believed becomes that
+  fit's and it goes through the confirmation window again (logged ``retry``). Without
+  it, a load announced but never confirmed was believed and never served.
 
 **A push is not a load.** A person pushing the arm gives a brief residual excursion.
 It cannot become an event: it must last ``support`` s, and a 1 s window holding a push
@@ -121,6 +127,9 @@ NULL_KEEP = 600
 STARTUP = 1.0
 #: the arm model's own error is taken as independent between blocks this long (s)
 MODEL_ERROR_SECONDS = 1.0
+#: an unconfirmed event is tried again once the fit since its candidate began has at most
+#: this times the standard error of the failed confirmation (about twice the samples)
+RETRY_GAIN = 0.7
 
 
 @dataclass(frozen=True)
@@ -381,6 +390,7 @@ class PayloadWatch:
         self.applied = False
         self._candidate = None          # (kind, since)
         self._pending = None            # (event, apply at)
+        self._unconfirmed = None        # (event, standard error of the failed confirmation)
         self._held = ''
         self.fits = deque(maxlen=200)
         self.decisions = []
@@ -393,6 +403,7 @@ class PayloadWatch:
         self._rows = 0
         self._last_kept = self._next_fit = -np.inf
         self._candidate = None
+        self._unconfirmed = None
         self._steady_since = -np.inf
         self._first = np.inf
 
@@ -733,6 +744,8 @@ class PayloadWatch:
             # judged like the event: on the samples since its candidate began
             since = self._pending[0].since
             events += self._confirm(self.fit(max(t - s.max_window, since), t) or fit)
+        elif self._unconfirmed is not None and self._candidate is None:
+            self._retry(t)
         held = float(self.object[0])
         if self._candidate is not None:
             _, since = self._candidate
@@ -803,6 +816,7 @@ class PayloadWatch:
             return []
         self._candidate = None
         self._held = ''
+        self._unconfirmed = None
         self._steady_since = since
         self._unsure.clear()
         if kind == PUT_DOWN:
@@ -835,10 +849,12 @@ class PayloadWatch:
         event, when = self._pending
         if abs(fit.mass - event.mass) >= self.settings.exit_mass:
             self._pending = None
+            self._unconfirmed = (event, fit.mass_std)
             self._log('unconfirmed', fit.t, f'{event.kind} not applied: the fitted mass '
                       f'{fit.mass:.3g} kg left {event.mass:.3g} ± '
-                      f'{self.settings.exit_mass} kg within the confirmation window',
-                      mass=fit.mass)
+                      f'{self.settings.exit_mass} kg within the confirmation window; tried '
+                      f'again when a fit since {event.since:.2f} s has a standard error '
+                      f'<= {RETRY_GAIN * fit.mass_std:.2g} kg', mass=fit.mass)
             return []
         if fit.t < when:
             return []
@@ -855,6 +871,37 @@ class PayloadWatch:
         out = [self._action(APPLIED, fit.t, event)]
         self.events += out
         return out
+
+    def _retry(self, t):
+        """An unconfirmed event again through the confirmation window, with the fit on
+        everything since its candidate began, once that fit is precise and has at most
+        ``RETRY_GAIN`` times the failed confirmation's standard error (module notes)."""
+        s = self.settings
+        event, failed = self._unconfirmed
+        refit = self.fit(max(t - s.max_window, event.since), t)
+        if refit is None or not refit.mass_std <= RETRY_GAIN * failed:
+            return
+        change = refit.mass - float(self.object[0])
+        if refit.mass < max(s.exit_mass, SIGNIFICANCE * refit.mass_std):
+            return                  # not told from none: a put-down candidate's to decide
+        if not (refit.mass_std <= s.max_mass_std and
+                refit.mass_std <= s.max_relative_std * abs(refit.mass)):
+            return
+        self._unconfirmed = None
+        self._unsure.clear()        # their deviations were from the load believed before
+        self.object = refit.theta - self._base - self.tare
+        event = PayloadEvent(**{**event.__dict__, 't': refit.t, 'mass': refit.mass,
+                                'com': tuple(float(c) for c in refit.com),
+                                'mass_std': refit.mass_std,
+                                'com_std': tuple(float(c) for c in refit.com_std),
+                                'payload': self._payload(), 'explained': refit.explained,
+                                'samples': refit.samples})
+        self._pending = (event, t + s.confirm)
+        self._log('retry', t, f'{event.kind} tried again: object {refit.mass:.3g} ± '
+                  f'{refit.mass_std:.2g} kg on {refit.span:.1f} s since {event.since:.2f} s '
+                  f'({change:+.3g} kg from the load believed), applied after '
+                  f'{s.confirm:g} s if the fits still see it', mass=refit.mass,
+                  mass_std=refit.mass_std)
 
     def _action(self, kind, t, event):
         self.applied = kind == APPLIED
