@@ -80,14 +80,14 @@ def first(events, kind, after=-np.inf):
     return next((e for e in events if e.kind == kind and e.t > after), None)
 
 
-def mujoco_case(seeds, first=0):
+def mujoco_case(seeds, first_seed=0):
     print(f'== MuJoCo TX-60, 1 kg picked up at {T_ON:g} s, put down at {T_OFF:g} s (simulated '
           'time), default WatchSettings with apply')
     print(f'{"seed":>4} {"picked_up s":>11} {"mass err %":>10} {"applied kg":>10} '
           f'{"CoM z mm":>8} {"put_down s":>10} {"reverted s":>10} {"events":>6} '
           f'{"µs/sample":>9}')
     rows = []
-    for seed in range(first, first + seeds):
+    for seed in range(first_seed, first_seed + seeds):
         config, model, t, q, dq, tau = simulate(seed)
         events, spent, n = follow(model, t, q, dq, tau, WatchSettings(apply=True), 'flange',
                                   noise=config.torque_noise)
@@ -108,12 +108,12 @@ def mujoco_case(seeds, first=0):
           '(4: picked_up, applied, put_down, reverted)')
 
 
-def realistic_case(seeds, first=0):
+def realistic_case(seeds, first_seed=0):
     print('\n== realistic simulation (arm_dyn_id.sim.pick_and_place.realistic_pick_and_place): '
           'TX-60, 2 kg at (0, 0, 0.05) m held 20-45 s of 65 s, 500 Hz, served model imperfect '
           '(link parameters 5 %, friction +15-45 %, gains 3 %, 3 s-correlated torque error '
           '3x the noise), default WatchSettings with apply; times from the change')
-    for seed in range(first, first + seeds):
+    for seed in range(first_seed, first_seed + seeds):
         run = sim.realistic_pick_and_place(seed=seed)
         events, spent, n = follow(run.served, run.t, run.q, run.dq, run.tau,
                                   WatchSettings(apply=True), 'flange',
