@@ -12,6 +12,11 @@ segment, F = 3 % of its effort limit (``validation.check.holding_friction``, wha
 over the joints' range (``pipeline.workspace_poses``), RMS per joint as % of the URDF's
 RMS there, and what the data gate (``judge_gravity_fit``) says of the fit. Seeds 0-2.
 
+Then the payload from the same kind of sweeps: 0.5 kg at (10, -20, 50) mm in the flange,
+the arm model exact (URDF), 1 or 2 poses per joint, seeds 0-5; ``identify_payload`` with
+and without the free offsets per pair (``free_offsets``): mass ± standard error and the
+centre of mass's distance from the truth, with the held torques and without.
+
     .venv/bin/python bench/held_friction.py
 """
 
@@ -27,9 +32,12 @@ sys.path.insert(0, str(REPO / 'test'))
 from test_cli_fit import JOINTS, URDF  # noqa: E402
 from test_estimation import NOISE, held_at_rest, sweep_data  # noqa: E402
 
+from arm_dyn_id.identification.payload import identify_payload  # noqa: E402
 from arm_dyn_id.identification.pipeline import (  # noqa: E402
     fit_gravity, judge_gravity_fit, workspace_poses)
-from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.model.base_parameters import gravity_base_parameters  # noqa: E402
+from arm_dyn_id.model.gravity import GravityModel  # noqa: E402
+from arm_dyn_id.model.robot import Payload, RobotModel  # noqa: E402
 from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
 
@@ -66,7 +74,36 @@ def main():
         w = np.max(worst[with_held], axis=0)
         print(f'\nworst over the runs, {"±F held" if with_held else "none held"}: ' +
               ', '.join(f'{j} {100 * e:.2f} %' for j, e in zip(JOINTS, w)))
+    payload_part(robot)
     print(f'\n{time.perf_counter() - started:.0f} s')
+
+
+def payload_part(robot):
+    base = gravity_base_parameters(robot)
+    arm = GravityModel(robot.copy(), base, base.beta(robot.parameters()))
+    payload = Payload(mass=0.5, com=(0.01, -0.02, 0.05), frame='flange')
+    loaded = robot.with_payload(payload)
+    print(f'\n# payload {payload.mass} kg at {np.multiply(payload.com, 1e3).tolist()} mm in '
+          'the flange from the sweeps, the arm model exact: mass (kg) ± standard error, '
+          'centre of mass off (mm)\n')
+    print('| poses per joint | seed | free offsets | none held | ±F held |')
+    print('|---|---|---|---|---|')
+    for per_joint in (1, 2):
+        for seed in range(6):
+            rng = np.random.default_rng(seed)
+            t, q, tau, markers = sweep_data(loaded, rng, poses_per_joint=per_joint,
+                                            noise=NOISE, coulomb=0.05)
+            extra = held_at_rest(robot, t, markers, rng)[1]
+            for free in (False, True):
+                cells = []
+                for measured in (tau, tau + extra):
+                    fit = identify_payload(arm, t, q, measured, markers, noise=NOISE,
+                                           free_offsets=free)
+                    off = 1e3 * np.linalg.norm(np.subtract(fit.payload.com, payload.com))
+                    cells.append(f'{fit.payload.mass:.4f} ± {fit.std_errors[0]:.4f}, '
+                                 f'{off:.1f} mm')
+                print(f'| {per_joint} | {seed} | {"yes" if free else "no"} | '
+                      + ' | '.join(cells) + ' |')
 
 
 if __name__ == '__main__':

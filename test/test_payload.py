@@ -61,8 +61,8 @@ def test_friction_held_by_the_still_joints_of_a_pair_is_not_taken_for_the_payloa
         robot, arm_model):
     """Each joint a sweep pair holds still holds a torque within ±F (its breakaway
     friction), constant over the pair: a free offset per pair and still joint. Taken for
-    the payload's torque, it put 0.5 kg at 0.473 ± 0.004 kg and the centre of mass 10-16 mm
-    off (the seeds below, before); now the held torques change nothing."""
+    the payload's torque, it put 0.5 kg at 0.473 ± 0.004 kg and the centre of mass 13 mm
+    off (this seed, before; bench/held_friction.py); now the held torques change nothing."""
     payload = Payload(mass=0.5, com=(0.01, -0.02, 0.05), frame='flange')
     rng = np.random.default_rng(4)
     t, q, tau, markers = sweep_data(robot.with_payload(payload), rng, poses_per_joint=2,
