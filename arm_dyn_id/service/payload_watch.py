@@ -863,11 +863,7 @@ class PayloadWatch:
         longer = self.fit(event.since, fit.t)
         if longer is not None and longer.mass_std <= fit.mass_std:
             self.object = longer.theta - self._base - self.tare
-            event = PayloadEvent(**{**event.__dict__, 'mass': longer.mass,
-                                    'com': tuple(float(c) for c in longer.com),
-                                    'mass_std': longer.mass_std,
-                                    'com_std': tuple(float(c) for c in longer.com_std),
-                                    'payload': self._payload(), 'samples': longer.samples})
+            event = self._refitted(event, longer)
         out = [self._action(APPLIED, fit.t, event)]
         self.events += out
         return out
@@ -890,18 +886,22 @@ class PayloadWatch:
         self._unconfirmed = None
         self._unsure.clear()        # their deviations were from the load believed before
         self.object = refit.theta - self._base - self.tare
-        event = PayloadEvent(**{**event.__dict__, 't': refit.t, 'mass': refit.mass,
-                                'com': tuple(float(c) for c in refit.com),
-                                'mass_std': refit.mass_std,
-                                'com_std': tuple(float(c) for c in refit.com_std),
-                                'payload': self._payload(), 'explained': refit.explained,
-                                'samples': refit.samples})
+        event = self._refitted(event, refit, t=refit.t, explained=refit.explained)
         self._pending = (event, t + s.confirm)
         self._log('retry', t, f'{event.kind} tried again: object {refit.mass:.3g} ± '
                   f'{refit.mass_std:.2g} kg on {refit.span:.1f} s since {event.since:.2f} s '
                   f'({change:+.3g} kg from the load believed), applied after '
                   f'{s.confirm:g} s if the fits still see it', mass=refit.mass,
                   mass_std=refit.mass_std)
+
+    def _refitted(self, event, fit, **more):
+        """``event`` with the object of ``fit`` (mass, CoM, their standard errors, samples)
+        and the payload served now."""
+        return PayloadEvent(**{**event.__dict__, 'mass': fit.mass,
+                               'com': tuple(float(c) for c in fit.com),
+                               'mass_std': fit.mass_std,
+                               'com_std': tuple(float(c) for c in fit.com_std),
+                               'payload': self._payload(), 'samples': fit.samples, **more})
 
     def _action(self, kind, t, event):
         self.applied = kind == APPLIED

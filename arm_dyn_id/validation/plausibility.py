@@ -596,6 +596,20 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
     return Plausibility(True, None, checks)
 
 
+def _friction_at_bound(names, values, joint):
+    """The physically signed friction terms of ``joint`` (index) when every one of them is
+    at its bound 0 (names, e.g. ``['fc6', 'fv6']``), else []."""
+    if names is None or values is None:
+        return []
+    from arm_dyn_id.model.dynamics import FrictionModel
+    terms = [(name, float(v)) for name, v in zip(names, values)
+             if name.rstrip('0123456789') in FrictionModel.POSITIVE and
+             name[len(name.rstrip('0123456789')):] == str(joint + 1)]
+    if not terms or any(abs(v) > 1e-12 for _, v in terms):
+        return []
+    return [name for name, _ in terms]
+
+
 def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
                parameter_names=None, values=None, std_errors=None, condition=None,
                raw=None, effort=None, gains=None):
@@ -636,9 +650,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     n = y.shape[1]
     joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
     rows = np.all(np.isfinite(nominal), axis=1)
+    floor = None if robot is None else still_floor(robot, prepared.q)
     verdict = judge_data(y[rows], nominal[rows], joints, noise=noise, raw=raw, effort=effort,
-                         gains=gains,
-                         floor=None if robot is None else still_floor(robot, prepared.q))
+                         gains=gains, floor=floor)
     if not verdict.ok:
         return verdict
     checks = dict(verdict.checks)
@@ -659,8 +673,17 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     if worst is not None and (worst > DERIVATIVE_NOISE_ANY or
                               (at_limit and worst > DERIVATIVE_NOISE)):
         return Plausibility(False, cutoff_message(cutoff, rate, worst), checks, 'cutoff')
-    # held-out quality against the noise level, on the joints the URDF explains
-    judged = [i for i, j in enumerate(joints) if (checks['agreement'][j]['tested'])]
+    # held-out quality against the noise level: on the joints the URDF explains, and on
+    # every other joint whose torque the motion varies well above its noise (and above
+    # the friction it may hold, if still). The fitted model carries friction: it follows
+    # a rightly wired joint the URDF's rigid body alone does not explain (a wrist whose
+    # torque is mostly friction); one it cannot follow on held-out blocks is a sign
+    # flipped, two joints' efforts swapped, or a motion that does not determine it.
+    spread = np.nanstd(y, axis=0)
+    hold = np.zeros(n) if floor is None else np.nan_to_num(np.asarray(floor, dtype=float))
+    tested = [checks['agreement'][j]['tested'] for j in joints]
+    judged = [i for i in range(n) if tested[i] or (
+        spread[i] > SIGNAL_NOISE * max(noise[i], 1e-12) and spread[i] > 2.0 * hold[i])]
     checks['judged_joints'] = [joints[i] for i in judged]
     held_out = held_out or {}
     for i in judged:
@@ -680,10 +703,29 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         if at_limit:
             return Plausibility(False, f'{what}; {cutoff_message(cutoff, rate, worst)}',
                                 checks, 'cutoff')
+        wiring = (f'. The URDF alone does not explain {joints[i]} (friction), so its '
+                  'wiring was not tested against it; a model with friction follows a joint '
+                  f'wired right: is its effort\'s sign right (current_signs), or its column '
+                  'another joint\'s (--joint-map)? `arm-dyn-id check` tests each joint with '
+                  'friction')
+        pinned = [] if tested[i] else _friction_at_bound(parameter_names, values, i)
+        if pinned:
+            # every signed friction term of the joint at its bound 0: the fit wanted a
+            # friction that feeds energy in, which a flipped effort (or another joint's)
+            # gives, and a motion too poor does not
+            return Plausibility(False, f'{what}; its friction came out at the bound 0 '
+                                f'({", ".join(pinned)}): the fit wanted it negative, a '
+                                'friction that feeds energy in' + wiring, checks, 'sign')
+        if not tested[i] and rho < 0:
+            # anti-correlated on held-out blocks of the same motion: not a motion too
+            # poor to determine the model (that gives a loose fit, not an inverted one)
+            return Plausibility(False, what + wiring, checks, 'held_out')
         if lost:
-            return Plausibility(False, f'{what}; {excitation_message(lost, condition)}',
+            return Plausibility(False, f'{what}; {excitation_message(lost, condition)}' +
+                                ('' if tested[i] else f'; or its wiring ({joints[i]} is not '
+                                 'tested against the URDF: `arm-dyn-id check`)'),
                                 checks, 'excitation')
-        return Plausibility(False, what, checks, 'held_out')
+        return Plausibility(False, what + ('' if tested[i] else wiring), checks, 'held_out')
     return Plausibility(True, None, checks)
 
 
