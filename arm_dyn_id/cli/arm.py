@@ -5,6 +5,7 @@ across bag and config.
 Argument parsing and printing only: the work is in the lower wings.
 """
 
+import sys
 from pathlib import Path
 
 from arm_dyn_id.cli.options import check_gravity_options, given_robot, parse_constants
@@ -148,11 +149,35 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
         args.urdf = model.robot.source and Path(model.robot.source)
     if args.joints is None and args.config is None:
         args.joints = ','.join(model.joint_names)
-    config, conversion = arm_setup(args, next((s for s in stored if s), None))
+    first = next((s for s in stored if s), None)
+    measured = model.measurement if isinstance(model.measurement, dict) else None
+    given = _reading_given(args, first)
+    if measured is not None and not given:
+        # read the effort as the model was fitted (its measurement section), as the nodes do
+        args.effort = measured.get('effort')
+        if args.effort == 'current':
+            first = {**(first or {}), **{k: v for k, v in measured.items() if k != 'effort'}}
+        print(f'arm-dyn-id: effort read as model {args.model.name} was fitted: '
+              + ('joint torque (N·m)' if args.effort == 'torque' else 'motor current with its '
+                 'torque constants ' + ', '.join(f'{k:g}' for k in measured['torque_constants']))
+              + ' (its measurement section)', file=sys.stderr)
+    config, conversion = arm_setup(args, first)
     if tuple(config.joints) != tuple(model.joint_names):
         raise JointNameError(f'model {args.model} is of joints {list(model.joint_names)}, the '
                              f'arm given has {list(config.joints)}: a model of another robot '
                              f'is not {use}')
+    if measured is not None and given and not args.force:
+        from arm_dyn_id.data.motor import reading_differs
+        differs = reading_differs(measured, getattr(args, 'effort', None) or 'current',
+                                  conversion, list(model.joint_names))
+        if differs:
+            raise DataError(f'model {args.model} was fitted from effort read {differs}: its '
+                            'parameters are in the torque that reading gave, so what this '
+                            f'command finds under another is off by their ratio (a payload '
+                            'that is not there, a scale error called a fit error). Read the '
+                            'effort as the model was (give no --torque-constants, --effort '
+                            'or config constants: the model\'s are used), or refit the arm with '
+                            f'the new reading (--force: {use} anyway)')
     model_sha = (model.to_dict().get('urdf') or {}).get('sha256')
     for bag, doc in zip(bags, stored):
         check_same_robot(bag, doc, config, force=args.force)
@@ -162,6 +187,13 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
                             f'{args.model} was fitted with (sha256 differ): a model of another '
                             f'robot is not {use} (--force anyway)')
     return model, stored, config, conversion
+
+
+def _reading_given(args, stored):
+    """Whether the command line, its --config or the bag's stored config says how to read
+    the effort (--effort, --torque-constants, a config file, stored torque constants)."""
+    return bool(getattr(args, 'effort', None) or getattr(args, 'torque_constants', None) or
+                args.config is not None or (stored or {}).get('torque_constants'))
 
 
 def model_on_recording(model, rec, magnitude, direction, joints_of):

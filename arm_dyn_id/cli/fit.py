@@ -228,7 +228,7 @@ def _common_summary(args, bags, config, rec, urdf, read_s, seconds, choice, verd
     summary = {
         'bag': str(bags[0]), 'bags': [str(b) for b in bags], 'states_topic': rec.states_topic,
         'joints': list(rec.joints), 'joint_names_matched': dict(rec.name_map),
-        'notes': list(rec.notes), 'effort': args.effort,
+        'notes': list(rec.notes), 'effort': args.effort or 'current',
         'urdf': str(urdf), 'config': str(args.config) if args.config else None,
         'gravity': config.gravity, 'gravity_vector': config.gravity_vector.tolist(),
         'n_samples': rec.n_samples, 'duration_s': float(rec.t[-1] - rec.t[0]),
@@ -291,7 +291,7 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
         seed=args.seed, segments=args.segments, robot_name=robot_name,
         provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
-                    'effort': args.effort},
+                    'effort': args.effort or 'current'},
         where=f'bag {rec.source}', phase=progress.phase)
     model, res, sel = fitted.model, fitted.result, fitted.selection
     progress.phase(f'fitted {model.base.count} base parameters with {res.method} in '
@@ -343,7 +343,7 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
         seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), harmonic_hz=harmonic,
         robot_name=robot_name,
         provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
-                    'effort': args.effort},
+                    'effort': args.effort or 'current'},
         phase=progress.phase, friction=getattr(args, 'friction', None),
         armature={None: None, 'yes': True, 'no': False, 'auto': 'auto'}[
             getattr(args, 'armature', None)])

@@ -35,9 +35,10 @@ def add_data_arguments(parser, several=False):
                         help='torque constants k_e (N·m/A) per joint, in the order of the '
                         'joints (the URDF\'s movable joints unless --joints or the config '
                         'says otherwise); commas or spaces between them')
-    parser.add_argument('--effort', choices=('current', 'torque'), default='current',
-                        help='what joint_states.effort holds: motor current in A (default; '
-                        'converted with the torque constants) or joint torque in N·m '
+    parser.add_argument('--effort', choices=('current', 'torque'), default=None,
+                        help='what joint_states.effort holds: motor current in A (default, '
+                        'or with a MODEL the effort it was fitted from; converted with the '
+                        'torque constants) or joint torque in N·m '
                         '(Franka-style drivers; no torque constants)')
     parser.add_argument('--joints', metavar='J1,J2,...',
                         help='the joints to fit, by URDF name (default: the config\'s, else '

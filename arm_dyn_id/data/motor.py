@@ -378,6 +378,47 @@ def effort_reading(joints, measurement=None, effort=None, config=None, model_joi
                       'torque_constants (config_file), or read effort as torque')
 
 
+#: The arrays of a ``measurement`` section compared between a model and a reading, with
+#: the absolute tolerance that tells them apart (relative 1e-6 besides)
+_READING_KEYS = {'torque_constants': 0.0, 'current_signs': 0.0, 'current_offsets': 1e-9,
+                 'gear_ratios': 0.0, 'efficiencies': 0.0}
+
+
+def reading_differs(measured, effort, conversion, joints):
+    """How a recording's effort reading differs from the one a model was fitted from (its
+    ``measurement`` section), in words, or '' when it is the same.
+
+    Parameters
+    ----------
+    measured : dict
+        The model's ``measurement`` section.
+    effort : {'current', 'torque'}
+        How the recording is read.
+    conversion : CurrentToTorque
+        The recording's conversion (ignored for ``torque``).
+    joints : sequence of str
+        The model's joints (the section's order).
+    """
+    kind = measured.get('effort')
+    if kind != effort:
+        return (f'as {kind or "unknown"}, the recording as {effort} ('
+                + ('--effort torque' if effort == 'torque' else 'motor current') + ')')
+    if kind != 'current':
+        return ''
+    reading = conversion.measurement(joints)
+    for key, atol in _READING_KEYS.items():
+        a = np.asarray(measured.get(key, reading.get(key)), dtype=float)
+        b = np.asarray(reading.get(key, a), dtype=float)
+        if a.shape != b.shape:
+            return f'with {key} {a.tolist()}, the recording with {b.tolist()}'
+        off = ~np.isclose(a, b, rtol=1e-6, atol=atol)
+        if off.any():
+            which = ', '.join(f'{j} {x:g} (model) against {y:g}'
+                              for j, x, y in zip(np.asarray(joints)[off], a[off], b[off]))
+            return f'with other {key}: {which}'
+    return ''
+
+
 class StampJoiner:
     """Pair position samples with current samples from another topic by time.
 
