@@ -237,3 +237,30 @@ def ur10e_csv(name, data=UR10E):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.load_csv(data / 'data' / f'{name}.csv.gz')
+
+
+def run_cli(argv, tree=None):
+    """``python -m arm_dyn_id ARGV`` of this repository's venv, or of the checkout ``tree``
+    (``git archive REV | tar -x -C TREE``) for a before / after; CompletedProcess."""
+    env = dict(os.environ, PYTHONPATH=str(tree)) if tree else None
+    return subprocess.run([str(REPO / '.venv' / 'bin' / 'python'), '-m', 'arm_dyn_id',
+                           *[str(a) for a in argv]], capture_output=True, text=True,
+                          cwd=tree or REPO, env=env)
+
+
+def gated_fit(bag, out, options, tree=None):
+    """``arm-dyn-id fit BAG --out OUT OPTIONS --force``: (exit code without --force, what
+    was fitted or the gate's cause, the gate's evidence dict, the refusal's text). --force
+    writes a refused model marked rejected, so the gate is read from its validation.json;
+    an input error (exit 2) gives the last line of stderr as the cause."""
+    done = run_cli(['fit', bag, '--out', out, '--no-report', '--quiet', '--force', *options],
+                   tree)
+    out = Path(out)
+    if done.returncode == 2 or not (out / 'validation.json').is_file():
+        return done.returncode, done.stderr.strip().splitlines()[-1][:80], {}, ''
+    doc = json.loads((out / 'validation.json').read_text())['fit_summary']
+    gate = doc.get('plausibility') or {}
+    kind = (doc.get('dynamics') or {}).get('kind', '?')
+    code = 0 if gate.get('ok', True) else 3
+    return code, kind if code == 0 else f'{kind}: {gate.get("cause")}', gate, \
+        gate.get('reason') or ''

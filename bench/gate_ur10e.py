@@ -27,10 +27,7 @@ Usage::
 """
 
 import argparse
-import json
-import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,31 +50,16 @@ LOADED = {'load_2600': 'ur-20_01_13-load_2600'}
 
 def fit(bag, dynamics, tree, out):
     """(exit code, what was fitted or the cause, the largest workspace ratio or None)."""
-    env = dict(os.environ, PYTHONPATH=str(tree)) if tree else None
-    argv = [REPO / '.venv' / 'bin' / 'python', '-m', 'arm_dyn_id', 'fit', bag, '--urdf',
-            DATA / 'urdf' / 'ur10e.urdf', '--torque-constants', GAINS, '--out', out,
-            '--no-report', '--quiet', '--dynamics', dynamics, '--force']
-    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                          cwd=tree or REPO, env=env)
-    if done.returncode == 2 or not (out / 'validation.json').is_file():
-        return done.returncode, done.stderr.strip().splitlines()[-1][:80], None
-    doc = json.loads((out / 'validation.json').read_text())['fit_summary']
-    gate = doc.get('plausibility') or {}
+    code, what, gate, _ = benchlib.gated_fit(
+        bag, out, ['--urdf', DATA / 'urdf' / 'ur10e.urdf', '--torque-constants', GAINS,
+                   '--dynamics', dynamics], tree)
     ratios = [w['ratio'] for w in (gate.get('workspace') or {}).values() if w['ratio']]
-    kind = (doc.get('dynamics') or {}).get('kind', '?')
-    # --force writes a refused fit marked rejected: its exit code without --force is 3
-    code = 0 if gate.get('ok', True) else 3
-    what = kind if code == 0 else f'{kind}: {gate.get("cause")}'
     return code, what, max(ratios) if ratios else None
 
 
 def payload(model, bag, tree):
     """``arm-dyn-id payload MODEL BAG``: (exit code, the mass or the first words of why not)."""
-    env = dict(os.environ, PYTHONPATH=str(tree)) if tree else None
-    argv = [REPO / '.venv' / 'bin' / 'python', '-m', 'arm_dyn_id', 'payload', model, bag,
-            '--torque-constants', GAINS]
-    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                          cwd=tree or REPO, env=env)
+    done = benchlib.run_cli(['payload', model, bag, '--torque-constants', GAINS], tree)
     if done.returncode == 0:
         lines = {line.split()[0]: ' '.join(line.split()[1:])
                  for line in done.stdout.splitlines() if line.startswith('  ')}

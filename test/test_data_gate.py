@@ -401,8 +401,8 @@ def test_payload_standard_errors_include_the_arm_models_error(root, arm_config, 
     assert 'held-out error' in doc['std_errors_from'], doc
 
 
-def test_a_model_is_applied_to_effort_read_as_it_was_fitted(root, arm_config, gravity_model,
-                                                             capsys):
+def test_a_model_is_applied_to_effort_read_as_it_was_fitted(
+        root, arm_config, gravity_model, capsys):
     """With no --torque-constants, --effort or config, the model's measurement section reads
     the effort (as the nodes do); read otherwise, the command refuses and names the joint
     and both values. One constant 2x off made a payload 'found' on a recording with
@@ -560,3 +560,16 @@ def test_one_judged_joint_off_names_every_cause_it_cannot_tell_apart():
     verdict = judge_data(nominal * [1.0, 2.3], nominal, ['wrist', 'elbow'], noise=[0.01, 0.01])
     assert not verdict.ok and 'only elbow could be judged' in verdict.reason
     assert '--joint-map' in verdict.reason and 'every --torque-constants' not in verdict.reason
+
+
+def test_torque_read_as_current_is_named_when_the_constants_are_alike():
+    """The real UR10e's torque read as current with its constants (all near 10 N·m/A): the
+    scales follow the constants, too alike to show their pattern, and the message said only
+    'other units, or every constant off'. It now names the effort already in N·m; scales
+    unlike the constants do not."""
+    from arm_dyn_id.validation.plausibility import units_message
+    gains = [10.6956, 8.4566]
+    cause, text = units_message([9.96, 8.84], ['shoulder_lift', 'elbow'], 'current', gains)
+    assert cause == 'units' and '--effort torque' in text and 'every --torque-constants' in text
+    cause, text = units_message([30.0, 31.0], ['shoulder_lift', 'elbow'], 'current', gains)
+    assert cause == 'units' and '--effort torque' not in text

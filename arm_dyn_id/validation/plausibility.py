@@ -328,21 +328,27 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
     if effort == 'torque':
         return 'units', (f'{head}: motor currents read as N·m? (--effort current with '
                          '--torque-constants, or torque_constants in the config)')
-    if gains is not None and len(s) >= 2:
+    like_gains = False
+    if gains is not None and len(s) >= 1:
         k = np.abs(np.asarray(gains, dtype=float))
         ratio = s / np.maximum(k, 1e-300)
-        if np.all(np.isfinite(ratio)) and np.ptp(np.log(k)) > np.log(1.5) and \
-                np.all(np.abs(np.log(ratio)) < np.log(2.0)):
+        like_gains = bool(off.all() and np.all(np.isfinite(ratio)) and
+                          np.all(np.abs(np.log(ratio)) < np.log(2.0)))
+        if like_gains and len(s) >= 2 and np.ptp(np.log(k)) > np.log(1.5):
             return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
                              'joint torque (N·m) read as current (--effort torque)')
+    # constants too alike to show their pattern: the scale is still about theirs
+    already = (' The scale is about the torque constants themselves: is the effort already '
+               'joint torque (N·m), read as current (--effort torque)?') if like_gains else ''
     if len(s) == 1 and off.all():
         # one joint alone cannot tell a unit, its own constant or its name from each other
         return 'units', (f'{head}: only {joints[0]} could be judged: its torque constant '
                          '(--torque-constants), the effort\'s units, or its name mapped to '
-                         'another joint of the URDF (--joint-map, the driver\'s joint names)')
+                         'another joint of the URDF (--joint-map, the driver\'s joint '
+                         'names).' + already)
     if off.all() and np.ptp(np.log(np.maximum(s, 1e-300))) < np.log(2.0):
         return 'units', (f'{head}: effort in other units, or every --torque-constants '
-                         '(gear ratio?) off by that factor')
+                         '(gear ratio?) off by that factor.' + already)
     bad = [j for j, o in zip(joints, off) if o]
     good = [j for j, o in zip(joints, off) if not o]
     if good:
