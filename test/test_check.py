@@ -477,6 +477,20 @@ def test_torque_in_effort_read_as_current_is_recognised(tmp_path, capsys):
     assert '--effort torque' in out
 
 
+def test_currents_read_as_torque_without_constants_are_recognised(tmp_path, capsys):
+    """Currents read with --effort torque (no k_e to compare with): the effort follows the
+    torque closely at 1/k_e of it. It said 'no torque ... is the effort recorded at all?'
+    (real UR10e, k_e about 10)."""
+    urdf = ur5()
+    path, _ = bag(tmp_path, urdf, UR5_K_E)
+    code = main(['check', str(path), '--urdf', str(urdf), '--quiet', '--effort', 'torque'])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    assert 'looks like current, not torque' in row(out, 'shoulder_lift_joint'), out
+    assert 'k_e about 13' in row(out, 'shoulder_lift_joint'), out
+    assert '--effort current' in out and 'recorded at all' not in out
+
+
 def test_effort_that_is_torque_passes_with_effort_torque(tmp_path, capsys):
     urdf = ur5()
     path, _ = bag(tmp_path, urdf, UR5_K_E, effort_fault=lambda cur, tau: tau, rate=100.0,

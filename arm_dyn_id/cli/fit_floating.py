@@ -23,7 +23,7 @@ from arm_dyn_id.errors import ConfigError, DataError
 REFUSE_RATIO = 1.25
 
 #: fit options of the arm path that mean nothing here, with their defaults
-_ARM_ONLY = (('urdf', None), ('torque_constants', None), ('effort', 'current'),
+_ARM_ONLY = (('urdf', None), ('torque_constants', None), ('effort', None),
              ('joints', None), ('joint_map', None), ('gravity_vector', None),
              ('states_topic', None), ('segments', 'auto'), ('recover', False),
              ('dynamics', 'auto'), ('methods', None), ('cutoff', None), ('gravity', None),

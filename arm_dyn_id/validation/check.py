@@ -627,6 +627,15 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
             status = FAIL
             verdicts.append(mismatch[0])
             fixes.append(mismatch[1])
+        elif effort == 'torque' and ke is None and mag < 0.5 and s_se < 0.1 * mag and \
+                not _units(mag, opt):
+            # no k_e to compare with (read as torque), but the effort follows the torque
+            # closely at a fraction of it: a motor current, 1 / k_e of the torque
+            status = FAIL
+            verdicts.append(f'looks like current, not torque (scale x{mag:.2g}, precise: '
+                            f'1/k_e for k_e about {1.0 / mag:.3g} N·m/A?)')
+            fixes.append('the effort follows the torque at a fraction of it: if it is motor '
+                         'current, pass --effort current with --torque-constants')
         elif mag < 0.1 and not _units(mag, opt):
             status = FAIL
             verdicts.append(f'no torque (scale x{mag:.2g})')
