@@ -553,6 +553,24 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
         if resid[i, j] < opt['swap_ratio'] * own[i] and own[i] - resid[i, j] > floor and \
                 explained > held:
             swapped[i] = j
+    # two loaded joints whose torques are alike (a shoulder and an elbow under gravity):
+    # the own fits absorb much of a swap with a wrong scale, so the residual ratio above
+    # does not fall to swap_ratio. Each one's slot read at the other's nominal torque with
+    # the scale a swap gives, and better than by its own (whose scale is off), is a swap
+    # too: 1 for swapped names, k_i / k_k for swapped currents (each read with the other's
+    # torque constant)
+    for i in range(n):
+        for k in range(i + 1, n):
+            if swapped[i] is not None or swapped[k] is not None or \
+                    not all(key in fits for key in ((i, i), (k, k), (i, k), (k, i))):
+                continue
+            ratios = [1.0] + ([] if k_e is None else [float(k_e[i] / k_e[k])])
+            if not _scale_near(fits[i, i][0][0], [1.0], opt) and \
+                    not _scale_near(fits[k, k][0][0], [1.0], opt) and any(
+                        _scale_near(fits[i, k][0][0], [r], opt) and
+                        _scale_near(fits[k, i][0][0], [1.0 / r], opt) for r in ratios) and \
+                    resid[i, k] < own[i] and resid[k, i] < own[k]:
+                swapped[i], swapped[k] = k, i
     for i in range(n):
         # k's slot holds i's torque: i's slot, if its own torque does not explain it,
         # holds k's (a swap seen from the side of a joint that carries little)
@@ -866,6 +884,11 @@ def _constant_fix(mag, ke):
                 f'torque is {_x(mag)}x the nominal: divide the constant by {_x(mag)})')
     return (f'the effort is {_x(mag)}x the nominal torque: check its unit and scaling '
             f'(divide it by {_x(mag)})')
+
+
+def _scale_near(scale, expected, opt):
+    """Whether a fitted scale is within ``scale_fail`` (relative) of one of ``expected``."""
+    return any(abs(scale / e - 1.0) <= opt['scale_fail'] for e in expected)
 
 
 def _x(mag):
