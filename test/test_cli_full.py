@@ -319,6 +319,20 @@ def test_full_model_on_a_too_short_bag_is_one_line(full_fit, root, arm_config, c
         assert 'too few' in one_error_line(err)
 
 
+def test_two_recordings_in_one_full_fit_say_it_takes_one(root, arm_config, capsys):
+    """Two bags are joined one after another; the full fit met the gap between them and
+    said only 'cut the record there' (the user had given two bags, not one)."""
+    first = write_plain_bag(root / 'first_run', fourier_data(seed=2, periods=1))
+    later = fourier_data(seed=3, periods=1)
+    second = write_plain_bag(root / 'second_run', dict(later, t=later['t'] + 100.0))
+    code, _, err = run(capsys, 'fit', first, second, '--config', arm_config, '--out',
+                       root / 'two_fit', '--dynamics', 'full', '--methods', 'wls', '--no-report')
+    assert code == 2, err
+    line = one_error_line(err)
+    assert 'gap' in line and 'takes one continuous recording' in line and \
+        'the 2 bags' in line and 'validate' in line, line
+
+
 def test_a_cut_off_on_a_limit_is_a_warning_of_the_fit(root, arm_config, capsys):
     """A recording whose motion reaches past the rate limit (15 Hz shaking at 100 Hz): the
     cut-off is clipped at 0.4 x the rate, and the fit says so in a warning naming --cutoff."""

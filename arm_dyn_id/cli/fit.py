@@ -338,15 +338,24 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
         where = '--plan' if args.plan is not None else 'the recorder\'s start marker'
         progress.phase(f'the excitation plan\'s highest harmonic is {harmonic:.3g} Hz '
                        f'({where}): it sets the cut-off')
-    fitted = fit_full_recording(
-        rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
-        seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), harmonic_hz=harmonic,
-        robot_name=robot_name,
-        provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
-                    'effort': args.effort or 'current'},
-        phase=progress.phase, friction=getattr(args, 'friction', None),
-        armature={None: None, 'yes': True, 'no': False, 'auto': 'auto'}[
-            getattr(args, 'armature', None)])
+    try:
+        fitted = fit_full_recording(
+            rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
+            seed=args.seed, cutoff_hz=getattr(args, 'cutoff', None), harmonic_hz=harmonic,
+            robot_name=robot_name,
+            provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
+                        'effort': args.effort or 'current'},
+            phase=progress.phase, friction=getattr(args, 'friction', None),
+            armature={None: None, 'yes': True, 'no': False, 'auto': 'auto'}[
+                getattr(args, 'armature', None)])
+    except DataError as error:
+        if len(bags) > 1 and 'has a gap' in str(error):
+            # the bags are joined one after another: the gap is between two of them
+            raise DataError(f'{error}. The full-dynamics fit takes one continuous recording, '
+                            f'and the {len(bags)} bags are joined one after another: fit one '
+                            'of them, and `arm-dyn-id validate` the model on the others') \
+                from error
+        raise
     model = fitted.model
     fit = model.metadata.get('fit') or {}
     progress.phase(f'fitted {len(model.parameter_names)} parameters ({model.base.count} '

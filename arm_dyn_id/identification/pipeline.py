@@ -586,7 +586,7 @@ def _fit_quasi_static(robot, t, q, tau, *, noise, holdout, seed, joints, robot_n
                 f'{th["min_duration"]:g} s) in {where}, at least {need} needed')
         if motion['rich']:
             raise DataError(f'{what}: the recording is rich motion, fit the full dynamics '
-                            '(identify_full) instead')
+                            '(--dynamics full; identify_full in Python) instead')
         raise DataError(f'{what}: record static poses held for a second or two, or slow '
                         'moves, or the reciprocating excitation')
     noise_raw = noise_estimate(tau)
