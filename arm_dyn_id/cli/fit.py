@@ -89,7 +89,7 @@ def add_arguments(parser):
                         help='estimators to run, comma separated; the one best on held-out '
                         'data is kept (gravity: wls, joint_by_joint, threshold, irls, pso; '
                         'default wls,joint_by_joint; full: also consistent, default '
-                        'wls,irls,consistent)')
+                        'wls,consistent)')
     parser.add_argument('--cutoff', type=float, metavar='HZ',
                         help='full dynamics: low-pass cut-off for q and τ (Hz; default chosen '
                         'from the data and stated in the model file)')
