@@ -573,3 +573,15 @@ def test_torque_read_as_current_is_named_when_the_constants_are_alike():
     assert cause == 'units' and '--effort torque' in text and 'every --torque-constants' in text
     cause, text = units_message([30.0, 31.0], ['shoulder_lift', 'elbow'], 'current', gains)
     assert cause == 'units' and '--effort torque' not in text
+
+
+def test_unidentified_friction_is_said_in_words():
+    """'cannot identify fc5, fo5 / fcp5' told a user nothing (a 3 s slice of the real UR10e):
+    the friction and armature names a message lists are explained once."""
+    from arm_dyn_id.model.dynamics import parameter_legend
+    from arm_dyn_id.validation.plausibility import excitation_message
+    text = excitation_message(['Izz1', 'fc5', 'fo5', 'fv2'], 12.0)
+    assert 'fcN: the Coulomb friction of joint N' in text and 'foN: constant offset' in text
+    assert 'fvN: viscous' in text and text.count('fcN') == 1
+    assert parameter_legend(['Izz1', 'mx2']) == ''
+    assert 'IaN: the rotor inertia' in parameter_legend(['Ia3'])

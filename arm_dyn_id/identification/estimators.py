@@ -192,8 +192,10 @@ def solve_normal_equations(A, b, names, context=''):
     """
     condition, weak = identifiability(A, names)
     if weak:
+        from arm_dyn_id.model.dynamics import parameter_legend
         raise RankDeficientError(
-            f'the data cannot identify {", ".join(weak)}{context} (condition number '
+            f'the data cannot identify {", ".join(weak)}{parameter_legend(weak)}{context} '
+            f'(condition number '
             f'{condition:.3g}): excite the joints these parameters belong to in more '
             'poses, or fix them from the URDF')
     s = 1.0 / np.sqrt(np.diag(A))

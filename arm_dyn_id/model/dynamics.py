@@ -240,6 +240,31 @@ def parse_friction(spec):
 # ---------------------------------------------------------------------------
 # the rigid-body regressor
 # ---------------------------------------------------------------------------
+#: What each per-joint friction term (and the armature) is, for messages
+PARAMETER_WORDS = {'fc': 'Coulomb', 'fcp': 'Coulomb in the positive direction',
+                   'fcn': 'Coulomb in the negative direction', 'fv': 'viscous',
+                   'fo': 'constant offset', 'fs': 'Stribeck', 'fl': 'load-dependent Coulomb',
+                   'Ia': 'rotor inertia (armature)'}
+
+
+def parameter_legend(names):
+    """What the friction and armature names among ``names`` are, for a message: e.g.
+    ``' (fcN: the Coulomb friction of joint N; fvN: viscous)'``; '' when there are none
+    (the rigid-body names, ``Izz1``, ``mx2``, are the inertial parameters of link 1, 2)."""
+    seen = []
+    for name in names:
+        prefix = str(name).rstrip('0123456789')
+        if prefix in PARAMETER_WORDS and prefix != str(name) and prefix not in seen:
+            seen.append(prefix)
+    if not seen:
+        return ''
+    first, rest = seen[0], seen[1:]
+    what = 'of joint N' if first != 'Ia' else 'of joint N\'s drive'
+    head = f'{first}N: the {PARAMETER_WORDS[first]}' + \
+        (' friction ' if first != 'Ia' else ' ') + what
+    return ' (' + '; '.join([head] + [f'{p}N: {PARAMETER_WORDS[p]}' for p in rest]) + ')'
+
+
 def standard_parameter_names(robot, armature=False):
     """Names of θ: 10 per body (``m1, mx1, ..., Izz1, m2, ...``) and ``Ia1..Ian``."""
     names = list(robot.parameter_names('inertial'))

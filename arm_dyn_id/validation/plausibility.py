@@ -332,7 +332,7 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
     if gains is not None and len(s) >= 1:
         k = np.abs(np.asarray(gains, dtype=float))
         ratio = s / np.maximum(k, 1e-300)
-        like_gains = bool(off.all() and np.all(np.isfinite(ratio)) and
+        like_gains = bool(np.all(np.isfinite(ratio)) and
                           np.all(np.abs(np.log(ratio)) < np.log(2.0)))
         if like_gains and len(s) >= 2 and np.ptp(np.log(k)) > np.log(1.5):
             return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
@@ -389,8 +389,9 @@ def cutoff_message(cutoff_hz, rate_hz, ratio=None):
 
 def excitation_message(names, condition=None):
     """The message of parameters the data cannot identify."""
+    from arm_dyn_id.model.dynamics import parameter_legend
     shown = ', '.join(list(names)[:6]) + (f' and {len(names) - 6} more' if len(names) > 6
-                                          else '')
+                                          else '') + parameter_legend(list(names)[:6])
     cond = '' if condition is None else f', condition number {condition:.3g}'
     return (f'too little excitation: the data cannot identify {shown} (standard error above '
             f'the value{cond}): a longer recording, larger and faster motion of more joints')
