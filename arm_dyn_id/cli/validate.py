@@ -104,6 +104,9 @@ def run(args):
         metrics = metrics_dict(scored, noise)
         segments = {'source': source, 'pairs': len(pairs)}
     verdict = judge(metrics, **thresholds)
+    from arm_dyn_id.identification.payload import arm_model_error
+    verdict['beyond_held_out'] = beyond_held_out(metrics, dict(zip(
+        model.joint_names, arm_model_error(model))), verdict['judged'])
     bag = bags[0]
     case = f'{bag.name}_g{gravity:g}'
     result = {case: metrics, 'fit_summary': {
@@ -117,6 +120,8 @@ def run(args):
         'gate': model.metadata.get('gate'), 'verdict': verdict}}
     for warning in model.metadata.get('warnings', []):
         progress.phase(f'warning: {warning}')
+    for joint, text in verdict['beyond_held_out'].items():
+        progress.phase(f'warning: {joint}: {text}')
     print(metrics_text(result))
     if args.json:
         print(f'json: {write_json(args.json.expanduser(), result)}')
@@ -139,6 +144,32 @@ def _thresholds(args):
     if not (np.isfinite(rho) and -1 <= rho <= 1):
         raise ConfigError(f'--min-rho {rho:g}: give a correlation in [-1, 1]')
     return {'max_rmse_percent': float(percent), 'min_rho': float(rho)}
+
+
+#: A judged joint whose RMSE here is more than this many times the model's own held-out
+#: RMSE is warned of, whatever the verdict: the model was right on its own data and is not
+#: on this one (a load it lacks, another or a changed arm, another effort reading)
+BEYOND_HELD_OUT = 5.0
+
+
+def beyond_held_out(metrics, own, judged, factor=BEYOND_HELD_OUT):
+    """{joint: text} for the judged joints whose RMSE exceeds ``factor`` x the model's own
+    held-out RMSE ``own`` ({joint: N·m}, NaN unknown) and 3x their noise (not the joints
+    held still: their friction at rest is said by the verdict)."""
+    out = {}
+    for joint in judged:
+        m, base = metrics.get(joint) or {}, own.get(joint, np.nan)
+        rmse, sigma = m.get('rmse'), m.get('noise_std') or 0.0
+        moved = m.get('motion_range')
+        if rmse is None or not np.isfinite(base) or not base > 0 or \
+                (moved is not None and moved < STILL_RANGE):
+            continue
+        if rmse > factor * base and rmse > 3.0 * sigma:
+            out[joint] = (f'RMSE {rmse:.3g} N·m is {rmse / base:.3g}x the model\'s own held-out '
+                          f'RMSE ({base:.3g} N·m): right on its own data, not on this one: a '
+                          'load the model lacks (arm-dyn-id payload), a changed or another arm, '
+                          'or another effort reading?')
+    return out
 
 
 def judge(metrics, max_rmse_percent, min_rho):
