@@ -162,11 +162,15 @@ def model_error_covariance(P, noise, model_error, blocks=MODEL_ERROR_BLOCKS):
     return inv @ middle @ inv
 
 
-def _point_mass_fit(P, extra, noise, frame, method, note='', model_error=None, robot=None):
-    """WLS of (m, h); PayloadFit with com = h / m (no inertia)."""
+def _point_mass_fit(P, extra, noise, frame, method, note='', model_error=None, robot=None,
+                    whole=None):
+    """WLS of (m, h); PayloadFit with com = h / m (no inertia). ``whole``: the regressor
+    before any offsets were taken out of it (what the payload does to the torques, for the
+    detection against the arm model's error); default ``P``."""
     result = fit_wls(P[..., :4], extra, PAYLOAD_PARAMS, noise=noise, method=method)
     if robot is not None:
-        _detected(P[..., :4], result.beta, model_error, frame, robot)
+        _detected((P if whole is None else whole)[..., :4], result.beta, model_error, frame,
+                  robot)
     return _finish(_with_model_error(result, P[..., :4], noise, model_error), frame, note)
 
 
@@ -433,12 +437,12 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
         q, tau = paired.q, paired.tau
         note = f'gravity model, {len(sweeps) // 2} forward/backward pairs averaged'
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
-    P = payload_regressor(model.robot, q, frame)
+    P = whole = payload_regressor(model.robot, q, frame)
     if average and free_offsets:
         P, extra = without_held_offsets(P, extra, paired.pair_id, still_joints(paired))
         note += ', a free offset per pair on the joints it holds still'
     return _point_mass_fit(P, extra, noise, frame, 'payload_wls', note, model_error=model_error,
-                           robot=model.robot)
+                           robot=model.robot, whole=whole)
 
 
 def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='flange',
