@@ -151,12 +151,22 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
         args.joints = ','.join(model.joint_names)
     first = next((s for s in stored if s), None)
     measured = model.measurement if isinstance(model.measurement, dict) else None
-    given = _reading_given(args, first)
+    given = _reading_given(args, None if measured is not None else first)
     if measured is not None and not given:
-        # read the effort as the model was fitted (its measurement section), as the nodes do
+        # read the effort as the model was fitted (its measurement section), as the nodes
+        # do; a recorder bag's stored constants give way: the model's parameters are in the
+        # torque its own reading gave
+        from arm_dyn_id.model.files import MEASUREMENT_ARRAYS
         args.effort = measured.get('effort')
+        kept = {k: v for k, v in (first or {}).items() if k not in MEASUREMENT_ARRAYS}
         if args.effort == 'current':
-            first = {**(first or {}), **{k: v for k, v in measured.items() if k != 'effort'}}
+            kept.update({k: v for k, v in measured.items() if k != 'effort'})
+        if first and first.get('torque_constants') and \
+                first.get('torque_constants') != measured.get('torque_constants'):
+            print(f'arm-dyn-id: the bag\'s stored torque constants '
+                  f'{first.get("torque_constants")} are not the model\'s: the model\'s are '
+                  'used', file=sys.stderr)
+        first = kept
         print(f'arm-dyn-id: effort read as model {args.model.name} was fitted: '
               + ('joint torque (N·m)' if args.effort == 'torque' else 'motor current with its '
                  'torque constants ' + ', '.join(f'{k:g}' for k in measured['torque_constants']))
@@ -190,8 +200,9 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
 
 
 def _reading_given(args, stored):
-    """Whether the command line, its --config or the bag's stored config says how to read
-    the effort (--effort, --torque-constants, a config file, stored torque constants)."""
+    """Whether the command line, its --config or ``stored`` (a bag's stored config; None
+    when a model's measurement section takes its place) says how to read the effort
+    (--effort, --torque-constants, a config file, stored torque constants)."""
     return bool(getattr(args, 'effort', None) or getattr(args, 'torque_constants', None) or
                 args.config is not None or (stored or {}).get('torque_constants'))
 

@@ -80,11 +80,12 @@ Decisions, each with hysteresis:
   since the candidate began; a put_down reverts at once to the baseline (a payload
   served that the arm no longer holds pushes the arm: the safe side is to drop it fast).
   An event the fits did not confirm is tried again when the fit on everything since its
-  candidate began (up to ``max_window`` s) is precise again and its standard error at
-  most ``RETRY_GAIN`` times that of the failed confirmation (more poses seen: at most
-  a few tries before the fits reach ``max_window``): the load believed becomes that
-  fit's and it goes through the confirmation window again (logged ``retry``). Without
-  it, a load announced but never confirmed was believed and never served.
+  candidate began (up to ``max_window`` s), judged as the event was (against the object
+  believed before it: explained, sustained, precise), has at most ``RETRY_GAIN`` times the
+  standard error of the failed confirmation (more poses seen: at most a few tries before
+  the fits reach ``max_window``): the load believed becomes that fit's and it goes
+  through the confirmation window again (logged ``retry``). Without it, a load announced
+  but never confirmed was believed and never served.
 
 **A push is not a load.** A person pushing the arm gives a brief residual excursion.
 It cannot become an event: it must last ``support`` s, and a 1 s window holding a push
@@ -391,6 +392,7 @@ class PayloadWatch:
         self._candidate = None          # (kind, since)
         self._pending = None            # (event, apply at)
         self._unconfirmed = None        # (event, standard error of the failed confirmation)
+        self._prior = np.zeros(4)       # the object believed before the last event
         self._held = ''
         self.fits = deque(maxlen=200)
         self.decisions = []
@@ -817,6 +819,7 @@ class PayloadWatch:
         self._candidate = None
         self._held = ''
         self._unconfirmed = None
+        self._prior = self.object.copy()       # the object believed before this event
         self._steady_since = since
         self._unsure.clear()
         if kind == PUT_DOWN:
@@ -874,15 +877,19 @@ class PayloadWatch:
         ``RETRY_GAIN`` times the failed confirmation's standard error (module notes)."""
         s = self.settings
         event, failed = self._unconfirmed
-        refit = self.fit(max(t - s.max_window, event.since), t)
-        if refit is None or not refit.mass_std <= RETRY_GAIN * failed:
+        # judged as the event was: against the object believed before it (explained,
+        # sustained, precise for the change)
+        believed, self.object = self.object, self._prior
+        try:
+            refit = self.fit(max(t - s.max_window, event.since), t)
+            why = 'no fit' if refit is None else self._ready(event.kind, refit)
+        finally:
+            self.object = believed
+        if why or not refit.mass_std <= RETRY_GAIN * failed:
             return
         change = refit.mass - float(self.object[0])
         if refit.mass < max(s.exit_mass, SIGNIFICANCE * refit.mass_std):
             return                  # not told from none: a put-down candidate's to decide
-        if not (refit.mass_std <= s.max_mass_std and
-                refit.mass_std <= s.max_relative_std * abs(refit.mass)):
-            return
         self._unconfirmed = None
         self._unsure.clear()        # their deviations were from the load believed before
         self.object = refit.theta - self._base - self.tare

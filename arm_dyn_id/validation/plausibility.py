@@ -609,10 +609,14 @@ def _friction_at_bound(names, values, joint):
     if names is None or values is None:
         return []
     from arm_dyn_id.model.dynamics import FrictionModel
-    terms = [(name, float(v)) for name, v in zip(names, values)
-             if name.rstrip('0123456789') in FrictionModel.POSITIVE and
-             name[len(name.rstrip('0123456789')):] == str(joint + 1)]
-    if not terms or any(abs(v) > 1e-12 for _, v in terms):
+    signed = [(name, float(v)) for name, v in zip(names, values)
+              if name.rstrip('0123456789') in FrictionModel.POSITIVE and
+              name != name.rstrip('0123456789')]
+    terms = [(name, v) for name, v in signed
+             if name[len(name.rstrip('0123456789')):] == str(joint + 1)]
+    # at the bound: zero to the solver's precision, against the arm's largest friction
+    tiny = 1e-6 * max([abs(v) for _, v in signed if np.isfinite(v)] + [1e-12])
+    if not terms or any(not abs(v) <= tiny for _, v in terms):
         return []
     return [name for name, _ in terms]
 
