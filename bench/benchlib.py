@@ -264,3 +264,19 @@ def gated_fit(bag, out, options, tree=None):
     code = 0 if gate.get('ok', True) else 3
     return code, kind if code == 0 else f'{kind}: {gate.get("cause")}', gate, \
         gate.get('reason') or ''
+
+
+def ur10e_arguments(doc, argv=None, more=None):
+    """The options of a real-UR10e bench: ``--tree`` (another checkout's code, for a before /
+    after) and what ``more(parser)`` adds. None (after saying so) when the data is absent:
+    the bench skips."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument('--tree', type=Path, help='run this checkout\'s arm_dyn_id instead')
+    if more is not None:
+        more(parser)
+    args = parser.parse_args(argv)
+    if not UR10E.is_dir():
+        print(f'skipped: {UR10E} does not exist (real UR10e data not present)')
+        return None
+    return args

@@ -24,7 +24,6 @@ Usage::
     .venv/bin/python bench/check_ur10e.py [--tree /tmp/old] [--json PATH]
 """
 
-import argparse
 import json
 import os
 import platform
@@ -81,12 +80,9 @@ def check(bag, tree, out):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--tree', type=Path, help='run this checkout\'s arm_dyn_id instead')
-    parser.add_argument('--json', type=Path, help='write every verdict as JSON')
-    args = parser.parse_args(argv)
-    if not DATA.is_dir():
-        print(f'skipped: {DATA} does not exist (real UR10e data not present)')
+    args = benchlib.ur10e_arguments(__doc__, argv, lambda parser: parser.add_argument(
+        '--json', type=Path, help='write every verdict as JSON'))
+    if args is None:
         return 0
     started = time.perf_counter()
     rows, verdicts = [], {}

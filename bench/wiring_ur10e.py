@@ -25,7 +25,6 @@ Usage::
     .venv/bin/python bench/wiring_ur10e.py [--tree /tmp/old]
 """
 
-import argparse
 import platform
 import sys
 import tempfile
@@ -68,11 +67,8 @@ def swapped_bag(path, a, b):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--tree', type=Path, help='run this checkout\'s arm_dyn_id instead')
-    args = parser.parse_args(argv)
-    if not DATA.is_dir():
-        print(f'skipped: {DATA} does not exist (real UR10e data not present)')
+    args = benchlib.ur10e_arguments(__doc__, argv)
+    if args is None:
         return 0
     started = time.perf_counter()
     names = list(RobotModel.from_urdf(URDF).joint_names)
