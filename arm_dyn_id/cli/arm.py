@@ -151,7 +151,7 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
         args.joints = ','.join(model.joint_names)
     first = next((s for s in stored if s), None)
     measured = model.measurement if isinstance(model.measurement, dict) else None
-    given = _reading_given(args, None if measured is not None else first)
+    given = _reading_given(args)
     if measured is not None and not given:
         # read the effort as the model was fitted (its measurement section), as the nodes
         # do; a recorder bag's stored constants give way: the model's parameters are in the
@@ -199,12 +199,13 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
     return model, stored, config, conversion
 
 
-def _reading_given(args, stored):
-    """Whether the command line, its --config or ``stored`` (a bag's stored config; None
-    when a model's measurement section takes its place) says how to read the effort
-    (--effort, --torque-constants, a config file, stored torque constants)."""
+def _reading_given(args):
+    """Whether the command line or its --config says how to read the effort (--effort,
+    --torque-constants, a config file). A bag's stored constants do not count: against a
+    model with a measurement section (the only use), the model's reading takes their
+    place."""
     return bool(getattr(args, 'effort', None) or getattr(args, 'torque_constants', None) or
-                args.config is not None or (stored or {}).get('torque_constants'))
+                args.config is not None)
 
 
 def model_on_recording(model, rec, magnitude, direction, joints_of):

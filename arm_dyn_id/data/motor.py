@@ -378,11 +378,11 @@ def effort_reading(joints, measurement=None, effort=None, config=None, model_joi
                       'torque_constants (config_file), or read effort as torque')
 
 
-#: The arrays of a ``measurement`` section compared between a model and a reading, with
-#: the absolute tolerance that tells them apart (relative 1e-6 besides)
 #: relative difference of two readings' numbers taken as the same (a constant copied
 #: from a printed line)
 READING_RTOL = 1e-4
+#: The arrays of a ``measurement`` section compared between a model and a reading, with
+#: the absolute tolerance that tells them apart (``READING_RTOL`` besides)
 _READING_KEYS = {'torque_constants': 0.0, 'current_signs': 0.0, 'current_offsets': 1e-9,
                  'gear_ratios': 0.0, 'efficiencies': 0.0}
 
