@@ -247,14 +247,22 @@ PARAMETER_WORDS = {'fc': 'Coulomb', 'fcp': 'Coulomb in the positive direction',
                    'Ia': 'rotor inertia (armature)'}
 
 
+def parameter_term(name):
+    """``(term, joint)`` of a per-joint parameter name (``'fc6'`` -> ``('fc', 6)``, joints
+    numbered from 1), or ``(name, None)`` for a name without a joint number."""
+    name = str(name)
+    term = name.rstrip('0123456789')
+    return (term, int(name[len(term):])) if term != name else (name, None)
+
+
 def parameter_legend(names):
     """What the friction and armature names among ``names`` are, for a message: e.g.
     ``' (fcN: the Coulomb friction of joint N; fvN: viscous)'``; '' when there are none
     (the rigid-body names, ``Izz1``, ``mx2``, are the inertial parameters of link 1, 2)."""
     seen = []
     for name in names:
-        prefix = str(name).rstrip('0123456789')
-        if prefix in PARAMETER_WORDS and prefix != str(name) and prefix not in seen:
+        prefix, joint = parameter_term(name)
+        if prefix in PARAMETER_WORDS and joint is not None and prefix not in seen:
             seen.append(prefix)
     if not seen:
         return ''
@@ -631,6 +639,7 @@ class DynamicsModel:
 
 
 __all__ = ['DynamicsModel', 'FrictionModel', 'parse_friction', 'FRICTION_WORDS',
+           'parameter_legend', 'parameter_term',
            'rigid_regressor', 'rigid_base_parameters',
            'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix', 'pin_arrays',
            'SCHEMA', 'VERSION']

@@ -608,14 +608,16 @@ def _friction_at_bound(names, values, joint):
     at its bound 0 (names, e.g. ``['fc6', 'fv6']``), else []."""
     if names is None or values is None:
         return []
-    from arm_dyn_id.model.dynamics import FrictionModel
-    signed = [(name, float(v)) for name, v in zip(names, values)
-              if name.rstrip('0123456789') in FrictionModel.POSITIVE and
-              name != name.rstrip('0123456789')]
-    terms = [(name, v) for name, v in signed
-             if name[len(name.rstrip('0123456789')):] == str(joint + 1)]
+    from arm_dyn_id.model.dynamics import FrictionModel, parameter_term
+    signed, terms = [], []          # every physically signed friction term, the joint's
+    for name, value in zip(names, values):
+        term, number = parameter_term(name)
+        if term in FrictionModel.POSITIVE and number is not None:
+            signed.append(float(value))
+            if number == joint + 1:
+                terms.append((name, float(value)))
     # at the bound: zero to the solver's precision, against the arm's largest friction
-    tiny = 1e-6 * max([abs(v) for _, v in signed if np.isfinite(v)] + [1e-12])
+    tiny = 1e-6 * max([abs(v) for v in signed if np.isfinite(v)] + [1e-12])
     if not terms or any(not abs(v) <= tiny for _, v in terms):
         return []
     return [name for name, _ in terms]
