@@ -25,5 +25,10 @@ class DataError(ValueError):
     """Measured data is unusable (NaN, gaps, wrong shapes, missing topics)."""
 
 
+class GapError(DataError):
+    """A record that must be continuous (a full-dynamics fit's) has a gap; the message
+    says where and how long."""
+
+
 class RecordingError(OSError):
     """A bag could not be created or written; the message names the file and the OS error."""

@@ -57,7 +57,7 @@ from arm_dyn_id.cli.options import add_data_arguments, parse_methods
 from arm_dyn_id.cli.output import check_out, metrics_text, write_json
 from arm_dyn_id.cli.progress import Progress
 
-from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
+from arm_dyn_id.errors import ConfigError, DataError, GapError, RankDeficientError
 
 HELP = 'fit the gravity or full dynamic model to a rosbag2 bag (MCAP or sqlite3)'
 
@@ -348,8 +348,8 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
             phase=progress.phase, friction=getattr(args, 'friction', None),
             armature={None: None, 'yes': True, 'no': False, 'auto': 'auto'}[
                 getattr(args, 'armature', None)])
-    except DataError as error:
-        if len(bags) > 1 and 'has a gap' in str(error):
+    except GapError as error:
+        if len(bags) > 1:
             # the bags are joined one after another: the gap is between two of them
             raise DataError(f'{error}. The full-dynamics fit takes one continuous recording, '
                             f'and the {len(bags)} bags are joined one after another: fit one '

@@ -83,7 +83,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.signal
 
-from arm_dyn_id.errors import DataError
+from arm_dyn_id.errors import DataError, GapError
 
 #: Cut-off = this factor × the highest frequency the motion carries.
 HARMONIC_FACTOR = 5.0
@@ -213,9 +213,9 @@ def resample(t, q, tau=None, rate=None, max_gap=None):
     max_gap = 10 * step if max_gap is None else float(max_gap)
     if dt.max() > max_gap:
         at = int(np.argmax(dt))
-        raise DataError(f'the record has a gap of {dt[at]:.3g} s at t = {ts[at]:.6g} s '
-                        f'(longest allowed {max_gap:.3g} s): cut the record there and fit '
-                        'the parts separately')
+        raise GapError(f'the record has a gap of {dt[at]:.3g} s at t = {ts[at]:.6g} s '
+                       f'(longest allowed {max_gap:.3g} s): cut the record there and fit '
+                       'the parts separately')
     rate = 1.0 / step if rate is None else float(rate)
     if not (np.isfinite(rate) and rate > 0):
         raise DataError(f'resampling rate {rate} Hz must be positive')

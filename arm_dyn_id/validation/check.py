@@ -565,10 +565,10 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
                     not all(key in fits for key in ((i, i), (k, k), (i, k), (k, i))):
                 continue
             ratios = [1.0] + ([] if k_e is None else [float(k_e[i] / k_e[k])])
-            if not _scale_near(fits[i, i][0][0], [1.0], opt) and \
-                    not _scale_near(fits[k, k][0][0], [1.0], opt) and any(
-                        _scale_near(fits[i, k][0][0], [r], opt) and
-                        _scale_near(fits[k, i][0][0], [1.0 / r], opt) for r in ratios) and \
+            if not _scale_near(fits[i, i][0][0], 1.0, opt) and \
+                    not _scale_near(fits[k, k][0][0], 1.0, opt) and any(
+                        _scale_near(fits[i, k][0][0], r, opt) and
+                        _scale_near(fits[k, i][0][0], 1.0 / r, opt) for r in ratios) and \
                     resid[i, k] < own[i] and resid[k, i] < own[k]:
                 swapped[i], swapped[k] = k, i
     for i in range(n):
@@ -887,8 +887,8 @@ def _constant_fix(mag, ke):
 
 
 def _scale_near(scale, expected, opt):
-    """Whether a fitted scale is within ``scale_fail`` (relative) of one of ``expected``."""
-    return any(abs(scale / e - 1.0) <= opt['scale_fail'] for e in expected)
+    """Whether a fitted scale is within ``scale_fail`` (relative) of ``expected``."""
+    return abs(scale / expected - 1.0) <= opt['scale_fail']
 
 
 def _x(mag):
