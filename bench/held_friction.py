@@ -54,22 +54,17 @@ def main():
           ' | '.join(JOINTS) + ' | data gate |')
     print('|---|---|---|' + '---|' * (len(JOINTS) + 1))
     worst = {False: [], True: []}
-    for per_joint in (2, 3):
-        for seed in range(3):
-            rng = np.random.default_rng(seed)
-            t, q, tau, markers = sweep_data(robot, rng, poses_per_joint=per_joint,
-                                            noise=NOISE, coulomb=0.05)
-            extra = held_at_rest(robot, t, markers, rng)[1]
-            for with_held in (False, True):
-                measured = tau + extra * with_held
-                fitted = fit_gravity(robot, t, q, measured, markers)
-                gate = judge_gravity_fit(fitted, robot, measured, effort='torque')
-                error = np.sqrt(np.mean((fitted.model.gravity_torques(poses) - truth) ** 2,
-                                        axis=0)) / scale
-                worst[with_held].append(error)
-                print(f'| {per_joint} | {seed} | {"±F" if with_held else "none"} | ' +
-                      ' | '.join(f'{100 * e:.2f}' for e in error) +
-                      f' | {"passed" if gate.ok else "refused: " + gate.cause} |')
+    for per_joint, seed, t, q, tau, markers, extra in held_sweeps(robot, (2, 3), 3):
+        for with_held in (False, True):
+            measured = tau + extra * with_held
+            fitted = fit_gravity(robot, t, q, measured, markers)
+            gate = judge_gravity_fit(fitted, robot, measured, effort='torque')
+            error = np.sqrt(np.mean((fitted.model.gravity_torques(poses) - truth) ** 2,
+                                    axis=0)) / scale
+            worst[with_held].append(error)
+            print(f'| {per_joint} | {seed} | {"±F" if with_held else "none"} | ' +
+                  ' | '.join(f'{100 * e:.2f}' for e in error) +
+                  f' | {"passed" if gate.ok else "refused: " + gate.cause} |')
     for with_held in (False, True):
         w = np.max(worst[with_held], axis=0)
         print(f'\nworst over the runs, {"±F held" if with_held else "none held"}: ' +
@@ -88,22 +83,29 @@ def payload_part(robot):
           'centre of mass off (mm)\n')
     print('| poses per joint | seed | free offsets | none held | ±F held |')
     print('|---|---|---|---|---|')
-    for per_joint in (1, 2):
-        for seed in range(6):
+    for per_joint, seed, t, q, tau, markers, extra in held_sweeps(robot, (1, 2), 6, loaded):
+        for free in (False, True):
+            cells = []
+            for measured in (tau, tau + extra):
+                fit = identify_payload(arm, t, q, measured, markers, noise=NOISE,
+                                       free_offsets=free)
+                off = 1e3 * np.linalg.norm(np.subtract(fit.payload.com, payload.com))
+                cells.append(f'{fit.payload.mass:.4f} ± {fit.std_errors[0]:.4f}, '
+                             f'{off:.1f} mm')
+            print(f'| {per_joint} | {seed} | {"yes" if free else "no"} | '
+                  + ' | '.join(cells) + ' |')
+
+
+def held_sweeps(robot, poses_per_joint, seeds, measured=None):
+    """Per number of poses per joint and seed (0 .. seeds - 1): the sweeps of ``measured``
+    (the arm the torques are of; default ``robot``) and the friction ``robot``'s still
+    joints hold per segment: (per_joint, seed, t, q, τ, markers, held τ)."""
+    for per_joint in poses_per_joint:
+        for seed in range(seeds):
             rng = np.random.default_rng(seed)
-            t, q, tau, markers = sweep_data(loaded, rng, poses_per_joint=per_joint,
+            t, q, tau, markers = sweep_data(measured or robot, rng, poses_per_joint=per_joint,
                                             noise=NOISE, coulomb=0.05)
-            extra = held_at_rest(robot, t, markers, rng)[1]
-            for free in (False, True):
-                cells = []
-                for measured in (tau, tau + extra):
-                    fit = identify_payload(arm, t, q, measured, markers, noise=NOISE,
-                                           free_offsets=free)
-                    off = 1e3 * np.linalg.norm(np.subtract(fit.payload.com, payload.com))
-                    cells.append(f'{fit.payload.mass:.4f} ± {fit.std_errors[0]:.4f}, '
-                                 f'{off:.1f} mm')
-                print(f'| {per_joint} | {seed} | {"yes" if free else "no"} | '
-                      + ' | '.join(cells) + ' |')
+            yield per_joint, seed, t, q, tau, markers, held_at_rest(robot, t, markers, rng)[1]
 
 
 if __name__ == '__main__':
