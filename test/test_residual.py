@@ -304,6 +304,54 @@ def test_residual_command_calibrates_and_gives_the_node_streams_episodes(
     assert th is None and 'another model' in why
 
 
+def test_residual_refuses_effort_not_of_the_models_arm_and_calibration_on_contacts(
+        root, fitted, capsys):
+    """A bag whose torque is not the model's arm's in N·m (currents in mA, a sign flipped)
+    is refused with its cause, not analysed into one contact as long as the recording;
+    calibration recordings that hold contacts by the thresholds in use are refused, not
+    turned into bands wide enough to pass them."""
+    model_file, config = fitted
+    data = free_run(31, segments=2)
+    ma = write_bag(root / 'milliamps', data['t'], JOINTS, data['q'], data['current'] * 1000,
+                   velocity=data['dq'])
+    code, _, err = run_cli(capsys, 'residual', model_file, ma, '--config', config, '--quiet')
+    assert code == 2 and 'mA read as A' in err, err
+    flipped = data['current'].copy()
+    flipped[:, 0] *= -1
+    bag = write_bag(root / 'flipped', data['t'], JOINTS, data['q'], flipped,
+                    velocity=data['dq'])
+    code, _, err = run_cli(capsys, 'residual', model_file, bag, '--config', config, '--quiet')
+    assert code == 2 and 'joint_1' in err and 'opposite sign' in err, err
+    code, _, err = run_cli(capsys, 'residual', model_file, bag, '--config', config, '--quiet',
+                           '--force')
+    assert code == 0, err
+    right = write_run(root / 'right_31', data)
+    code, _, err = run_cli(capsys, 'residual', model_file, right, '--config', config, '--quiet')
+    assert code == 0, err
+    # thresholds in use: calibrated on no-contact runs, in a folder of its own
+    (root / 'own').mkdir()
+    model_file = root / 'own' / 'model.yaml'
+    model_file.write_text(fitted[0].read_text())
+    free = [write_run(root / f'own_free_{s}', free_run(s, segments=3)) for s in (33, 34)]
+    code, _, err = run_cli(capsys, 'residual', model_file, *free, '--config', config,
+                           '--calibrate', '--quiet')
+    assert code == 0 and (model_file.parent / contact.FILE_NAME).is_file(), err
+    # a "no-contact" set that holds a push
+    pushed = write_run(root / 'pushed', free_run(32, segments=2,
+                                                 pushes=[(1.0, 0.6, (3 * PUSH_N, 0, 0))]))
+    out_file = root / 'contaminated.yaml'
+    code, _, err = run_cli(capsys, 'residual', model_file, right, pushed, '--config', config,
+                           '--calibrate', '--out', out_file, '--quiet')
+    assert code == 2 and 'contact episode' in err and 'pushed' in err, err
+    assert not out_file.exists()
+    code, _, err = run_cli(capsys, 'residual', model_file, right, '--config', config,
+                           '--calibrate', '--out', out_file, '--quiet')
+    assert code == 0 and out_file.is_file(), err
+    code, _, err = run_cli(capsys, 'residual', model_file, right, pushed, '--config', config,
+                           '--calibrate', '--out', root / 'forced.yaml', '--quiet', '--force')
+    assert code == 0, err
+
+
 def test_constant_thresholds_as_contact_thresholds_flag_as_the_observer_did(served):
     """ContactThresholds.constant (persistence 0, no tracker) is the node's old
     contact_thresholds parameter: the same residual and the same flag on every sample."""

@@ -252,3 +252,36 @@ def check_same_robot(bag, stored, config, force=False):
                         f'(robot {name!r}, URDF sha256 {sha[:12]}... vs '
                         f'{file_sha256(config.urdf)[:12]}...): give the URDF it was recorded '
                         'with (or --force)')
+
+
+#: Samples at most of a recording for :func:`check_level` (evenly spaced).
+LEVEL_ROWS = 5000
+#: :func:`check_level` refuses a joint's torque level outside [1 / this, this] x the
+#: model's: a load the model lacks (a payload held, a push) adds torque, a unit or a
+#: constant read wrong (mA as A, torque as current with k ~ 10) is off by far more.
+LEVEL_LIMIT = 3.0
+
+
+def check_level(model, path, rec, bag, effort, conversion, force=False, use='used'):
+    """Refuse a recording whose torque is not the model's arm's in N·m, from its level
+    (:func:`arm_dyn_id.validation.plausibility.judge_level` against the model's gravity
+    torque, which dominates where it stands well above the friction a joint may hold):
+    effort read in other units or with other constants than the model's, a flipped
+    sign. Works on a pose held still (a contact recording). ``path``: the model's file, for
+    the message. DataError unless ``force``."""
+    import numpy as np
+    from arm_dyn_id.validation.check import holding_friction
+    from arm_dyn_id.validation.plausibility import judge_level
+    take = slice(None, None, max(1, rec.n_samples // LEVEL_ROWS))
+    q, tau = rec.q[take], rec.tau[take]
+    rows = np.all(np.isfinite(q), axis=1)
+    expected = np.full(tau.shape, np.nan)
+    expected[rows] = model.gravity_torques(q[rows])
+    gains = conversion.gains if effort == 'current' else None
+    verdict = judge_level(tau, expected, list(model.joint_names),
+                          floor=holding_friction(model.robot), effort=effort, gains=gains,
+                          limit=LEVEL_LIMIT)
+    if not verdict.ok and not force:
+        raise DataError(f'bag {bag}: {verdict.reason} (the level of its torque against the '
+                        f'gravity torque of model {path}; --force: {use} anyway)')
+    return verdict

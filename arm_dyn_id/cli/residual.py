@@ -72,7 +72,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from arm_dyn_id.cli.arm import model_for_bags
+    from arm_dyn_id.cli.arm import check_level, model_for_bags
     from arm_dyn_id.cli.bags import read
     from arm_dyn_id.cli.output import write_json
     from arm_dyn_id.cli.progress import Progress
@@ -102,6 +102,9 @@ def run(args):
     recs = []
     for bag in bags:
         rec, _ = read(args, conversion, progress, bag)
+        # a torque read as current (or other constants) is a residual of its own size
+        check_level(model, args.model, rec, bag, args.effort or 'current', conversion,
+                    args.force)
         recs.append(rec)
     if args.calibrate:
         return _calibrate(args, served, model, gains, settings, recs, bags, progress)
@@ -169,9 +172,49 @@ def _settings(args, thresholds, model, n, contact, joints):
     return thresholds.with_settings(**changes) if changes else thresholds
 
 
+#: Contact episodes over less than this share of a calibration recording are contacts
+#: (a push, a bump), over more the thresholds in use are too tight for the arm.
+CONTACT_SHARE = 0.2
+
+
+def _contacts_in(args, served, model, gains, recs, bags, progress):
+    """Refuse calibration recordings that hold contacts by the thresholds in use (the
+    model folder's, the fit's own unless calibrated since): the thresholds derived from
+    them would be wide enough to pass the contacts, and would replace these. Episodes
+    over more than :data:`CONTACT_SHARE` of a recording are the thresholds too tight for
+    the arm (why one calibrates), not contacts. DataError unless --force."""
+    from arm_dyn_id.errors import DataError
+    from arm_dyn_id.service import contact
+    path = contact.thresholds_file(args.model.expanduser())
+    if args.force or not path.is_file():
+        return
+    old = contact.ContactThresholds.load(path, joints=served.joints)
+    stored = old.calibration.get('observer_gains')
+    if stored is not None and not np.allclose(stored, gains):
+        return                    # other observer gains: those bands do not apply here
+    for bag, rec in zip(bags, recs):
+        result = analyse(served, gains, old, rec, args.max_gap, args.velocity_cutoff)
+        eps = result['episodes']
+        share = sum(e['end'] - e['start'] for e in eps) / max(result['duration'], 1e-9)
+        if eps and share < CONTACT_SHARE:
+            t0 = result['t0']
+            where = '; '.join(f'{e["start"] - t0:.2f}-{e["end"] - t0:.2f} s, peak '
+                              f'{e["peak"]:.3g} N·m at {e["peak_joint"]}' for e in eps[:4])
+            raise DataError(
+                f'bag {bag} holds {len(eps)} contact episode(s) by the thresholds in use '
+                f'({path}): {where}{"; ..." if len(eps) > 4 else ""}. Thresholds calibrated '
+                'on contacts are wide enough to pass them' +
+                ('' if args.out else ', and would replace these') + ': calibrate on '
+                'recordings without contact (--force: calibrate anyway)')
+        if eps:
+            progress.phase(f'{bag}: the thresholds in use flag {100 * share:.0f} % of it '
+                           '(too tight for this arm, not contacts): calibrating')
+
+
 def _calibrate(args, served, model, gains, settings, recs, bags, progress):
     from arm_dyn_id.service import contact
     from arm_dyn_id.service.dynamics import calibration_run
+    _contacts_in(args, served, model, gains, recs, bags, progress)
     runs = []
     for bag, rec in zip(bags, recs):
         progress.phase(f'residual of {bag} (no contact) for the thresholds')

@@ -359,13 +359,14 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
                      '--torque-constants, or --effort torque/current mixed up')
 
 
-def sign_message(joints, rhos, subject='torque', reference='the URDF\'s'):
-    """The message of joints whose torque has the opposite sign of the URDF's."""
+def sign_message(joints, rhos, subject='torque', reference='the URDF\'s', label='rho'):
+    """The message of joints whose torque has the opposite sign of the URDF's (``rhos``:
+    what shows it, named ``label``: their correlations, or scales)."""
     if len(joints) == 1:
         return (f'{joints[0]}\'s torque has the opposite sign of {reference} {subject} '
-                f'(rho = {rhos[0]:.2f}): flipped sign (current_signs)')
+                f'({label} = {rhos[0]:.2f}): flipped sign (current_signs)')
     return (f'{", ".join(joints)}: the torque has the opposite sign of {reference} {subject} '
-            f'(rho {", ".join(f"{r:.2f}" for r in rhos)}): flipped signs (current_signs)')
+            f'({label} {", ".join(f"{r:.2f}" for r in rhos)}): flipped signs (current_signs)')
 
 
 def swap_message(a, b, rho_ab, rho_ba):
@@ -522,6 +523,61 @@ def derivative_noise(robot, prepared, rows=1500):
     gain = np.abs((yc * gc).sum(0)) / np.maximum((gc * gc).sum(0), 1e-300)
     sm = sm / np.where(gain > 0, gain, 1.0)
     return np.where(sm > 0, sn / np.maximum(sm, 1e-300), np.nan)
+
+
+def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=None,
+                limit=JOINT_SCALE_LIMIT, subject='torque', reference='the arm model\'s'):
+    """Is the measured torque the model's arm's, in N·m, judged from its level?
+
+    For a model applied to a recording whose torque need not vary (a pose held while a
+    person pushes the arm): on each joint where the expected torque stands well above
+    the friction it may hold (``floor``; 3x), the median over those samples of
+    measured / expected. A contact moves a share of the samples, not the median. A
+    scale outside [1 / limit, limit] is a unit or a torque constant
+    (:func:`units_message`), a negative one a flipped sign.
+
+    Parameters
+    ----------
+    measured, expected : array_like, (M, n)
+        Measured torque and the model's at the same samples (N·m).
+    joints : sequence of str, (n,), optional
+    floor : array_like, (n,), optional
+        Torque a joint may hold at rest (N·m; default 0).
+    effort, gains, limit, subject, reference
+        See :func:`judge_data`.
+
+    Returns
+    -------
+    Plausibility
+        ``checks['level']``: per joint ``scale`` (None where not judged).
+    """
+    y = np.asarray(measured, dtype=float)
+    e = np.asarray(expected, dtype=float)
+    n = y.shape[1]
+    joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
+    floor = np.zeros(n) if floor is None else np.nan_to_num(np.asarray(floor, dtype=float))
+    scale = np.full(n, np.nan)
+    for i in range(n):
+        big = np.isfinite(y[:, i]) & np.isfinite(e[:, i]) & \
+            (np.abs(e[:, i]) > max(3.0 * floor[i], 1e-9))
+        if big.sum() >= 10:
+            scale[i] = float(np.median(y[big, i] / e[big, i]))
+    checks = {'level': {j: None if not np.isfinite(s) else float(s)
+                        for j, s in zip(joints, scale)}}
+    tested = np.flatnonzero(np.isfinite(scale))
+    flipped = [i for i in tested if scale[i] < 0]
+    if flipped:
+        return Plausibility(False, sign_message([joints[i] for i in flipped],
+                                                [scale[i] for i in flipped], subject,
+                                                reference, 'scale'), checks, 'sign')
+    s = np.abs(scale[tested])
+    if len(tested) and np.any((s > limit) | (s < 1.0 / limit)):
+        cause, text = units_message(
+            s, [joints[i] for i in tested], effort,
+            None if gains is None else np.asarray(gains, dtype=float)[tested], subject,
+            limit, reference)
+        return Plausibility(False, text, checks, cause)
+    return Plausibility(True, None, checks)
 
 
 def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
@@ -745,6 +801,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
 __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'JOINT_SCALE_LIMIT',
            'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
            'WORKSPACE_UNCERTAINTY', 'cutoff_message', 'derivative_noise', 'excitation_message',
-           'judge_data', 'judge_fit', 'judge_full', 'judge_workspace', 'sign_message',
+           'judge_data', 'judge_fit', 'judge_full', 'judge_level', 'judge_workspace',
+           'sign_message',
            'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message']
