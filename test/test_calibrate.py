@@ -220,3 +220,60 @@ def test_a_missing_urdf_is_named_as_the_cause(twins, capsys):
                  '--urdf', str(root / 'no_such.urdf'), '--mass', '2.5'])
     err = capsys.readouterr().err
     assert code == 2 and 'no_such.urdf does not exist' in err, err
+
+
+def _calibrate(twins, unloaded, loaded, *more, out=None):
+    out = out or Path(str(loaded)).parent / 'k_refusal.json'
+    if out.exists():
+        out.unlink()
+    code = main(['calibrate', str(unloaded), str(loaded), '--urdf', str(twins['urdf']),
+                 '--json', str(out), '--quiet', *more])
+    return code, out
+
+
+def test_constants_that_cannot_be_right_are_refused_with_their_cause(twins, tmp_path, capsys):
+    """Exit 3 and no JSON, the cause named, where before they were printed as determined:
+    the bags swapped (every constant negative: not six reversed signs), a mass in the
+    wrong unit (the unloaded run's torque 10x the URDF's), the loaded run's effort already
+    torque (the two runs at another level)."""
+    root = twins['root']
+    code, out = _calibrate(twins, root / 'loaded', root / 'unloaded', '--mass', str(MASS))
+    err = capsys.readouterr().err
+    assert code == 3 and 'swapped' in err and 'swap the two bags' in err, err
+    assert not out.exists()
+    code, out = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass',
+                           str(10 * MASS))
+    err = capsys.readouterr().err
+    assert code == 3 and '(scale)' in err and 'in kg' in err, err
+    assert not out.exists()
+    code, out = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass',
+                           str(10 * MASS), '--force')
+    assert code == 3 and json.loads(out.read_text())['refused']['cause'] == 'scale'
+    tl, ql, il = twins['loaded']
+    write_bag(tmp_path / 'loaded_torque', tl, JOINTS, ql, il * K_TRUE)
+    code, out = _calibrate(twins, root / 'unloaded', tmp_path / 'loaded_torque', '--mass',
+                           str(MASS))
+    err = capsys.readouterr().err
+    assert code == 3 and 'different units' in err, err
+    assert not out.exists()
+    # the right pair is not refused
+    code, out = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass', str(MASS))
+    assert code == 0 and json.loads(out.read_text())['refused'] is None
+
+
+def test_a_frame_before_some_joints_leaves_them_undetermined_and_none_is_refused(
+        twins, tmp_path, capsys):
+    """A load frame the last joints do not move says so for them (not 'a heavier load');
+    one no joint moves is one line and exit 2, not an internal error."""
+    root = twins['root']
+    code, out = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass', str(MASS),
+                           '--frame', 'wrist_1_link', '--force')
+    doc = json.loads(out.read_text())
+    for joint in ('wrist_2_joint', 'wrist_3_joint'):
+        assert doc['per_joint'][joint]['determination'] == 'undetermined'
+        assert 'not beyond it' in doc['per_joint'][joint]['advice']
+    capsys.readouterr()
+    code, _ = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass', str(MASS),
+                         '--frame', 'base_link')
+    err = capsys.readouterr().err
+    assert code == 2 and 'moved by no joint' in err and 'Traceback' not in err, err

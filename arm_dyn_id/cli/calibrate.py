@@ -17,6 +17,11 @@ undetermined beyond) with what motion would determine it better; --json writes
 `torque_constants` and `torque_constants_std_error` in the order of the joints
 (the URDF's movable joints unless --joints), with `per_joint` details.
 
+Constants that cannot be right are refused (exit 3, no JSON unless --force): the two
+runs' efforts at another level (different units), every constant negative (the bags
+swapped), or the unloaded run's torque with the constants found at another scale than
+the URDF's (the mass, or the effort's units).
+
 examples:
   arm-dyn-id calibrate free_bag/ loaded_bag/ --urdf ur10e.urdf --mass 2.602 --json k.json
   arm-dyn-id calibrate free_bag/ loaded_bag/ --config my_arm.yaml --mass 1.2 --frame tool0
@@ -68,6 +73,8 @@ def add_arguments(parser):
     parser.add_argument('--json', type=Path, metavar='PATH',
                         help='write the constants, their standard errors and the per-joint '
                         'determination as JSON')
+    parser.add_argument('--force', dest='keep_refused', action='store_true',
+                        help='write the JSON even when the constants are refused')
     parser.add_argument('--quiet', action='store_true', help='no progress output')
 
 
@@ -127,8 +134,15 @@ def run(args):
     doc['bags'] = {'unloaded': str(bags[0]), 'loaded': str(bags[1])}
     doc['urdf'] = str(config.urdf)
     print(calibration_text(doc))
-    if args.json:
+    if args.json and (cal.refusal is None or args.keep_refused):
         print(f'json: {write_json(args.json.expanduser(), doc)}')
+    if cal.refusal is not None:
+        import sys
+        from arm_dyn_id.cli import EXIT_REFUSED
+        print(f'arm-dyn-id calibrate: refused ({cal.refusal[0]}): {cal.refusal[1]}'
+              + ('' if args.keep_refused or not args.json else ' (--force: write the JSON '
+                 'anyway)'), file=sys.stderr)
+        return EXIT_REFUSED
     return 0
 
 

@@ -239,6 +239,11 @@ class Calibration:
     n_samples : int
     info : dict
         cut-off, blocks, iterations, how the errors were computed.
+    refusal : tuple (cause, text) or None
+        Why the constants are not to be used (:func:`_judge`): ``units`` (the two runs'
+        efforts in different units), ``swapped`` (the loaded run given as the unloaded),
+        ``scale`` (the constants make the unloaded run's torque another scale than the
+        URDF's: the mass or the effort's units); None when nothing says so.
     """
 
     joints: tuple
@@ -257,6 +262,7 @@ class Calibration:
     gravity_rms: np.ndarray
     n_samples: int
     info: dict = field(default_factory=dict)
+    refusal: tuple = None
 
     @property
     def relative_std_errors(self):
@@ -288,6 +294,8 @@ class Calibration:
                           'rms_rad': self.alignment.rms_rad,
                           'overlap_s': self.alignment.overlap_s},
             'n_samples': int(self.n_samples),
+            'refused': None if self.refusal is None else
+            {'cause': self.refusal[0], 'reason': self.refusal[1]},
             'units': {'torque_constants': 'N·m/A (τ = k·i)', 'com': 'm, in the frame',
                       'inertia': 'kg·m², pinocchio order xx, xy, yy, xz, yz, zz',
                       'load_torque_rms': 'N·m', 'residual_rms_current': 'A'},
@@ -520,6 +528,72 @@ def _annihilate(columns, *arrays):
     return out
 
 
+def frame_reached(robot, frame):
+    """Which joints move ``frame`` (bool, (n,)): those between it and the base. A load
+    there loads only them."""
+    model = robot.model
+    f = model.frames[model.getFrameId(frame)]
+    parent = int(f.parentJoint if hasattr(f, 'parentJoint') else f.parent)
+    chain = {int(j) for j in model.supports[parent]}
+    return np.array([int(j) in chain for j in robot._jid])
+
+
+#: The two runs' effort levels (unloaded / loaded, median over the samples where the
+#: URDF's torque stands well above the friction a joint may hold) beyond this factor
+#: either way are in different units: a load as heavy as the arm does not triple it.
+RUN_LEVEL_LIMIT = 3.0
+
+
+def _level_ratio(a, b, nominal, floor):
+    """Median of a / b per joint over the samples where |nominal| > 3 floor (NaN when
+    fewer than 10)."""
+    out = np.full(a.shape[1], np.nan)
+    for j in range(a.shape[1]):
+        big = (np.abs(nominal[:, j]) > max(3.0 * floor[j], 1e-9)) & (np.abs(b[:, j]) > 0)
+        if big.sum() >= 10:
+            out[j] = float(np.median(a[big, j] / b[big, j]))
+    return out
+
+
+def _judge(robot, k, rel, determination, mass, i_unloaded, i_loaded, nominal):
+    """Whether constants found may be used: (cause, text) or None.
+
+    In turn: the two runs' efforts at another level (units), every constant that says
+    anything negative (the runs swapped), the unloaded run's torque with these
+    constants against the URDF's (the mass or the effort's units)."""
+    from arm_dyn_id.validation.check import holding_friction
+    from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT, judge_level
+    names = list(robot.joint_names)
+    floor = holding_friction(robot)
+    ratio = np.abs(_level_ratio(i_loaded, i_unloaded, nominal, floor))
+    off = np.isfinite(ratio) & ((ratio > RUN_LEVEL_LIMIT) | (ratio < 1 / RUN_LEVEL_LIMIT))
+    if off.any():
+        each = ', '.join(f'{names[j]} x{ratio[j]:.3g}' for j in np.flatnonzero(off))
+        return 'units', (f'the loaded run\'s effort is at another level than the unloaded '
+                         f'run\'s on the same trajectory ({each}): the two are in different '
+                         'units (one motor current, one joint torque; A and mA)')
+    said = np.isfinite(rel) & (rel < 0.5)
+    if said.sum() >= 2 and np.all(k[said] < 0):
+        return 'swapped', ('every joint\'s constant came out negative (' + ', '.join(
+            f'{names[j]} {k[j]:.3g}' for j in np.flatnonzero(said)) + '): the current falls '
+            'where the load\'s torque rises on every joint, so the loaded run was given as '
+            'UNLOADED_BAG: swap the two bags (not the current signs)')
+    used = np.array([d != 'undetermined' for d in determination])
+    if not used.any():
+        return None
+    verdict = judge_level(np.where(used, i_unloaded * k, np.nan), nominal, names,
+                          floor=floor, limit=JOINT_SCALE_LIMIT, reference='the URDF\'s')
+    scales = {j: s for j, s in verdict.checks['level'].items() if s is not None}
+    if verdict.ok or not scales:
+        return None
+    typical = float(np.exp(np.median(np.log(np.abs(list(scales.values()))))))
+    each = ', '.join(f'{j} x{s:.3g}' for j, s in scales.items())
+    return 'scale', (f'with these constants the unloaded run\'s torque is {typical:.3g}x the '
+                     f'URDF\'s ({each}): is the load\'s mass right (--mass {mass:g}, in kg)? '
+                     'Or is the effort not motor current in A (mA; joint torque already, '
+                     'which gives constants near 1)?')
+
+
 def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_hz=None,
               arm_correction=True, friction=('coulomb', 'viscous')):
     """Torque constants from twin runs without and with a load of known mass.
@@ -562,6 +636,11 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
     frame = default_frame(robot) if frame is None else frame
     if not robot.model.existFrame(frame):
         raise JointNameError(f'load frame {frame!r} is not in {robot.source}')
+    reached = frame_reached(robot, frame)
+    if not reached.any():
+        raise DataError(f'load frame {frame!r} is moved by no joint of the arm: a load there '
+                        f'loads none of them. Give the frame the load is attached to, beyond '
+                        f'the joints to calibrate (default {default_frame(robot)!r})')
     n = robot.n_joints
     (tu, qu, iu), (tl, ql, il) = [tuple(np.asarray(a, dtype=float) for a in run)
                                   for run in (unloaded, loaded)]
@@ -595,10 +674,10 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
     qL, dqL, ddqL = (_interp(t_twin, pl.t, x) for x in (pl.q, pl.dq, pl.ddq))
     P = _interp(t_twin, pl.t, pl.regressor)                      # (M, n, 10)
     di = _interp(t_twin, pl.t, pl.tau) - pu.tau[inside]
+    nominal = _nominal_torques(robot, pu.q[inside], pu.dq[inside], pu.ddq[inside])
     d = np.zeros_like(di)
     if arm_correction:
-        d = _nominal_torques(robot, qL, dqL, ddqL) - _nominal_torques(
-            robot, pu.q[inside], pu.dq[inside], pu.ddq[inside])
+        d = _nominal_torques(robot, qL, dqL, ddqL) - nominal
     excitation = inertia_excitation(P)
     fit_inertia = inertia is True or (inertia == 'auto' and
                                       excitation >= MIN_INERTIA_EXCITATION)
@@ -667,6 +746,11 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
     rel = se_k / np.abs(k)
     determination, advice = [], []
     for j, name in enumerate(robot.joint_names):
+        if not reached[j]:
+            determination.append('undetermined')
+            advice.append(f'{name}: the load at {frame!r} is not beyond it (no torque of the '
+                          'load reaches it): attach the load beyond every joint to calibrate')
+            continue
         if k[j] <= 0 or not np.isfinite(rel[j]) or rel[j] > UNDETERMINED:
             determination.append('undetermined')
         elif rel[j] > DETERMINED:
@@ -682,6 +766,8 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
             noise_torque = residual_rms[j] * abs(k[j]) if np.isfinite(k[j]) else np.inf
             advice.append(_advice(robot, name, j, rel[j], signal[j], gravity[j],
                                   noise_torque, distance[j]))
+    refusal = _judge(robot, k, np.where(reached, rel, np.nan), determination, mass,
+                     pu.tau[inside], _interp(t_twin, pl.t, pl.tau), nominal)
     info = {'cutoff_hz': float(cutoff_hz), 'cutoff_source': source,
             'rate_hz': float(pu.info['rate_hz']), 'inertia_fitted': bool(fit_inertia),
             'inertia_excitation': float(excitation), 'parameters': list(names),
@@ -699,8 +785,8 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
         determination=tuple(determination), advice=tuple(advice), mass=float(mass),
         com=com, com_std_errors=com_se, inertia=pi[3:] if fit_inertia else None,
         frame=frame, alignment=alignment, residual_rms=residual_rms, signal_rms=signal,
-        gravity_rms=gravity, n_samples=int(len(di)), info=info)
+        gravity_rms=gravity, n_samples=int(len(di)), info=info, refusal=refusal)
 
 
-__all__ = ['Alignment', 'Calibration', 'align', 'calibrate', 'default_frame',
-           'DETERMINED', 'UNDETERMINED']
+__all__ = ['Alignment', 'Calibration', 'align', 'calibrate', 'default_frame', 'frame_reached',
+           'DETERMINED', 'RUN_LEVEL_LIMIT', 'UNDETERMINED']
