@@ -115,6 +115,11 @@ def test_joint_map_and_missing_joint(tmp_path, data):
     line = one_error_line(fit(bag, tmp_path / 'fit2', '--torque-constants', KE,
                               '--joint-map', mapping.rsplit(',', 1)[0]))
     assert "'joint_6'" in line and '--joint-map' in line
+    # a map of the arm's own name to one it does not have is named (was: 'two publishers?')
+    same = plain_bag(tmp_path / 'same', data, names=list(JOINTS))
+    line = one_error_line(fit(same, tmp_path / 'fit3', '--torque-constants', KE,
+                              '--joint-map', 'joint_1:joint_7'))
+    assert '--joint-map joint_1:joint_7' in line and 'not one of the arm' in line, line
 
 
 @pytest.mark.slow   # two CLI runs

@@ -90,6 +90,8 @@ BAD = {
                                                         '1000x those of the URDF'), 'rejected'),
     'other_joints': ('gravity', lambda d: _with(d, joints=[f'shoulder_{i}' for i in range(6)]),
                      'other_robot'),
+    'other_joints_full': ('full', lambda d: _with(d, joints=[f'shoulder_{i}' for i in range(6)]),
+                          'other_robot'),
     'other_urdf': ('gravity', lambda d: _with(d, urdf=dict(d['urdf'], sha256='f' * 64)),
                    'other_robot'),
     'huge_values': ('gravity', lambda d: _with(d, base=_base(
@@ -270,6 +272,7 @@ def test_admit_urdf_refuses_negative_masses_and_bad_inertias(tmp_path):
 
 #: report renders these (exit 0) with the reason in a banner: a fit folder is shown as it is
 REPORT_BANNER = {'rejected': 'REJECTED', 'other_joints': 'not checked against its URDF',
+                 'other_joints_full': 'not checked against its URDF',
                  'other_urdf': 'another URDF', 'huge_values': 'implausible',
                  'negative_inertia': 'negative inertia', 'floating': 'not checked'}
 

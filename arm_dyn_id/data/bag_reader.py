@@ -726,6 +726,14 @@ def _no_samples(path, topic, done, rejected, seen_names, resolve, conv):
                 raise JointNameError(
                     f'joint {j!r} of the URDF could be any of {found} in {topic} of bag '
                     f'{path}: pass --joint-map {found[0]}:{j},...')
+        astray = {b: u for b, u in resolve.joint_map.items()
+                  if b in have and u not in conv.joints}
+        if astray:
+            b, u = next(iter(astray.items()))
+            raise JointNameError(
+                f'--joint-map {b}:{u}: {u!r} is not one of the arm\'s joints '
+                f'({list(conv.joints)}), so {b!r} of {topic} in bag {path} stands for none '
+                'of them: map bag names to the URDF\'s (NAME_IN_BAG:URDF_NAME)')
         union = set(have) | {resolve.joint_map.get(m, m) for m in have}
         missing = [j for j in conv.joints if j not in union]
         if missing:

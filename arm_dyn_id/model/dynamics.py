@@ -55,7 +55,7 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.config import FRICTION_WORDS, check_friction
-from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.errors import ConfigError, DataError, JointNameError
 from arm_dyn_id.model import files
 from arm_dyn_id.model.base_parameters import (BaseParameters, base_from_regressor,
                                               inertial_base_parameters, random_configurations)
@@ -620,6 +620,8 @@ class DynamicsModel:
             phi = files.array(fr.get('values'))
             errors = np.concatenate([files.array(b.get('std_errors'), len(beta)),
                                      files.array(fr.get('std_errors'), len(phi))])
+        except JointNameError:
+            raise                 # its joints are not the URDF's: another robot, not a key
         except (KeyError, TypeError) as exc:
             raise ConfigError(f'{source}: model file is missing {exc}') from exc
         metadata = files.read_metadata(doc, urdf_path, METADATA_SECTIONS)
