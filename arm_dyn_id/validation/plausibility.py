@@ -525,6 +525,18 @@ def derivative_noise(robot, prepared, rows=1500):
     return np.where(sm > 0, sn / np.maximum(sm, 1e-300), np.nan)
 
 
+def _off_scale(s, tested, joints, effort, gains, subject, limit, reference, checks):
+    """The refusal of the ``tested`` joints (indices) when a |scale| ``s`` of theirs lies
+    outside [1 / limit, limit] (:func:`units_message` names the cause), else a pass."""
+    if not len(tested) or not np.any((s > limit) | (s < 1.0 / limit)):
+        return Plausibility(True, None, checks)
+    cause, text = units_message(
+        s, [joints[i] for i in tested], effort,
+        None if gains is None else np.asarray(gains, dtype=float)[tested], subject, limit,
+        reference)
+    return Plausibility(False, text, checks, cause)
+
+
 def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=None,
                 limit=JOINT_SCALE_LIMIT, subject='torque', reference='the arm model\'s'):
     """Is the measured torque the model's arm's, in N·m, judged from its level?
@@ -570,14 +582,8 @@ def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=
         return Plausibility(False, sign_message([joints[i] for i in flipped],
                                                 [scale[i] for i in flipped], subject,
                                                 reference, 'scale'), checks, 'sign')
-    s = np.abs(scale[tested])
-    if len(tested) and np.any((s > limit) | (s < 1.0 / limit)):
-        cause, text = units_message(
-            s, [joints[i] for i in tested], effort,
-            None if gains is None else np.asarray(gains, dtype=float)[tested], subject,
-            limit, reference)
-        return Plausibility(False, text, checks, cause)
-    return Plausibility(True, None, checks)
+    return _off_scale(np.abs(scale[tested]), tested, joints, effort, gains, subject, limit,
+                      reference, checks)
 
 
 def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
@@ -648,15 +654,8 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
                                                 [a['rho'][i] for i in flipped], subject,
                                                 reference), checks, 'sign')
     tested = tested[np.abs(a['rho'][tested]) >= SCALE_RHO]
-    if len(tested):
-        s = np.abs(a['scale'][tested])
-        if np.any((s > limit) | (s < 1.0 / limit)):
-            cause, text = units_message(
-                s, [joints[i] for i in tested], effort,
-                None if gains is None else np.asarray(gains, dtype=float)[tested], subject,
-                limit, reference)
-            return Plausibility(False, text, checks, cause)
-    return Plausibility(True, None, checks)
+    return _off_scale(np.abs(a['scale'][tested]), tested, joints, effort, gains, subject,
+                      limit, reference, checks)
 
 
 def _friction_at_bound(names, values, joint):
