@@ -249,6 +249,7 @@ def test_constants_that_cannot_be_right_are_refused_with_their_cause(twins, tmp_
     code, out = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass',
                            str(10 * MASS), '--force')
     assert code == 3 and json.loads(out.read_text())['refused']['cause'] == 'scale'
+    capsys.readouterr()
     tl, ql, il = twins['loaded']
     write_bag(tmp_path / 'loaded_torque', tl, JOINTS, ql, il * K_TRUE)
     code, out = _calibrate(twins, root / 'unloaded', tmp_path / 'loaded_torque', '--mass',
@@ -256,6 +257,13 @@ def test_constants_that_cannot_be_right_are_refused_with_their_cause(twins, tmp_
     err = capsys.readouterr().err
     assert code == 3 and 'different units' in err, err
     assert not out.exists()
+    # the loaded run cut to 2.5 s: constants from an overlap too short to mean anything
+    keep = tl < tl[0] + SHIFT + 2.5
+    write_bag(tmp_path / 'loaded_short', tl[keep], JOINTS, ql[keep], il[keep])
+    code, out = _calibrate(twins, root / 'unloaded', tmp_path / 'loaded_short', '--mass',
+                           str(MASS))
+    err = capsys.readouterr().err
+    assert code == 3 and '(short)' in err and 'longer' in err, err
     # the right pair is not refused
     code, out = _calibrate(twins, root / 'unloaded', root / 'loaded', '--mass', str(MASS))
     assert code == 0 and json.loads(out.read_text())['refused'] is None

@@ -240,7 +240,8 @@ class Calibration:
     info : dict
         cut-off, blocks, iterations, how the errors were computed.
     refusal : tuple (cause, text) or None
-        Why the constants are not to be used (:func:`_judge`): ``units`` (the two runs'
+        Why the constants are not to be used (:func:`_judge`): ``short`` (an overlap too
+        short for honest standard errors), ``units`` (the two runs'
         efforts in different units), ``swapped`` (the loaded run given as the unloaded),
         ``scale`` (the constants make the unloaded run's torque another scale than the
         URDF's: the mass or the effort's units); None when nothing says so.
@@ -555,12 +556,16 @@ def _level_ratio(a, b, nominal, floor):
     return out
 
 
-def _judge(robot, k, rel, determination, mass, i_unloaded, i_loaded, nominal):
+def _judge(robot, k, rel, determination, mass, i_unloaded, i_loaded, nominal, blocks, p,
+           overlap_s):
     """Whether constants found may be used: (cause, text) or None.
 
-    In turn: the two runs' efforts at another level (units), every constant that says
-    anything negative (the runs swapped), the unloaded run's torque with these
-    constants against the URDF's (the mass or the effort's units)."""
+    In turn: the two runs' efforts at another level (units: before anything fitted), an
+    overlap too short for honest standard errors (fewer samples than ``max(2 p, 10)``
+    blocks of twice the residual's correlation time: the errors then come from blocks
+    shorter than the correlation, and understate), every constant that says anything
+    negative (the runs swapped), the unloaded run's torque with these constants against
+    the URDF's (the mass or the effort's units)."""
     from arm_dyn_id.validation.check import holding_friction
     from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT, judge_level
     names = list(robot.joint_names)
@@ -572,6 +577,14 @@ def _judge(robot, k, rel, determination, mass, i_unloaded, i_loaded, nominal):
         return 'units', (f'the loaded run\'s effort is at another level than the unloaded '
                          f'run\'s on the same trajectory ({each}): the two are in different '
                          'units (one motor current, one joint torque; A and mA)')
+    n_time = len(i_unloaded)
+    need = 2 * blocks['correlation_samples'] * max(2 * p, 10)
+    if n_time < need:
+        return 'short', (f'the aligned runs overlap by {overlap_s:.3g} s ({n_time} prepared '
+                         f'samples), fewer than the {need} that {p} unknowns need with a '
+                         f'residual correlated over {blocks["correlation_samples"]} samples: '
+                         'the constants and their errors mean nothing. Record the trajectory '
+                         'longer, the same in both runs (a whole period of the excitation)')
     said = np.isfinite(rel) & (rel < 0.5)
     if said.sum() >= 2 and np.all(k[said] < 0):
         return 'swapped', ('every joint\'s constant came out negative (' + ', '.join(
@@ -767,7 +780,8 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
             advice.append(_advice(robot, name, j, rel[j], signal[j], gravity[j],
                                   noise_torque, distance[j]))
     refusal = _judge(robot, k, np.where(reached, rel, np.nan), determination, mass,
-                     pu.tau[inside], _interp(t_twin, pl.t, pl.tau), nominal)
+                     pu.tau[inside], _interp(t_twin, pl.t, pl.tau), nominal, blocks, p,
+                     alignment.overlap_s)
     info = {'cutoff_hz': float(cutoff_hz), 'cutoff_source': source,
             'rate_hz': float(pu.info['rate_hz']), 'inertia_fitted': bool(fit_inertia),
             'inertia_excitation': float(excitation), 'parameters': list(names),
