@@ -257,9 +257,24 @@ def test_constants_that_cannot_be_right_are_refused_with_their_cause(twins, tmp_
     err = capsys.readouterr().err
     assert code == 3 and 'different units' in err, err
     assert not out.exists()
-    # the loaded run cut to 2.5 s: constants from an overlap too short to mean anything
+    # every current's sign reversed (a driver's convention): not the bags swapped
+    for name in ('unloaded', 'loaded'):
+        t, q, i = twins[name]
+        write_bag(tmp_path / f'{name}_reversed', t, JOINTS, q, -i)
+    code, out = _calibrate(twins, tmp_path / 'unloaded_reversed', tmp_path / 'loaded_reversed',
+                           '--mass', str(MASS))
+    err = capsys.readouterr().err
+    assert code == 3 and '(sign)' in err and 'current_signs' in err, err
+    # an error correlated over ~0.3 s (a slow drift of the loaded run's current): the
+    # whole overlap holds enough of it, the loaded run cut to 2.5 s does not
+    slow = il + 0.3 * np.sin(2 * np.pi * 0.7 * (tl - tl[0]))[:, None]
+    write_bag(tmp_path / 'loaded_slow', tl, JOINTS, ql, slow)
+    code, out = _calibrate(twins, root / 'unloaded', tmp_path / 'loaded_slow', '--mass',
+                           str(MASS))
+    err = capsys.readouterr().err
+    assert code == 0, err
     keep = tl < tl[0] + SHIFT + 2.5
-    write_bag(tmp_path / 'loaded_short', tl[keep], JOINTS, ql[keep], il[keep])
+    write_bag(tmp_path / 'loaded_short', tl[keep], JOINTS, ql[keep], slow[keep])
     code, out = _calibrate(twins, root / 'unloaded', tmp_path / 'loaded_short', '--mass',
                            str(MASS))
     err = capsys.readouterr().err

@@ -119,7 +119,7 @@ def test_joint_map_and_missing_joint(tmp_path, data):
     same = plain_bag(tmp_path / 'same', data, names=list(JOINTS))
     line = one_error_line(fit(same, tmp_path / 'fit3', '--torque-constants', KE,
                               '--joint-map', 'joint_1:joint_7'))
-    assert '--joint-map joint_1:joint_7' in line and 'not one of the arm' in line, line
+    assert '--joint-map joint_1:joint_7' in line and 'which is not' in line, line
 
 
 @pytest.mark.slow   # two CLI runs

@@ -597,3 +597,37 @@ def test_unidentified_friction_is_said_in_words():
     assert 'fvN: viscous' in text and text.count('fcN') == 1
     assert parameter_legend(['Izz1', 'mx2']) == ''
     assert 'IaN: the rotor inertia' in parameter_legend(['Ia3'])
+
+
+def test_judge_level_judges_the_level_where_the_torque_stands_above_friction():
+    """The level test of a recording whose torque need not vary: a near-empty joint is not
+    judged (even with no friction bound), a push on a share of the samples does not move
+    the median, 10x is a unit, a negative level a sign, zeros not a sign; NaN rows are
+    skipped; ``every`` refuses only a scale every judged joint shares."""
+    from arm_dyn_id.validation.plausibility import judge_level
+    rng = np.random.default_rng(0)
+    t = np.linspace(0.0, 10.0, 2000)
+    expected = np.column_stack([20 + 5 * np.sin(t), -15 + 3 * np.cos(t), 0.05 * np.sin(3 * t)])
+    measured = expected + np.column_stack([rng.normal(0, 0.5, len(t)), rng.normal(0, 0.5, len(t)),
+                                           1.5 * np.sign(np.sin(3 * t)) + 0.3])
+    joints = ['a', 'b', 'c']
+    verdict = judge_level(measured, expected, joints)            # no floor given
+    assert verdict.ok and verdict.checks['level']['c'] is None
+    assert verdict.checks['level']['a'] == pytest.approx(1.0, abs=0.05)
+    pushed = measured.copy()
+    pushed[:400, 0] += 40.0
+    pushed[::50] = np.nan
+    assert judge_level(pushed, expected, joints).ok
+    tenfold = judge_level(10 * measured, expected, joints)
+    assert not tenfold.ok and tenfold.cause == 'units' and 'x10' in tenfold.reason
+    flipped = measured.copy()
+    flipped[:, 1] *= -1
+    verdict = judge_level(flipped, expected, joints)
+    assert verdict.cause == 'sign' and "b's torque" in verdict.reason and 'scale' in verdict.reason
+    zeros = judge_level(np.zeros_like(measured), expected, joints)
+    assert not zeros.ok and zeros.cause != 'sign'
+    one = measured.copy()
+    one[:, 0] *= 2.5                                             # one joint only: a load
+    assert not judge_level(one, expected, joints).ok
+    assert judge_level(one, expected, joints, every=True).ok
+    assert not judge_level(3 * measured, expected, joints, every=True).ok

@@ -348,8 +348,19 @@ def test_residual_refuses_effort_not_of_the_models_arm_and_calibration_on_contac
                            '--calibrate', '--out', out_file, '--quiet')
     assert code == 0 and out_file.is_file(), err
     code, _, err = run_cli(capsys, 'residual', model_file, right, pushed, '--config', config,
-                           '--calibrate', '--out', root / 'forced.yaml', '--quiet', '--force')
+                           '--calibrate', '--out', root / 'forced.yaml', '--quiet',
+                           '--allow-contacts')
     assert code == 0, err
+    # thresholds in use too tight for the arm (false alarms on free motion): the episodes
+    # lie within the recording's own residual, so the set calibrates (why one calibrates)
+    path = model_file.parent / contact.FILE_NAME
+    th = contact.ContactThresholds.load(path)
+    th.with_settings(standstill=th.standstill / 2, base=th.base / 2).save(path)
+    code, out, err = run_cli(capsys, 'residual', model_file, right, '--config', config)
+    assert code == 0 and 'contact episodes: 0' not in out, out
+    code, _, err = run_cli(capsys, 'residual', model_file, right, '--config', config,
+                           '--calibrate', '--out', root / 'tight.yaml')
+    assert code == 0 and 'within the recording\'s own residual' in err, err
 
 
 def test_constant_thresholds_as_contact_thresholds_flag_as_the_observer_did(served):

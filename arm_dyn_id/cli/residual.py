@@ -67,6 +67,9 @@ def add_arguments(parser):
     parser.add_argument('--out', type=Path, metavar='PATH',
                         help='calibration: where to write the thresholds (default the model '
                         'folder\'s file)')
+    parser.add_argument('--allow-contacts', action='store_true',
+                        help='calibration: calibrate even on recordings that hold contact '
+                        'episodes (refused by default: bands wide enough to pass them)')
     parser.add_argument('--json', type=Path, metavar='PATH', help='write the results as JSON')
     parser.add_argument('--plot', type=Path, metavar='PATH', help='draw the residual (PNG)')
 
@@ -172,65 +175,105 @@ def _settings(args, thresholds, model, n, contact, joints):
     return thresholds.with_settings(**changes) if changes else thresholds
 
 
-#: Contact episodes over less than this share of a calibration recording are contacts
-#: (a push, a bump), over more the thresholds in use are too tight for the arm.
-CONTACT_SHARE = 0.2
+#: s left out on either side of an episode when the recordings' own bands are derived.
+EPISODE_PAD = 1.0
+#: s: a piece of a recording shorter than this between episodes is left out.
+MIN_PIECE = 2.0
 
 
-def _contacts_in(args, served, model, gains, recs, bags, progress):
-    """Refuse calibration recordings that hold contacts by the thresholds in use (the
-    model folder's, the fit's own unless calibrated since): the thresholds derived from
-    them would be wide enough to pass the contacts, and would replace these. Episodes
-    over more than :data:`CONTACT_SHARE` of a recording are the thresholds too tight for
-    the arm (why one calibrates), not contacts. DataError unless --force."""
+def _pieces(rec, episodes=()):
+    """(t, q, q̇, τ) of the recording outside the episodes (each ± EPISODE_PAD s), pieces
+    of at least MIN_PIECE s."""
+    keep = np.ones(len(rec.t), dtype=bool)
+    for e in episodes:
+        keep &= ~((rec.t >= e['start'] - EPISODE_PAD) & (rec.t <= e['end'] + EPISODE_PAD))
+    dq = _velocity(rec)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(int), [0]])))
+    out = []
+    for a, b in zip(edges[::2], edges[1::2]):
+        if rec.t[b - 1] - rec.t[a] >= MIN_PIECE:
+            out.append((rec.t[a:b], rec.q[a:b], None if dq is None else dq[a:b],
+                        rec.tau[a:b]))
+    return out
+
+
+def _thresholds(args, served, model, gains, settings, pieces, sources):
+    """contact.calibrate of the residual of ``pieces`` ((t, q, q̇, τ) each)."""
+    from arm_dyn_id.service import contact
+    from arm_dyn_id.service.dynamics import calibration_run
+    runs = [calibration_run(served, gains, t, q, dq, tau, settings, args.max_gap,
+                            args.velocity_cutoff, source=source)
+            for (t, q, dq, tau), source in zip(pieces, sources)]
+    keep = ('still_velocity', 'acceleration_cutoff_hz', 'breakaway_velocity', 'holding_time',
+            'release_time', 'settle_time', 'max_freeze')
+    return contact.calibrate(runs, served.joints, holding_bounds=settings.holding_bounds,
+                             quantile=args.quantile, margin=args.margin,
+                             persistence=settings.persistence,
+                             calibration={'observer_gains': gains.tolist(),
+                                          'model': str(args.model),
+                                          'model_sha256': contact.model_fingerprint(model)},
+                             **{k: getattr(settings, k) for k in keep})
+
+
+def _contacts_in(args, served, model, gains, settings, recs, bags, progress):
+    """Refuse calibration recordings that hold contacts. The thresholds in use (those a node
+    would use: the model folder's file, of this model and these gains) find the candidate
+    episodes; bands derived from the recordings without them (± EPISODE_PAD s) judge
+    them: an episode those still flag stands out of the recording's own residual, a
+    contact; one they cover was the thresholds in use being too tight for the arm (why
+    one calibrates). Calibrating on contacts gives bands wide enough to pass them, which
+    the node then uses. DataError unless --allow-contacts."""
     from arm_dyn_id.errors import DataError
     from arm_dyn_id.service import contact
-    path = contact.thresholds_file(args.model.expanduser())
-    if args.force or not path.is_file():
+    if args.allow_contacts:
         return
-    old = contact.ContactThresholds.load(path, joints=served.joints)
-    stored = old.calibration.get('observer_gains')
-    if stored is not None and not np.allclose(stored, gains):
-        return                    # other observer gains: those bands do not apply here
-    for bag, rec in zip(bags, recs):
-        result = analyse(served, gains, old, rec, args.max_gap, args.velocity_cutoff)
-        eps = result['episodes']
-        share = sum(e['end'] - e['start'] for e in eps) / max(result['duration'], 1e-9)
-        if eps and share < CONTACT_SHARE:
-            t0 = result['t0']
+    old, why = contact.calibrated_thresholds(args.model.expanduser(), served.joints, gains,
+                                             model)
+    if old is None:
+        progress.phase(f'calibration recordings not checked for contacts ({why})')
+        return
+    found = [(bag, rec, analyse(served, gains, old, rec, args.max_gap,
+                                args.velocity_cutoff)) for bag, rec in zip(bags, recs)]
+    if not any(r['episodes'] for _, _, r in found):
+        return
+    pieces, sources = [], []
+    for bag, rec, r in found:
+        for piece in _pieces(rec, r['episodes']):
+            pieces.append(piece)
+            sources.append(str(bag))
+    if not pieces:
+        progress.phase('the thresholds in use flag nearly all of the calibration recordings: '
+                       'too tight for this arm, not contacts')
+        return
+    own = _thresholds(args, served, model, gains, settings, pieces, sources)
+    for bag, rec, r in found:
+        if not r['episodes']:
+            continue
+        again = analyse(served, gains, own, rec, args.max_gap, args.velocity_cutoff)
+        kept = [e for e in again['episodes'] if any(
+            e['start'] <= f['end'] + EPISODE_PAD and e['end'] >= f['start'] - EPISODE_PAD
+            for f in r['episodes'])]
+        if kept:
+            t0 = again['t0']
             where = '; '.join(f'{e["start"] - t0:.2f}-{e["end"] - t0:.2f} s, peak '
-                              f'{e["peak"]:.3g} N·m at {e["peak_joint"]}' for e in eps[:4])
+                              f'{e["peak"]:.3g} N·m at {e["peak_joint"]}' for e in kept[:4])
             raise DataError(
-                f'bag {bag} holds {len(eps)} contact episode(s) by the thresholds in use '
-                f'({path}): {where}{"; ..." if len(eps) > 4 else ""}. Thresholds calibrated '
-                'on contacts are wide enough to pass them' +
-                ('' if args.out else ', and would replace these') + ': calibrate on '
-                'recordings without contact (--force: calibrate anyway)')
-        if eps:
-            progress.phase(f'{bag}: the thresholds in use flag {100 * share:.0f} % of it '
-                           '(too tight for this arm, not contacts): calibrating')
+                f'bag {bag} holds {len(kept)} contact episode(s): {where}'
+                f'{"; ..." if len(kept) > 4 else ""} (flagged by the thresholds in use and '
+                'by bands from the recordings without them). Thresholds calibrated on '
+                'contacts are wide enough to pass them' +
+                ('' if args.out else ', and would replace the ones in use') + ': calibrate '
+                'on recordings without contact (--allow-contacts: calibrate anyway)')
+        progress.phase(f'{bag}: {len(r["episodes"])} episode(s) by the thresholds in use are '
+                       'within the recording\'s own residual (too tight, not contacts)')
 
 
 def _calibrate(args, served, model, gains, settings, recs, bags, progress):
     from arm_dyn_id.service import contact
-    from arm_dyn_id.service.dynamics import calibration_run
-    _contacts_in(args, served, model, gains, recs, bags, progress)
-    runs = []
-    for bag, rec in zip(bags, recs):
-        progress.phase(f'residual of {bag} (no contact) for the thresholds')
-        runs.append(calibration_run(served, gains, rec.t, rec.q, _velocity(rec), rec.tau,
-                                    settings, args.max_gap, args.velocity_cutoff,
-                                    source=str(bag)))
-    keep = ('still_velocity', 'acceleration_cutoff_hz', 'breakaway_velocity', 'holding_time',
-            'release_time',
-            'settle_time', 'max_freeze')
-    th = contact.calibrate(runs, served.joints, holding_bounds=settings.holding_bounds,
-                           quantile=args.quantile, margin=args.margin,
-                           persistence=settings.persistence,
-                           calibration={'observer_gains': gains.tolist(),
-                                        'model': str(args.model),
-                                        'model_sha256': contact.model_fingerprint(model)},
-                           **{k: getattr(settings, k) for k in keep})
+    _contacts_in(args, served, model, gains, settings, recs, bags, progress)
+    progress.phase('residual of the bags (no contact) for the thresholds')
+    th = _thresholds(args, served, model, gains, settings, [_pieces_all(r) for r in recs],
+                     [str(b) for b in bags])
     out = (args.out or contact.thresholds_file(args.model)).expanduser()
     th.save(out)
     w = max(16, max(len(j) for j in th.joints) + 2)
@@ -242,7 +285,7 @@ def _calibrate(args, served, model, gains, settings, recs, bags, progress):
                     f'{th.holding_bounds[i]:>9.3g}')
     print('contact thresholds (N·m; band in motion = base + per q̇·‖q̇‖ + per q̈·‖q̈‖):')
     print('\n'.join(rows))
-    print(f'from {th.calibration["samples"]} samples of {len(runs)} recording(s): '
+    print(f'from {th.calibration["samples"]} samples of {len(recs)} recording(s): '
           f'{args.margin:g} x the {args.quantile:g} quantile, persistence '
           f'{th.persistence:g} s')
     print(f'thresholds: {out}')
@@ -252,6 +295,11 @@ def _calibrate(args, served, model, gains, settings, recs, bags, progress):
         from arm_dyn_id.cli.output import write_json
         print(f'json: {write_json(args.json.expanduser(), {"thresholds": th.to_dict()})}')
     return 0
+
+
+def _pieces_all(rec):
+    """(t, q, q̇, τ) of the whole recording."""
+    return rec.t, rec.q, _velocity(rec), rec.tau
 
 
 def _velocity(rec):

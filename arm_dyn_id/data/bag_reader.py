@@ -726,16 +726,17 @@ def _no_samples(path, topic, done, rejected, seen_names, resolve, conv):
                 raise JointNameError(
                     f'joint {j!r} of the URDF could be any of {found} in {topic} of bag '
                     f'{path}: pass --joint-map {found[0]}:{j},...')
-        astray = {b: u for b, u in resolve.joint_map.items()
-                  if b in have and u not in conv.joints}
-        if astray:
-            b, u = next(iter(astray.items()))
-            raise JointNameError(
-                f'--joint-map {b}:{u}: {u!r} is not one of the arm\'s joints '
-                f'({list(conv.joints)}), so {b!r} of {topic} in bag {path} stands for none '
-                'of them: map bag names to the URDF\'s (NAME_IN_BAG:URDF_NAME)')
         union = set(have) | {resolve.joint_map.get(m, m) for m in have}
         missing = [j for j in conv.joints if j not in union]
+        astray = {b: u for b, u in resolve.joint_map.items()
+                  if b in have and u not in conv.joints and b in conv.joints}
+        if astray and not missing:
+            # the union still holds the bag's own name of a joint mapped away
+            b, u = next(iter(astray.items()))
+            raise JointNameError(
+                f'--joint-map {b}:{u}: {b!r} of {topic} in bag {path} is one of the joints '
+                f'read ({list(conv.joints)}), mapped to {u!r}, which is not: no message '
+                'then holds them all. Map bag names to the URDF\'s (NAME_IN_BAG:URDF_NAME)')
         if missing:
             raise JointNameError(
                 f'joint {missing[0]!r} is not in {topic} of bag {path} (missing: {missing}; '

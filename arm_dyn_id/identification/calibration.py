@@ -241,7 +241,8 @@ class Calibration:
         cut-off, blocks, iterations, how the errors were computed.
     refusal : tuple (cause, text) or None
         Why the constants are not to be used (:func:`_judge`): ``short`` (an overlap too
-        short for honest standard errors), ``units`` (the two runs'
+        short for honest standard errors), ``sign`` (every current's sign reversed),
+        ``units`` (the two runs'
         efforts in different units), ``swapped`` (the loaded run given as the unloaded),
         ``scale`` (the constants make the unloaded run's torque another scale than the
         URDF's: the mass or the effort's units); None when nothing says so.
@@ -539,58 +540,82 @@ def frame_reached(robot, frame):
     return np.array([int(j) in chain for j in robot._jid])
 
 
-#: The two runs' effort levels (unloaded / loaded, median over the samples where the
-#: URDF's torque stands well above the friction a joint may hold) beyond this factor
-#: either way are in different units: a load as heavy as the arm does not triple it.
+#: The two runs' effort per N·m of the URDF's torque (the loaded run's with the load as a
+#: point mass at its frame) differing by more than this factor either way on every judged
+#: joint: the runs are in different units (current and torque differ by k ~ 10 on most
+#: drives, A and mA by 1000). A centre of mass off the frame, friction and inertia move
+#: it by tens of percent, not 3x.
 RUN_LEVEL_LIMIT = 3.0
+#: Blocks of twice the residual's correlation time the overlap must hold at least: fewer,
+#: and the standard errors come from blocks shorter than the correlation (they understate).
+MIN_BLOCKS = 10
 
 
-def _level_ratio(a, b, nominal, floor):
-    """Median of a / b per joint over the samples where |nominal| > 3 floor (NaN when
-    fewer than 10)."""
+def _level(a, reference, floor):
+    """Median of a / reference per joint over the samples where |reference| exceeds 3x the
+    floor and 5 % of the most loaded joint's RMS (NaN with fewer than 10 such)."""
+    from arm_dyn_id.validation.plausibility import LOADED_SHARE
+    rms = np.sqrt(np.mean(reference ** 2, axis=0))
+    least = LOADED_SHARE * float(rms.max()) if rms.size else 0.0
     out = np.full(a.shape[1], np.nan)
     for j in range(a.shape[1]):
-        big = (np.abs(nominal[:, j]) > max(3.0 * floor[j], 1e-9)) & (np.abs(b[:, j]) > 0)
+        big = np.abs(reference[:, j]) > max(3.0 * floor[j], least, 1e-9)
         if big.sum() >= 10:
-            out[j] = float(np.median(a[big, j] / b[big, j]))
+            out[j] = float(np.median(a[big, j] / reference[big, j]))
     return out
 
 
-def _judge(robot, k, rel, determination, mass, i_unloaded, i_loaded, nominal, blocks, p,
-           overlap_s):
+def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s):
     """Whether constants found may be used: (cause, text) or None.
 
-    In turn: the two runs' efforts at another level (units: before anything fitted), an
-    overlap too short for honest standard errors (fewer samples than ``max(2 p, 10)``
-    blocks of twice the residual's correlation time: the errors then come from blocks
-    shorter than the correlation, and understate), every constant that says anything
-    negative (the runs swapped), the unloaded run's torque with these constants against
-    the URDF's (the mass or the effort's units)."""
+    ``runs``: (unloaded current, the URDF's torque there, loaded current, the URDF's torque
+    there, the load's as a point mass at its frame), on the aligned samples. In turn: the
+    two runs' current per N·m off by :data:`RUN_LEVEL_LIMIT` the same way on every judged
+    joint, with the load's torque counted and without it (units: before anything
+    fitted); an overlap too short for honest standard errors (fewer than
+    :data:`MIN_BLOCKS` blocks of twice the residual's correlation time); every constant
+    that says anything negative: the bags swapped, or every current's sign reversed (told
+    apart by the unloaded run's current against the URDF's torque); the unloaded run's
+    torque with these constants against the URDF's (the mass or the effort's units)."""
     from arm_dyn_id.validation.check import holding_friction
     from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT, judge_level
     names = list(robot.joint_names)
     floor = holding_friction(robot)
-    ratio = np.abs(_level_ratio(i_loaded, i_unloaded, nominal, floor))
-    off = np.isfinite(ratio) & ((ratio > RUN_LEVEL_LIMIT) | (ratio < 1 / RUN_LEVEL_LIMIT))
-    if off.any():
-        each = ', '.join(f'{names[j]} x{ratio[j]:.3g}' for j in np.flatnonzero(off))
-        return 'units', (f'the loaded run\'s effort is at another level than the unloaded '
-                         f'run\'s on the same trajectory ({each}): the two are in different '
-                         'units (one motor current, one joint torque; A and mA)')
+    i_unloaded, nominal, i_loaded, nominal_loaded, point = runs
+    unloaded_level = _level(i_unloaded, nominal, floor)
+    # with the load (a heavy one raises the distal joints' current) and without it (the
+    # mass given may be the mistake): off the same way both, on every judged joint
+    ratio = np.abs(_level(i_loaded, nominal_loaded + point, floor) / unloaded_level)
+    bare = np.abs(_level(i_loaded, nominal_loaded, floor) / unloaded_level)
+    judged = np.isfinite(ratio) & np.isfinite(bare)
+    both = np.minimum(ratio, bare), np.maximum(ratio, bare)
+    if judged.any() and (np.all(both[0][judged] > RUN_LEVEL_LIMIT) or
+                         np.all(both[1][judged] < 1 / RUN_LEVEL_LIMIT)):
+        each = ', '.join(f'{names[j]} x{ratio[j]:.3g}' for j in np.flatnonzero(judged))
+        return 'units', (f'the loaded run\'s current per N·m of the URDF\'s torque (the load '
+                         f'as a point mass at its frame) is not the unloaded run\'s ({each}): '
+                         'the two are in different units (one motor current, one joint '
+                         'torque; A and mA)')
     n_time = len(i_unloaded)
-    need = 2 * blocks['correlation_samples'] * max(2 * p, 10)
+    need = 2 * blocks['correlation_samples'] * MIN_BLOCKS
     if n_time < need:
         return 'short', (f'the aligned runs overlap by {overlap_s:.3g} s ({n_time} prepared '
-                         f'samples), fewer than the {need} that {p} unknowns need with a '
-                         f'residual correlated over {blocks["correlation_samples"]} samples: '
-                         'the constants and their errors mean nothing. Record the trajectory '
+                         f'samples), fewer than {MIN_BLOCKS} blocks of twice the residual\'s '
+                         f'correlation ({blocks["correlation_samples"]} samples): the '
+                         'constants and their errors mean nothing. Record the trajectory '
                          'longer, the same in both runs (a whole period of the excitation)')
     said = np.isfinite(rel) & (rel < 0.5)
     if said.sum() >= 2 and np.all(k[said] < 0):
-        return 'swapped', ('every joint\'s constant came out negative (' + ', '.join(
-            f'{names[j]} {k[j]:.3g}' for j in np.flatnonzero(said)) + '): the current falls '
-            'where the load\'s torque rises on every joint, so the loaded run was given as '
-            'UNLOADED_BAG: swap the two bags (not the current signs)')
+        each = ', '.join(f'{names[j]} {k[j]:.3g}' for j in np.flatnonzero(said))
+        signs = unloaded_level[np.isfinite(unloaded_level)]
+        if len(signs) and np.all(signs < 0):
+            return 'sign', (f'every joint\'s constant came out negative ({each}) and the '
+                            'unloaded run\'s current opposes the URDF\'s torque: every '
+                            'current\'s sign is reversed (current_signs: -1 on every joint)')
+        return 'swapped', (f'every joint\'s constant came out negative ({each}) while the '
+                           'unloaded run\'s current follows the URDF\'s torque: the loaded '
+                           'run was given as UNLOADED_BAG: swap the two bags (not the current '
+                           'signs)')
     used = np.array([d != 'undetermined' for d in determination])
     if not used.any():
         return None
@@ -599,6 +624,8 @@ def _judge(robot, k, rel, determination, mass, i_unloaded, i_loaded, nominal, bl
     scales = {j: s for j, s in verdict.checks['level'].items() if s is not None}
     if verdict.ok or not scales:
         return None
+    if verdict.cause == 'sign':
+        return 'sign', verdict.reason
     typical = float(np.exp(np.median(np.log(np.abs(list(scales.values()))))))
     each = ', '.join(f'{j} x{s:.3g}' for j, s in scales.items())
     return 'scale', (f'with these constants the unloaded run\'s torque is {typical:.3g}x the '
@@ -688,9 +715,8 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
     P = _interp(t_twin, pl.t, pl.regressor)                      # (M, n, 10)
     di = _interp(t_twin, pl.t, pl.tau) - pu.tau[inside]
     nominal = _nominal_torques(robot, pu.q[inside], pu.dq[inside], pu.ddq[inside])
-    d = np.zeros_like(di)
-    if arm_correction:
-        d = _nominal_torques(robot, qL, dqL, ddqL) - nominal
+    nominal_loaded = _nominal_torques(robot, qL, dqL, ddqL)
+    d = nominal_loaded - nominal if arm_correction else np.zeros_like(di)
     excitation = inertia_excitation(P)
     fit_inertia = inertia is True or (inertia == 'auto' and
                                       excitation >= MIN_INERTIA_EXCITATION)
@@ -779,9 +805,10 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
             noise_torque = residual_rms[j] * abs(k[j]) if np.isfinite(k[j]) else np.inf
             advice.append(_advice(robot, name, j, rel[j], signal[j], gravity[j],
                                   noise_torque, distance[j]))
+    point = Pg @ np.array([mass, 0.0, 0.0, 0.0])               # the load at the frame
     refusal = _judge(robot, k, np.where(reached, rel, np.nan), determination, mass,
-                     pu.tau[inside], _interp(t_twin, pl.t, pl.tau), nominal, blocks, p,
-                     alignment.overlap_s)
+                     (pu.tau[inside], nominal, _interp(t_twin, pl.t, pl.tau),
+                      nominal_loaded, point), blocks, p, alignment.overlap_s)
     info = {'cutoff_hz': float(cutoff_hz), 'cutoff_source': source,
             'rate_hz': float(pu.info['rate_hz']), 'inertia_fitted': bool(fit_inertia),
             'inertia_excitation': float(excitation), 'parameters': list(names),
@@ -803,4 +830,4 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
 
 
 __all__ = ['Alignment', 'Calibration', 'align', 'calibrate', 'default_frame', 'frame_reached',
-           'DETERMINED', 'RUN_LEVEL_LIMIT', 'UNDETERMINED']
+           'DETERMINED', 'MIN_BLOCKS', 'RUN_LEVEL_LIMIT', 'UNDETERMINED']

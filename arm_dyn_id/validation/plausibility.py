@@ -538,15 +538,18 @@ def _off_scale(s, tested, joints, effort, gains, subject, limit, reference, chec
 
 
 def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=None,
-                limit=JOINT_SCALE_LIMIT, subject='torque', reference='the arm model\'s'):
+                limit=JOINT_SCALE_LIMIT, subject='torque', reference='the arm model\'s',
+                every=False):
     """Is the measured torque the model's arm's, in N·m, judged from its level?
 
     For a model applied to a recording whose torque need not vary (a pose held while a
     person pushes the arm): on each joint where the expected torque stands well above
-    the friction it may hold (``floor``; 3x), the median over those samples of
-    measured / expected. A contact moves a share of the samples, not the median. A
-    scale outside [1 / limit, limit] is a unit or a torque constant
-    (:func:`units_message`), a negative one a flipped sign.
+    the friction it may hold (``floor``; 3x) and above :data:`LOADED_SHARE` of the most
+    loaded joint's RMS (a floor of 0, a URDF without limits, judges no near-empty
+    joint), the median over those samples of measured / expected. A contact moves a
+    share of the samples, not the median. A scale outside [1 / limit, limit] is a unit
+    or a torque constant (:func:`units_message`), one below -1 / limit a flipped sign (a
+    median near 0, an effort of zeros, falls to the scale).
 
     Parameters
     ----------
@@ -557,6 +560,10 @@ def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=
         Torque a joint may hold at rest (N·m; default 0).
     effort, gains, limit, subject, reference
         See :func:`judge_data`.
+    every : bool
+        Refuse a scale only when every judged joint is off the same way (a unit, an
+        effort read as another kind): a load the reference lacks raises some joints
+        more than others.
 
     Returns
     -------
@@ -569,21 +576,26 @@ def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=
     joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
     floor = np.zeros(n) if floor is None else np.nan_to_num(np.asarray(floor, dtype=float))
     scale = np.full(n, np.nan)
+    known = np.isfinite(e)
+    rms = np.sqrt((np.where(known, e, 0.0) ** 2).sum(axis=0) / np.maximum(known.sum(axis=0), 1))
+    least = LOADED_SHARE * float(rms.max()) if n else 0.0
     for i in range(n):
         big = np.isfinite(y[:, i]) & np.isfinite(e[:, i]) & \
-            (np.abs(e[:, i]) > max(3.0 * floor[i], 1e-9))
+            (np.abs(e[:, i]) > max(3.0 * floor[i], least, 1e-9))
         if big.sum() >= 10:
             scale[i] = float(np.median(y[big, i] / e[big, i]))
     checks = {'level': {j: None if not np.isfinite(s) else float(s)
                         for j, s in zip(joints, scale)}}
     tested = np.flatnonzero(np.isfinite(scale))
-    flipped = [i for i in tested if scale[i] < 0]
+    flipped = [i for i in tested if scale[i] < -1.0 / limit]
     if flipped:
         return Plausibility(False, sign_message([joints[i] for i in flipped],
                                                 [scale[i] for i in flipped], subject,
                                                 reference, 'scale'), checks, 'sign')
-    return _off_scale(np.abs(scale[tested]), tested, joints, effort, gains, subject, limit,
-                      reference, checks)
+    s = np.abs(scale[tested])
+    if every and len(tested) and not (np.all(s > limit) or np.all(s < 1.0 / limit)):
+        return Plausibility(True, None, checks)
+    return _off_scale(s, tested, joints, effort, gains, subject, limit, reference, checks)
 
 
 def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
