@@ -53,7 +53,7 @@ def _burst(p0, rng, duration, rate, amplitude=0.3, harmonics=4):
     return p0 + q - q[0], dq, ddq
 
 
-def free_run(seed, pushes=(), segments=6, rate=RATE, t0=2000.0):
+def free_run(seed, pushes=(), segments=6, rate=RATE, t0=2000.0, gravity=None):
     """Holds at several poses between point-to-point moves and Fourier bursts.
 
     Parameters
@@ -69,6 +69,8 @@ def free_run(seed, pushes=(), segments=6, rate=RATE, t0=2000.0):
     """
     rng = np.random.default_rng(seed)
     robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    if gravity is not None:
+        robot.set_gravity(gravity)                      # recorded on the Moon, say
     n = robot.n_joints
     qs, dqs, ddqs, holds = [], [], [], []
     pose = Q0 + rng.uniform(-0.3, 0.3, n)
@@ -327,6 +329,13 @@ def test_residual_refuses_effort_not_of_the_models_arm_and_calibration_on_contac
     assert code == 0, err
     right = write_run(root / 'right_31', data)
     code, _, err = run_cli(capsys, 'residual', model_file, right, '--config', config, '--quiet')
+    assert code == 0, err
+    # recorded at the Moon's gravity: said, and served at it with --gravity
+    moon = write_run(root / 'moon', free_run(35, segments=2, gravity=1.62))
+    code, _, err = run_cli(capsys, 'residual', model_file, moon, '--config', config, '--quiet')
+    assert code == 2 and '--gravity' in err and '9.81' in err, err
+    code, _, err = run_cli(capsys, 'residual', model_file, moon, '--config', config, '--quiet',
+                           '--gravity', '1.62')
     assert code == 0, err
     # thresholds in use: calibrated on no-contact runs, in a folder of its own
     (root / 'own').mkdir()

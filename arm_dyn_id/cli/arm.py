@@ -262,14 +262,16 @@ LEVEL_ROWS = 5000
 LEVEL_LIMIT = 3.0
 
 
-def check_level(model, path, rec, bag, effort, conversion, force=False, use='used'):
+def check_level(model, path, rec, bag, effort, conversion, force=False, use='used',
+                gravity=None):
     """Refuse a recording whose torque is not the model's arm's in N·m, from its level
     (:func:`arm_dyn_id.validation.plausibility.judge_level` against the model's gravity
     torque, which dominates where it stands well above the friction a joint may hold):
     effort read in other units or with other constants than the model's (every judged
     joint off the same way: a payload the model lacks raises some joints more than
     others), a flipped sign. Works on a pose held still (a contact recording). ``path``:
-    the model's file, for the message. DataError unless ``force``."""
+    the model's file, for the message; ``gravity``: the magnitude the recording was made at
+    (default the model's). DataError unless ``force``."""
     import numpy as np
     from arm_dyn_id.service.contact import holding_bounds
     from arm_dyn_id.validation.check import holding_friction
@@ -278,13 +280,15 @@ def check_level(model, path, rec, bag, effort, conversion, force=False, use='use
     q, tau = rec.q[take], rec.tau[take]
     rows = np.all(np.isfinite(q), axis=1)
     expected = np.full(tau.shape, np.nan)
-    expected[rows] = model.gravity_torques(q[rows])
+    expected[rows] = model.gravity_torques(q[rows], gravity=gravity)
     gains = conversion.gains if effort == 'current' else None
     # the friction a joint may hold: the URDF's bound, or the model's own static friction
     floor = np.maximum(holding_friction(model.robot), holding_bounds(model, 1.0))
     verdict = judge_level(tau, expected, list(model.joint_names), floor=floor, effort=effort,
                           gains=gains, limit=LEVEL_LIMIT, every=True)
     if not verdict.ok and not force:
+        at = model.robot.gravity_magnitude if gravity is None else gravity
         raise DataError(f'bag {bag}: {verdict.reason} (the level of its torque against the '
-                        f'gravity torque of model {path}; --force: {use} anyway)')
+                        f'gravity torque of model {path} at {at:g} m/s²: recorded at another '
+                        f'gravity, --gravity; --force: {use} anyway)')
     return verdict

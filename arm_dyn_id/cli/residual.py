@@ -37,6 +37,9 @@ def add_arguments(parser):
     from arm_dyn_id.service import contact
     parser.add_argument('model', type=Path, help='model.yaml of a full-dynamics fit')
     add_data_arguments(parser, several=True)
+    parser.add_argument('--gravity', type=float,
+                        help='gravity magnitude (m/s²) the bags were recorded at (default: the '
+                        'model\'s; the node\'s gravity parameter)')
     parser.add_argument('--gains', default='25', metavar='K',
                         help='observer bandwidth K (1/s), one or one per joint (default 25, '
                         'the node\'s observer_gains; a thresholds file says its own)')
@@ -85,7 +88,10 @@ def run(args):
     progress = Progress(quiet=args.quiet)
     bags = [b.expanduser() for b in args.bags]
     model, stored, config, conversion = model_for_bags(args, bags, kinds=('full',))
-    served = ServedDynamics(model)
+    if args.gravity is not None and not (np.isfinite(args.gravity) and args.gravity > 0):
+        from arm_dyn_id.errors import ConfigError
+        raise ConfigError(f'--gravity {args.gravity:g} must be a positive magnitude (m/s²)')
+    served = ServedDynamics(model, gravity=args.gravity)
     if not served.fast.exact:
         raise DataError(f'model {args.model} has no pinocchio equivalent (a massless body '
                         'with a first moment): the node serves no residual for it')
@@ -107,7 +113,7 @@ def run(args):
         rec, _ = read(args, conversion, progress, bag)
         # a torque read as current (or other constants) is a residual of its own size
         check_level(model, args.model, rec, bag, args.effort or 'current', conversion,
-                    args.force)
+                    args.force, gravity=served.fast.gravity)
         recs.append(rec)
     if args.calibrate:
         return _calibrate(args, served, model, gains, settings, recs, bags, progress)
