@@ -318,6 +318,8 @@ def test_residual_refuses_effort_not_of_the_models_arm_and_calibration_on_contac
                    velocity=data['dq'])
     code, _, err = run_cli(capsys, 'residual', model_file, ma, '--config', config, '--quiet')
     assert code == 2 and 'mA read as A' in err, err
+    code, _, err = run_cli(capsys, 'validate', model_file, ma, '--config', config, '--quiet')
+    assert code == 2 and 'mA read as A' in err, err          # not a FAIL blamed on the fit
     flipped = data['current'].copy()
     flipped[:, 0] *= -1
     bag = write_bag(root / 'flipped', data['t'], JOINTS, data['q'], flipped,

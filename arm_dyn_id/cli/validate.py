@@ -73,7 +73,7 @@ def add_arguments(parser):
 
 def run(args):
     from arm_dyn_id.cli import EXIT_REFUSED
-    from arm_dyn_id.cli.arm import model_for_bags, model_on_recording
+    from arm_dyn_id.cli.arm import check_level, model_for_bags, model_on_recording
     from arm_dyn_id.cli.bags import read_all
     from arm_dyn_id.cli.options import check_gravity_options
     from arm_dyn_id.cli.output import metrics_text, write_json
@@ -89,6 +89,9 @@ def run(args):
     model, stored, config, conversion = model_for_bags(args, bags, use='scored')
     rec, _ = read_all(args, conversion, progress, bags)
     gravity = model_on_recording(model, rec, magnitude, direction, 'the configuration')
+    # a torque read as current (another unit, a flipped sign) is a scale, not a fit error
+    check_level(model, args.model, rec, ', '.join(str(b) for b in bags),
+                getattr(args, 'effort', None) or 'current', conversion, args.force, 'scored')
     noise = noise_estimate(rec.tau)
     if model.dynamics == 'full':
         metrics, segments = _full_metrics(model, rec, args.against, noise, progress)
