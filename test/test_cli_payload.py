@@ -77,6 +77,16 @@ def test_payload_from_simulated_motion_within_5_percent(arm_fit, capsys):
     assert 'inertia' in doc and doc['frame'] == 'flange'
     assert 'mass' in out and '±' in out
     assert 'they leave out the torque\'s scale' in out     # what ± does not cover
+    # the load given at a link before the last joints: their torque departs from the arm
+    # model, which a load there cannot do (was: a mass with a tight error, exit 0)
+    code, _, err = run(capsys, 'payload', root / 'fit' / 'model.yaml', root / 'payload_bag',
+                       '--config', config.source, '--frame', 'link_3')
+    line = one_error_line(err)
+    assert code == 3 and "'link_3' hangs before" in line and 'joint_' in line, line
+    code, _, err = run(capsys, 'payload', root / 'fit' / 'model.yaml', root / 'payload_bag',
+                       '--config', config.source, '--frame', 'torso')
+    line = one_error_line(err)
+    assert code == 2 and 'moved by no joint' in line and 'Traceback' not in err, line
 
 
 @pytest.mark.slow

@@ -85,6 +85,7 @@ from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.identification.payload import (INERTIA_PARAMS, MIN_INERTIA_EXCITATION,
                                                inertia_excitation, payload_full_regressor,
                                                payload_regressor)
+from arm_dyn_id.model.payload import frame_reached
 
 #: relative standard error of k at or below which a joint is determined
 DETERMINED = 0.05
@@ -530,16 +531,6 @@ def _annihilate(columns, *arrays):
     return out
 
 
-def frame_reached(robot, frame):
-    """Which joints move ``frame`` (bool, (n,)): those between it and the base. A load
-    there loads only them."""
-    model = robot.model
-    f = model.frames[model.getFrameId(frame)]
-    parent = int(f.parentJoint if hasattr(f, 'parentJoint') else f.parent)
-    chain = {int(j) for j in model.supports[parent]}
-    return np.array([int(j) in chain for j in robot._jid])
-
-
 #: The two runs' effort per N·m of the URDF's torque (the loaded run's with the load as a
 #: point mass at its frame) differing by more than this factor either way on every judged
 #: joint: the runs are in different units (current and torque differ by k ~ 10 on most
@@ -829,5 +820,5 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
         gravity_rms=gravity, n_samples=int(len(di)), info=info, refusal=refusal)
 
 
-__all__ = ['Alignment', 'Calibration', 'align', 'calibrate', 'default_frame', 'frame_reached',
+__all__ = ['Alignment', 'Calibration', 'align', 'calibrate', 'default_frame',
            'DETERMINED', 'MIN_BLOCKS', 'RUN_LEVEL_LIMIT', 'UNDETERMINED']

@@ -294,6 +294,7 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
                         f'{tau.shape} and arm torques {arm.shape} must all be (M, n)')
     P = payload_full_regressor(robot, q, dq, ddq, frame)
     extra = tau - arm
+    _beyond_the_frame(robot, frame, extra, model_error)
     excitation = inertia_excitation(P, noise)
     fit_inertia = inertia is True or (inertia == 'auto' and
                                       excitation >= MIN_INERTIA_EXCITATION)
@@ -323,6 +324,35 @@ def identify_payload_full(robot, q, dq, ddq, tau, arm_torques, noise=None, frame
     return _finish(_with_model_error(result, P[..., :4], noise, model_error), frame,
                    f'full dynamics, {len(q)} samples; inertia {why}: a point '
                    'mass')
+
+
+#: A joint the payload frame does not reach whose torque departs from the arm model by
+#: more than this many times the model's own error there: a load acts on it, so it hangs
+#: beyond the frame given (the factor of `validate`'s beyond-held-out warning: a model on
+#: another recording of the same arm stays within it).
+UNREACHED_LIMIT = 5.0
+
+
+def _beyond_the_frame(robot, frame, extra, model_error):
+    """Refuse a payload frame that hangs before joints whose torque departs from the arm
+    model (``extra``, N·m) by more than :data:`UNREACHED_LIMIT` x its own error: a load at
+    the frame cannot put torque on them, a load beyond it does."""
+    from arm_dyn_id.model.payload import frame_reached
+    if model_error is None:
+        return
+    error = np.asarray(model_error, dtype=float)
+    rms = np.sqrt(np.mean(np.asarray(extra) ** 2, axis=0))
+    ratio = rms / np.where(np.isfinite(error) & (error > 0), error, np.inf)
+    off = ~frame_reached(robot, frame) & (ratio > UNREACHED_LIMIT)
+    if off.any():
+        names = np.asarray(robot.joint_names)
+        each = ', '.join(f'{names[j]} {rms[j]:.3g} N·m ({ratio[j]:.2g}x)'
+                         for j in np.flatnonzero(off))
+        raise PayloadDataRefused(
+            f'payload frame {frame!r} hangs before joints a load there cannot turn, yet their '
+            f'torque departs from the arm model by more than {UNREACHED_LIMIT:g}x its own '
+            f'error ({each}): the load is beyond them. Give the frame it is attached to '
+            f'(--frame, default {payload_frame(robot)!r})', 'frame')
 
 
 def _detected(P, beta, model_error, frame, robot):

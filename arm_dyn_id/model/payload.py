@@ -13,7 +13,7 @@ lacks from wrong torque constants (:mod:`arm_dyn_id.validation.check`).
 
 import numpy as np
 
-from arm_dyn_id.errors import JointNameError
+from arm_dyn_id.errors import DataError, JointNameError
 
 #: Payload frames tried in turn when none is given (then the chain's tip link).
 DEFAULT_FRAMES = ('flange', 'tool0')
@@ -27,6 +27,16 @@ def _frame(robot, frame):
                              f'(frames: {[f.name for f in model.frames]})')
     f = model.frames[model.getFrameId(frame)]
     return (f.parentJoint if hasattr(f, 'parentJoint') else f.parent) - 1, f.placement
+
+
+def frame_reached(robot, frame):
+    """Which joints move ``frame`` (bool, (n,)): those between it and the base. A load
+    there puts torque on them only."""
+    model = robot.model
+    f = model.frames[model.getFrameId(frame)]
+    parent = int(f.parentJoint if hasattr(f, 'parentJoint') else f.parent)
+    chain = {int(j) for j in model.supports[parent]}
+    return np.array([int(j) in chain for j in robot._jid])
 
 
 def payload_frame(robot, frame=None):
@@ -47,6 +57,8 @@ def payload_frame(robot, frame=None):
     ------
     JointNameError
         A given frame that is not in the URDF (``--frame`` named).
+    DataError
+        A given frame that no joint of the arm moves (a load there loads none of them).
     """
     model = robot.model
     if frame is not None:
@@ -54,6 +66,10 @@ def payload_frame(robot, frame=None):
             links = [f.name for f in model.frames if str(f.type).endswith('BODY')]
             raise JointNameError(f'payload frame {frame!r} is not in {robot.source}: pass '
                                  f'--frame with one of its links ({", ".join(links)})')
+        if not frame_reached(robot, frame).any():
+            raise DataError(f'payload frame {frame!r} is moved by no joint of the arm: a load '
+                            'there loads none of them. Give the frame the load is attached to '
+                            f'(default {payload_frame(robot)!r})')
         return frame
     for name in DEFAULT_FRAMES:
         if model.existFrame(name):
