@@ -25,7 +25,7 @@ from arm_dyn_id.model.dynamics import DynamicsModel
 from arm_dyn_id.model.gate import (KINDS, SCALE_LIMIT, ModelRefused, admit_doc, admit_model,
                                    admit_urdf)
 from arm_dyn_id.model.gravity import GravityModel
-from arm_dyn_id.cli.validate import STILL, judge
+from arm_dyn_id.cli.validate import PUSHED, STILL, judge
 from arm_dyn_id.data.bag_writer import write_bag
 from arm_dyn_id.model.robot import RobotModel
 from test_cli_fit import (JOINTS, K_E, NOISE, URDF, reciprocating_data, write_config,
@@ -390,3 +390,11 @@ def test_the_verdict_names_a_joint_held_still():
     verdict = judge(metrics, max_rmse_percent=25.0, min_rho=0.5)
     assert 'held still' not in verdict['line'] and STILL not in verdict['line']
     assert set(verdict['failures']) == {'still', 'flat'} and 'ρ 0.02' in verdict['line']
+    # held still with an error beyond the friction it may hold: a force, not stiction
+    metrics['still'].update(motion_range=0.0004, holding_friction=2.0)
+    verdict = judge(metrics, max_rmse_percent=25.0, min_rho=0.5)
+    assert 'beyond the 2 N·m its friction may hold' in verdict['failures']['still']
+    assert PUSHED in verdict['line'] and STILL not in verdict['line']
+    metrics['still'].update(holding_friction=4.0)             # 4.6 N·m: within 1.5 x 4
+    verdict = judge(metrics, max_rmse_percent=25.0, min_rho=0.5)
+    assert STILL in verdict['line'] and PUSHED not in verdict['line']

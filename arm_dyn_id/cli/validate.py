@@ -50,6 +50,13 @@ STILL_RANGE = 0.02
 STILL = ('a joint held still holds its friction at rest (stiction) and drive offsets, '
          'which a velocity-driven friction model does not predict: judge it on a recording '
          'where it moves')
+#: A joint held still whose RMSE exceeds this many times the friction it may hold at rest
+#: carries more than stiction: a force on the arm
+BEYOND_HOLDING = 1.5
+#: What such a joint carries
+PUSHED = ('a joint held still with an error beyond the friction it may hold carries a force '
+          'from outside the model: a push or contact, a load the model lacks (validate on '
+          'free motion; arm-dyn-id residual finds contacts, arm-dyn-id payload a load)')
 
 
 def add_arguments(parser):
@@ -181,7 +188,9 @@ def judge(metrics, max_rmse_percent, min_rho):
     Parameters
     ----------
     metrics : dict
-        ``{joint: {max_torque, rmse, rmse_percent, rho, noise_std, ...}}`` (N·m).
+        ``{joint: {max_torque, rmse, rmse_percent, rho, noise_std, ...}}`` (N·m);
+        ``motion_range`` (rad) and ``holding_friction`` (N·m) tell a joint held still
+        with stiction from one held against a force.
     max_rmse_percent : float
         A judged joint fails above this RMSE (% of its largest |τ|).
     min_rho : float
@@ -194,7 +203,7 @@ def judge(metrics, max_rmse_percent, min_rho):
         ``judged`` and ``not_judged`` joints, ``rho_not_judged`` ({joint: why}: its torque
         did not vary beyond its noise), the thresholds.
     """
-    judged, skipped, failures, still, held = [], {}, {}, {}, []
+    judged, skipped, failures, still, held, pushed = [], {}, {}, {}, [], []
     for joint, m in metrics.items():
         peak, sigma = m.get('max_torque'), m.get('noise_std')
         if peak is None:
@@ -219,9 +228,15 @@ def judge(metrics, max_rmse_percent, min_rho):
             why.append(f'ρ {value} < {min_rho:g}' + (
                 '' if rho is None else f' (by {min_rho - rho:.3g})'))
         moved = m.get('motion_range')
+        hold, rmse = m.get('holding_friction'), m.get('rmse')
         if why and moved is not None and moved < STILL_RANGE:
-            why.append(f'held still (its position spans {moved:.2g} rad)')
-            held.append(joint)
+            if hold and rmse is not None and rmse > BEYOND_HOLDING * hold:
+                why.append(f'held still (its position spans {moved:.2g} rad) with an RMSE of '
+                           f'{rmse:.3g} N·m, beyond the {hold:.3g} N·m its friction may hold')
+                pushed.append(joint)
+            else:
+                why.append(f'held still (its position spans {moved:.2g} rad)')
+                held.append(joint)
         if why:
             failures[joint] = ', '.join(why)
     limits = f'RMSE <= {max_rmse_percent:g} % and ρ >= {min_rho:g}'
@@ -230,6 +245,8 @@ def judge(metrics, max_rmse_percent, min_rho):
         f'{VARY_NOISE:g}x its noise)'
     if held:
         note += f'; {STILL}'
+    if pushed:
+        note += f'; {PUSHED}'
     if not judged:
         line = (f'verdict: FAIL: no joint carries signal to judge ({limits}); '
                 f'{"; ".join(f"{j}: {t}" for j, t in skipped.items())}')
@@ -256,11 +273,14 @@ def _full_metrics(model, rec, against, noise, progress):
                    f'(the model\'s filter: {prep.get("cutoff_hz", float("nan")):.3g} Hz; '
                    f'against the {against} torque)')
     metrics = validate_full(model, rec.t, rec.q, rec.tau, against=against)
+    from arm_dyn_id.validation.check import holding_friction
+    hold = holding_friction(model.robot)
     for i, (joint, sigma) in enumerate(zip(rec.joints, noise)):
         if joint in metrics:
             metrics[joint]['noise_std'] = None if not np.isfinite(sigma) else float(sigma)
             # how far it moved: a joint held still carries its holding friction (judge)
             metrics[joint]['motion_range'] = float(np.ptp(rec.q[:, i]))
+            metrics[joint]['holding_friction'] = float(hold[i]) if hold[i] > 0 else None
     return metrics, {'source': 'trajectory', 'against': against,
                      'cutoff_hz': prep.get('cutoff_hz'), 'samples_scored':
                      max((m.get('n_samples') or 0 for m in metrics.values()), default=0)}
