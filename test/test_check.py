@@ -452,7 +452,7 @@ def test_static_holds_compare_gravity_and_name_what_gravity_cannot_test(tmp_path
     assert code == 3, out
     assert out.startswith('pre-flight check') and 'shoulder_lift_joint: OK' in out
     assert 'shoulder_pan_joint: UNTESTABLE: gravity never loads it here' in out
-    assert 'UNTESTABLE: 3 joints agree with the nominal gravity' in out
+    assert 'UNTESTABLE: 3 of 3 tested joints agree with the nominal gravity' in out
 
 
 def test_flipped_sign_is_found_and_named(tmp_path, capsys):
@@ -462,6 +462,7 @@ def test_flipped_sign_is_found_and_named(tmp_path, capsys):
     assert code == 4, out
     assert 'sign flipped' in row(out, 'joint_2')
     assert 'sign' not in row(out, 'joint_1') and 'FAIL' in out
+    assert 'torque constants of' not in out           # its constant is right: x-1, not x2
 
 
 def test_torque_constant_off_by_two_is_found_and_named(tmp_path, capsys):
@@ -712,3 +713,14 @@ def test_a_fourier_recording_with_gaps_is_checked_piece_by_piece(fourier_sim, ca
     # samples at its turning points with gravity)
     assert code == 0, out
     assert doc['model'] == 'full' and doc['preparation']['pieces'] >= 3, doc['preparation']
+
+
+def test_the_summary_does_not_count_a_warned_joint_as_agreeing():
+    """With a joint untestable, the last line said every tested joint agreed, warnings
+    dropped (a load the URDF lacks at x1.15-1.99 on a real UR10e): they are kept."""
+    from arm_dyn_id.validation.check import OK, UNTESTABLE, WARN, JointCheck, _overall
+    checks = [JointCheck('a', OK, 'ok'), JointCheck('b', WARN, 'scale x1.39'),
+              JointCheck('c', UNTESTABLE, 'the URDF barely loads it')]
+    status, line = _overall(checks, 'current', 'dynamics')
+    assert status == UNTESTABLE
+    assert '1 of 2 tested joints agree' in line and 'b: scale x1.39' in line, line

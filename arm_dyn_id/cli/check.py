@@ -291,8 +291,12 @@ def run(args):
                    states_topic=rec.states_topic, n_read=rec.n_samples,
                    torque_constants=None if k_e is None else list(map(float, k_e)), **extra)
         print(f'json: {write_json(args.json.expanduser(), doc)}')
+    # a constant off by its scale, not a joint that failed by its sign alone (x-1)
+    from arm_dyn_id.validation.check import DEFAULTS
     wrong_constants = [c.joint for c in result.joints if c.status == FAIL
-                       and np.isfinite(c.corrected_constant)]
+                       and np.isfinite(c.corrected_constant) and c.torque_constant
+                       and abs(c.corrected_constant / c.torque_constant - 1)
+                       > DEFAULTS['scale_fail']]
     if effort == 'current' and wrong_constants:
         print(f'torque constants of {", ".join(wrong_constants)} off: if the drive gains are '
               'uncertain, measure them from two runs of one trajectory without and with a '

@@ -928,8 +928,11 @@ def _overall(checks, effort, model):
         text = '; '.join(f'{c.joint}: {c.verdict}' for c in failed)
         return FAIL, f'do not fit yet: {text}' + skip
     if untested:
-        return UNTESTABLE, (f'{len(tested)} joints agree with {what}, but not every joint '
-                            f'could be tested{skip}')
+        agree = len(tested) - len(warned)
+        with_warnings = '' if not warned else \
+            ' (with warnings: ' + '; '.join(f'{c.joint}: {c.verdict}' for c in warned) + ')'
+        return UNTESTABLE, (f'{agree} of {len(tested)} tested joints agree with {what}'
+                            f'{with_warnings}, but not every joint could be tested{skip}')
     if warned:
         text = '; '.join(f'{c.joint}: {c.verdict}' for c in warned)
         return WARN, f'usable, with warnings: {text}'
