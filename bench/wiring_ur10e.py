@@ -119,6 +119,11 @@ def calibrate_and_residual(tmp, model, tree):
                [served, bags['free_tq'], '--calibrate', *out]),
               ('--calibrate on a Fourier run', 'residual', True,
                [served, bags['fourier50'], '--calibrate', *out])]
+    given = ['--urdf', URDF, '--torque-constants', ','.join(f'{k:g}' for k in GAINS)]
+    cases += [(f'2.602 kg at tool0, --frame {frame}', 'payload', frame in ('tool0', None),
+               [served, bags['load'], *given] + (['--frame', frame] if frame else []))
+              for frame in (None, 'wrist_1_link', 'forearm_link', 'upper_arm_link',
+                            'base_link')]
     rows = []
     for label, command, right, argv in cases:
         done = benchlib.run_cli([command, *argv, '--quiet'], tree)
