@@ -241,8 +241,9 @@ class Calibration:
     info : dict
         cut-off, blocks, iterations, how the errors were computed.
     refusal : tuple (cause, text) or None
-        Why the constants are not to be used (:func:`_judge`): ``short`` (an overlap too
-        short for honest standard errors), ``sign`` (every current's sign reversed),
+        Why the constants are not to be used (:func:`_judge`): ``frame`` (the load hangs
+        beyond the frame given), ``short`` (an overlap too short for honest standard
+        errors), ``sign`` (every current's sign reversed),
         ``units`` (the two runs'
         efforts in different units), ``swapped`` (the loaded run given as the unloaded),
         ``scale`` (the constants make the unloaded run's torque another scale than the
@@ -556,14 +557,17 @@ def _level(a, reference, floor):
     return out
 
 
-def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s):
+def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s, frame,
+           residual, noise):
     """Whether constants found may be used: (cause, text) or None.
 
     ``runs``: (unloaded current, the URDF's torque there, loaded current, the URDF's torque
     there, the load's as a point mass at its frame), on the aligned samples. In turn: the
     two runs' current per N·m off by :data:`RUN_LEVEL_LIMIT` the same way on every judged
     joint, with the load's torque counted and without it (units: before anything
-    fitted); an overlap too short for honest standard errors (fewer than
+    fitted); a joint the frame cannot reach (``rel`` NaN) whose runs differ by more than
+    the raw current's noise (its filtered ``residual`` against ``noise``, A: the load
+    hangs beyond the frame); an overlap too short for honest standard errors (fewer than
     :data:`MIN_BLOCKS` blocks of twice the residual's correlation time); every constant
     that says anything negative: the bags swapped, or every current's sign reversed (told
     apart by the unloaded run's current against the URDF's torque); the unloaded run's
@@ -587,6 +591,14 @@ def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s):
                          f'as a point mass at its frame) is not the unloaded run\'s ({each}): '
                          'the two are in different units (one motor current, one joint '
                          'torque; A and mA)')
+    unreached = np.flatnonzero(~np.isfinite(rel) & (residual > noise))
+    if len(unreached):
+        each = ', '.join(f'{names[j]} {residual[j]:.2g} A (noise {noise[j]:.2g} A)'
+                         for j in unreached)
+        which = ', '.join(names[j] for j in unreached)
+        return 'frame', (f'the load at {frame!r} cannot turn {which}, yet the runs\' currents '
+                         f'differ there by more than the noise ({each}): the load hangs '
+                         f'beyond {frame!r}: give the frame it is attached to (--frame)')
     n_time = len(i_unloaded)
     need = 2 * blocks['correlation_samples'] * MIN_BLOCKS
     if n_time < need:
@@ -797,9 +809,11 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
             advice.append(_advice(robot, name, j, rel[j], signal[j], gravity[j],
                                   noise_torque, distance[j]))
     point = Pg @ np.array([mass, 0.0, 0.0, 0.0])               # the load at the frame
+    from arm_dyn_id.identification.pipeline import noise_estimate
     refusal = _judge(robot, k, np.where(reached, rel, np.nan), determination, mass,
                      (pu.tau[inside], nominal, _interp(t_twin, pl.t, pl.tau),
-                      nominal_loaded, point), blocks, p, alignment.overlap_s)
+                      nominal_loaded, point), blocks, p, alignment.overlap_s, frame,
+                     residual_rms, noise_estimate(iu))
     info = {'cutoff_hz': float(cutoff_hz), 'cutoff_source': source,
             'rate_hz': float(pu.info['rate_hz']), 'inertia_fitted': bool(fit_inertia),
             'inertia_excitation': float(excitation), 'parameters': list(names),
