@@ -158,6 +158,21 @@ def test_gravity_fit_names_a_flipped_sign_like_the_full_fit(root, arm_config, sw
         'current_signs' in line, line
 
 
+def test_a_load_the_urdf_lacks_is_named_not_blamed_on_units(root, arm_config, capsys):
+    """1 kg at the flange, not declared: every joint reads 2-4x the URDF, growing along
+    the chain as a load's torque does (a unit scales all alike). It was 'effort in other
+    units, or every --torque-constants off by that factor'."""
+    from arm_dyn_id.model.robot import Payload, RobotModel
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS).with_payload(
+        Payload(mass=1.0, com=(0.0, 0.0, 0.05)))
+    data = reciprocating_data(seed=3, poses=1, rate=100.0, speed=0.2, robot=robot)
+    bag = write_synthetic_bag(root / 'sweeps_loaded', data)
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'sl',
+                       '--dynamics', 'gravity', '--no-report')
+    line = one_error_line(err)
+    assert code == 3 and 'grows along the chain' in line and 'payload' in line, line
+
+
 def one_joint_sweeps(robot, joint, seed, jitter=0.01, windup=None):
     """Sweeps of one joint at one pose of the others (a single-joint oscillation run):
     the others still but for a few mrad of pose jitter per segment (real arms' holds),

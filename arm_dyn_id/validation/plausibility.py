@@ -186,7 +186,7 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
 
 #: Causes a refusal names (:attr:`Plausibility.cause`).
 CAUSES = ('constant_effort', 'no_signal', 'units', 'torque_constant', 'sign', 'swap',
-          'cutoff', 'excitation', 'held_out', 'no_payload', 'frame')
+          'cutoff', 'excitation', 'held_out', 'no_payload', 'frame', 'load')
 #: |ρ| between a joint's measured torque and the URDF's above which its scale and
 #: sign are judged (below it the URDF does not explain that joint: untested).
 AGREE_RHO = 0.6
@@ -312,8 +312,9 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
     Returns
     -------
     (cause, message) : (str, str)
-        ``units`` (every joint off alike, or the effort read in the wrong unit) or
-        ``torque_constant`` (some joints only).
+        ``units`` (every joint off alike, or the effort read in the wrong unit),
+        ``load`` (every joint above 1, growing along the chain: a load the reference
+        lacks) or ``torque_constant`` (some joints only).
     """
     s = np.abs(np.asarray(scales, dtype=float))
     off = (s > limit) | (s < 1.0 / limit)
@@ -337,6 +338,14 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
         if like_gains and len(s) >= 2 and np.ptp(np.log(k)) > np.log(1.5):
             return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
                              'joint torque (N·m) read as current (--effort torque)')
+    if not like_gains and len(s) >= 2 and np.all(s > 1.0) and s[-1] >= 1.5 * s[0] and \
+            np.all(np.diff(np.log(s)) > -np.log(1.15)) and typical < 30:
+        # a unit scales every joint alike; a load's torque grows along the chain, its lever
+        # arm over the arm's own shrinking the further out the joint
+        return 'load', (f'{head}: the scale grows along the chain, as the torque of a load '
+                         f'at the flange that {reference} arm lacks does: a gripper or tool '
+                         'attached? Declare it (the config\'s payload) or record without it; '
+                         'else the effort\'s units or the torque constants')
     # constants too alike to show their pattern: the scale is still about theirs
     already = (' The scale is about the torque constants themselves: is the effort already '
                'joint torque (N·m), read as current (--effort torque)?') if like_gains else ''
