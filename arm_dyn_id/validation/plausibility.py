@@ -343,9 +343,9 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
         # a unit scales every joint alike; a load's torque grows along the chain, its lever
         # arm over the arm's own shrinking the further out the joint
         return 'load', (f'{head}: the scale grows along the chain, as the torque of a load '
-                         f'at the flange that {reference} arm lacks does: a gripper or tool '
-                         'attached? Declare it (the config\'s payload) or record without it; '
-                         'else the effort\'s units or the torque constants')
+                        f'at the flange that {reference} arm lacks does: a gripper or tool '
+                        'attached? Declare it (the config\'s payload) or record without it; '
+                        'else the effort\'s units or the torque constants')
     # constants too alike to show their pattern: the scale is still about theirs
     already = (' The scale is about the torque constants themselves: is the effort already '
                'joint torque (N·m), read as current (--effort torque)?') if like_gains else ''
