@@ -309,8 +309,15 @@ def test_validate_other_gravity(tmp_path, data):
     (case, joints), = [(k, v) for k, v in metrics.items() if k != 'fit_summary']
     for j, noise in zip(JOINTS, NOISE):
         assert joints[j]['mae'] < noise
-    # without --gravity the model predicts Earth torques: far off
+    # without --gravity the model predicts Earth torques, 6x the Moon's on every joint: a
+    # bag at another level is refused and --gravity named, not scored far off
     res = run_cli('validate', out / 'model.yaml', mbag, '--config', cfg,
+                  '--json', tmp_path / 'wrong.json')
+    assert res.returncode == 2 and '--gravity' in res.stderr and '9.81' in res.stderr, \
+        res.stderr
+    assert not (tmp_path / 'wrong.json').exists()
+    # --force scores it anyway: far off
+    res = run_cli('validate', out / 'model.yaml', mbag, '--config', cfg, '--force',
                   '--json', tmp_path / 'wrong.json')
     wrong = json.loads((tmp_path / 'wrong.json').read_text())
     (case, joints), = [(k, v) for k, v in wrong.items() if k != 'fit_summary']
