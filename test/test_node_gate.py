@@ -393,7 +393,10 @@ def test_floating_model_node_keeps_its_model_on_bad_reloads(ros_env, tmp_path, f
                 msg = JointState(name=names, position=[float(x) for x in position])
                 msg.header.frame_id = str(key[0])
                 query.publish(msg)
-                h.wait_for(lambda: str(key[0]) in results, 5.0)
+                try:
+                    h.wait_for(lambda: str(key[0]) in results, 5.0)
+                except TimeoutError:
+                    return False    # no answer yet (a busy machine): ask again, to TIMEOUT
                 return np.allclose(results[str(key[0])], expected, atol=1e-12)
             h.wait_for_subscribers(query, timeout=TIMEOUT)
             h.wait_for(answered, TIMEOUT, poll=0.05, what=f'com {expected}')
