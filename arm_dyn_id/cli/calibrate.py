@@ -18,9 +18,10 @@ undetermined beyond) with what motion would determine it better; --json writes
 (the URDF's movable joints unless --joints), with `per_joint` details.
 
 Constants that cannot be right are refused (exit 3, no JSON unless --force): the two
-runs' efforts at another level (different units), every constant negative (the bags
-swapped), or the unloaded run's torque with the constants found at another scale than
-the URDF's (the mass, or the effort's units).
+runs' efforts at another level (different units), the load hanging beyond the frame
+given, an overlap too short for honest errors, every constant negative (the bags swapped,
+or every current's sign reversed), or the unloaded run's torque with the constants found
+at another scale than the URDF's (the mass, or the effort's units).
 
 examples:
   arm-dyn-id calibrate free_bag/ loaded_bag/ --urdf ur10e.urdf --mass 2.602 --json k.json

@@ -85,7 +85,7 @@ from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.identification.payload import (INERTIA_PARAMS, MIN_INERTIA_EXCITATION,
                                                inertia_excitation, payload_full_regressor,
                                                payload_regressor)
-from arm_dyn_id.model.payload import frame_reached
+from arm_dyn_id.model.payload import frame_reached, payload_frame
 
 #: relative standard error of k at or below which a joint is determined
 DETERMINED = 0.05
@@ -241,11 +241,10 @@ class Calibration:
     info : dict
         cut-off, blocks, iterations, how the errors were computed.
     refusal : tuple (cause, text) or None
-        Why the constants are not to be used (:func:`_judge`): ``frame`` (the load hangs
-        beyond the frame given), ``short`` (an overlap too short for honest standard
-        errors), ``sign`` (every current's sign reversed),
-        ``units`` (the two runs'
-        efforts in different units), ``swapped`` (the loaded run given as the unloaded),
+        Why the constants are not to be used (:func:`_judge`): ``units`` (the two runs'
+        efforts in different units), ``frame`` (the load hangs beyond the frame given),
+        ``short`` (an overlap too short for honest standard errors), ``swapped`` (the
+        loaded run given as the unloaded), ``sign`` (every current's sign reversed),
         ``scale`` (the constants make the unloaded run's torque another scale than the
         URDF's: the mass or the effort's units); None when nothing says so.
     """
@@ -543,21 +542,7 @@ RUN_LEVEL_LIMIT = 3.0
 MIN_BLOCKS = 10
 
 
-def _level(a, reference, floor):
-    """Median of a / reference per joint over the samples where |reference| exceeds 3x the
-    floor and 5 % of the most loaded joint's RMS (NaN with fewer than 10 such)."""
-    from arm_dyn_id.validation.plausibility import LOADED_SHARE
-    rms = np.sqrt(np.mean(reference ** 2, axis=0))
-    least = LOADED_SHARE * float(rms.max()) if rms.size else 0.0
-    out = np.full(a.shape[1], np.nan)
-    for j in range(a.shape[1]):
-        big = np.abs(reference[:, j]) > max(3.0 * floor[j], least, 1e-9)
-        if big.sum() >= 10:
-            out[j] = float(np.median(a[big, j] / reference[big, j]))
-    return out
-
-
-def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s, frame,
+def _judge(robot, k, rel, reached, determination, mass, runs, blocks, p, overlap_s, frame,
            residual, noise):
     """Whether constants found may be used: (cause, text) or None.
 
@@ -565,7 +550,7 @@ def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s, frame
     there, the load's as a point mass at its frame), on the aligned samples. In turn: the
     two runs' current per N·m off by :data:`RUN_LEVEL_LIMIT` the same way on every judged
     joint, with the load's torque counted and without it (units: before anything
-    fitted); a joint the frame cannot reach (``rel`` NaN) whose runs differ by more than
+    fitted); a joint the frame cannot reach (not ``reached``) whose runs differ by more than
     the raw current's noise (its filtered ``residual`` against ``noise``, A: the load
     hangs beyond the frame); an overlap too short for honest standard errors (fewer than
     :data:`MIN_BLOCKS` blocks of twice the residual's correlation time); every constant
@@ -573,15 +558,16 @@ def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s, frame
     apart by the unloaded run's current against the URDF's torque); the unloaded run's
     torque with these constants against the URDF's (the mass or the effort's units)."""
     from arm_dyn_id.validation.check import holding_friction
-    from arm_dyn_id.validation.plausibility import JOINT_SCALE_LIMIT, judge_level
+    from arm_dyn_id.validation.plausibility import (JOINT_SCALE_LIMIT, judge_level,
+                                                    level_scales)
     names = list(robot.joint_names)
     floor = holding_friction(robot)
     i_unloaded, nominal, i_loaded, nominal_loaded, point = runs
-    unloaded_level = _level(i_unloaded, nominal, floor)
+    unloaded_level = level_scales(i_unloaded, nominal, floor)
     # with the load (a heavy one raises the distal joints' current) and without it (the
     # mass given may be the mistake): off the same way both, on every judged joint
-    ratio = np.abs(_level(i_loaded, nominal_loaded + point, floor) / unloaded_level)
-    bare = np.abs(_level(i_loaded, nominal_loaded, floor) / unloaded_level)
+    ratio = np.abs(level_scales(i_loaded, nominal_loaded + point, floor) / unloaded_level)
+    bare = np.abs(level_scales(i_loaded, nominal_loaded, floor) / unloaded_level)
     judged = np.isfinite(ratio) & np.isfinite(bare)
     both = np.minimum(ratio, bare), np.maximum(ratio, bare)
     if judged.any() and (np.all(both[0][judged] > RUN_LEVEL_LIMIT) or
@@ -591,7 +577,7 @@ def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s, frame
                          f'as a point mass at its frame) is not the unloaded run\'s ({each}): '
                          'the two are in different units (one motor current, one joint '
                          'torque; A and mA)')
-    unreached = np.flatnonzero(~np.isfinite(rel) & (residual > noise))
+    unreached = np.flatnonzero(~reached & (residual > noise))
     if len(unreached):
         each = ', '.join(f'{names[j]} {residual[j]:.2g} A (noise {noise[j]:.2g} A)'
                          for j in unreached)
@@ -607,7 +593,7 @@ def _judge(robot, k, rel, determination, mass, runs, blocks, p, overlap_s, frame
                          f'correlation ({blocks["correlation_samples"]} samples): the '
                          'constants and their errors mean nothing. Record the trajectory '
                          'longer, the same in both runs (a whole period of the excitation)')
-    said = np.isfinite(rel) & (rel < 0.5)
+    said = reached & np.isfinite(rel) & (rel < 0.5)
     if said.sum() >= 2 and np.all(k[said] < 0):
         each = ', '.join(f'{names[j]} {k[j]:.3g}' for j in np.flatnonzero(said))
         signs = unloaded_level[np.isfinite(unloaded_level)]
@@ -676,14 +662,9 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
     """
     if not (np.isfinite(mass) and mass > 0):
         raise DataError(f'load mass {mass} kg must be positive')
-    frame = default_frame(robot) if frame is None else frame
-    if not robot.model.existFrame(frame):
-        raise JointNameError(f'load frame {frame!r} is not in {robot.source}')
+    # a frame the URDF lacks, or that no joint moves, refused as for a payload
+    frame = default_frame(robot) if frame is None else payload_frame(robot, frame)
     reached = frame_reached(robot, frame)
-    if not reached.any():
-        raise DataError(f'load frame {frame!r} is moved by no joint of the arm: a load there '
-                        f'loads none of them. Give the frame the load is attached to, beyond '
-                        f'the joints to calibrate (default {default_frame(robot)!r})')
     n = robot.n_joints
     (tu, qu, iu), (tl, ql, il) = [tuple(np.asarray(a, dtype=float) for a in run)
                                   for run in (unloaded, loaded)]
@@ -810,7 +791,7 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
                                   noise_torque, distance[j]))
     point = Pg @ np.array([mass, 0.0, 0.0, 0.0])               # the load at the frame
     from arm_dyn_id.identification.pipeline import noise_estimate
-    refusal = _judge(robot, k, np.where(reached, rel, np.nan), determination, mass,
+    refusal = _judge(robot, k, rel, reached, determination, mass,
                      (pu.tau[inside], nominal, _interp(t_twin, pl.t, pl.tau),
                       nominal_loaded, point), blocks, p, alignment.overlap_s, frame,
                      residual_rms, noise_estimate(iu))

@@ -32,10 +32,8 @@ def _frame(robot, frame):
 def frame_reached(robot, frame):
     """Which joints move ``frame`` (bool, (n,)): those between it and the base. A load
     there puts torque on them only."""
-    model = robot.model
-    f = model.frames[model.getFrameId(frame)]
-    parent = int(f.parentJoint if hasattr(f, 'parentJoint') else f.parent)
-    chain = {int(j) for j in model.supports[parent]}
+    body, _ = _frame(robot, frame)
+    chain = {int(j) for j in robot.model.supports[body + 1]}
     return np.array([int(j) in chain for j in robot._jid])
 
 

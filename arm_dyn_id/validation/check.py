@@ -927,15 +927,13 @@ def _overall(checks, effort, model):
                           f'{effort}' + skip)
         text = '; '.join(f'{c.joint}: {c.verdict}' for c in failed)
         return FAIL, f'do not fit yet: {text}' + skip
+    warnings = '; '.join(f'{c.joint}: {c.verdict}' for c in warned)
     if untested:
-        agree = len(tested) - len(warned)
-        with_warnings = '' if not warned else \
-            ' (with warnings: ' + '; '.join(f'{c.joint}: {c.verdict}' for c in warned) + ')'
-        return UNTESTABLE, (f'{agree} of {len(tested)} tested joints agree with {what}'
-                            f'{with_warnings}, but not every joint could be tested{skip}')
+        return UNTESTABLE, (f'{len(tested) - len(warned)} of {len(tested)} tested joints agree '
+                            f'with {what}' + (f' (with warnings: {warnings})' if warned else '')
+                            + f', but not every joint could be tested{skip}')
     if warned:
-        text = '; '.join(f'{c.joint}: {c.verdict}' for c in warned)
-        return WARN, f'usable, with warnings: {text}'
+        return WARN, f'usable, with warnings: {warnings}'
     return OK, f'all {len(tested)} joints agree with {what}'
 
 

@@ -546,6 +546,27 @@ def _off_scale(s, tested, joints, effort, gains, subject, limit, reference, chec
     return Plausibility(False, text, checks, cause)
 
 
+def level_scales(measured, expected, floor=None):
+    """Median of measured / expected per joint over the samples where the expected torque
+    stands above 3x ``floor`` (the friction a joint may hold, N·m; default 0) and above
+    :data:`LOADED_SHARE` of the most loaded joint's RMS; NaN where fewer than 10 samples
+    do (or where either is not finite). ndarray (n,)."""
+    y = np.asarray(measured, dtype=float)
+    e = np.asarray(expected, dtype=float)
+    n = y.shape[1]
+    floor = np.zeros(n) if floor is None else np.nan_to_num(np.asarray(floor, dtype=float))
+    known = np.isfinite(e)
+    rms = np.sqrt((np.where(known, e, 0.0) ** 2).sum(axis=0) / np.maximum(known.sum(axis=0), 1))
+    least = LOADED_SHARE * float(rms.max()) if n else 0.0
+    scale = np.full(n, np.nan)
+    for i in range(n):
+        big = np.isfinite(y[:, i]) & known[:, i] & \
+            (np.abs(e[:, i]) > max(3.0 * floor[i], least, 1e-9))
+        if big.sum() >= 10:
+            scale[i] = float(np.median(y[big, i] / e[big, i]))
+    return scale
+
+
 def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=None,
                 limit=JOINT_SCALE_LIMIT, subject='torque', reference='the arm model\'s',
                 every=False):
@@ -579,20 +600,9 @@ def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=
     Plausibility
         ``checks['level']``: per joint ``scale`` (None where not judged).
     """
-    y = np.asarray(measured, dtype=float)
-    e = np.asarray(expected, dtype=float)
-    n = y.shape[1]
+    n = np.shape(measured)[1]
     joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
-    floor = np.zeros(n) if floor is None else np.nan_to_num(np.asarray(floor, dtype=float))
-    scale = np.full(n, np.nan)
-    known = np.isfinite(e)
-    rms = np.sqrt((np.where(known, e, 0.0) ** 2).sum(axis=0) / np.maximum(known.sum(axis=0), 1))
-    least = LOADED_SHARE * float(rms.max()) if n else 0.0
-    for i in range(n):
-        big = np.isfinite(y[:, i]) & np.isfinite(e[:, i]) & \
-            (np.abs(e[:, i]) > max(3.0 * floor[i], least, 1e-9))
-        if big.sum() >= 10:
-            scale[i] = float(np.median(y[big, i] / e[big, i]))
+    scale = level_scales(measured, expected, floor)
     checks = {'level': {j: None if not np.isfinite(s) else float(s)
                         for j, s in zip(joints, scale)}}
     tested = np.flatnonzero(np.isfinite(scale))
@@ -822,6 +832,6 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
            'WORKSPACE_UNCERTAINTY', 'cutoff_message', 'derivative_noise', 'excitation_message',
            'judge_data', 'judge_fit', 'judge_full', 'judge_level', 'judge_workspace',
-           'sign_message',
+           'level_scales', 'sign_message',
            'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message']
