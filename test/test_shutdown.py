@@ -95,22 +95,38 @@ def _assert_bag_closed(run_dir, report):
     assert read_bag(bag).n_samples > 0, report
 
 
-def _start_excitation(ros, run, asks=3, wait=20):
+def _start_excitation(ros, run, procs, run_dir, asks=3, wait=20):
     """``~/start``, asked again when no reply comes within ``wait`` s. Once, with the
     simulator running free on a loaded machine, a request got no reply in 30 s and the
     node never started (no marker in the bag): lost in the middleware, as a request to
-    a client just created can be. A second ask is answered 'already running' if the
-    first got through after all."""
-    for ask in range(asks):
+    a client just created can be. One client for every ask (a second ask by a client
+    already matched); a second reply 'already running' counts if the first got through
+    after all. No reply at all: the excitation node's stacks (SIGUSR1, run_node's
+    faulthandler) and every node's log are in the failure."""
+    from std_srvs.srv import Trigger
+    client = ros.node.create_client(Trigger, '/excitation_node/start')
+    try:
+        for ask in range(asks):
+            try:
+                reply = ros.call(client, Trigger.Request(), timeout=wait)
+            except TimeoutError:
+                continue
+            if reply.success or (ask and 'already running' in reply.message):
+                return reply
+            raise AssertionError(f'run {run}: ~/start refused: {reply.message}')
+    finally:
+        ros.node.destroy_client(client)
+    codes = {n: p.poll() for n, p in procs.items()}
+    if codes['excitation_node'] is None:
+        procs['excitation_node'].send_signal(signal.SIGUSR1)
         try:
-            reply = ros.trigger('/excitation_node/start', timeout=wait)
+            wait_for(lambda: 'Thread' in (run_dir / 'excitation_node.log').read_text(), 10,
+                     what='the stacks of excitation_node')
         except TimeoutError:
-            continue
-        if reply.success or (ask and 'already running' in reply.message):
-            return reply
-        raise AssertionError(f'run {run}: ~/start refused: {reply.message}')
+            pass
     raise AssertionError(f'run {run}: no reply from /excitation_node/start to {asks} asks '
-                         f'of {wait} s each')
+                         f'of {wait} s each; exit codes (None: running) '
+                         + _report(run_dir, codes))
 
 
 def test_sigint_to_the_process_group_mid_run_14_times(ros_env, tmp_path, plan_file):
@@ -119,8 +135,15 @@ def test_sigint_to_the_process_group_mid_run_14_times(ros_env, tmp_path, plan_fi
     with RosHarness(ros_env.domain_id) as ros:
         from diagnostic_msgs.msg import DiagnosticArray
         ready = {}
+        diagnosers = set()      # the publishers of diagnostics heard in this run
+        old_diagnosers = set()  # in the runs before: a message of theirs still queued here
+        # must not make the new run's nodes look ready
 
-        def on_diagnostics(msg):
+        def on_diagnostics(msg, info):
+            gid = repr(info.get('publisher_gid'))
+            if gid in old_diagnosers:
+                return
+            diagnosers.add(gid)
             for status in msg.status:
                 if status.name.startswith('excitation_node:'):
                     ready['excitation'] = {kv.key: kv.value
@@ -143,6 +166,7 @@ def test_sigint_to_the_process_group_mid_run_14_times(ros_env, tmp_path, plan_fi
             run_dir.mkdir()
             # runs 3, 8, 13: the simulator as fast as it goes (real_time_factor 0)
             rtf = 0.0 if run % 5 == 3 else 1.0
+            old_diagnosers.update(diagnosers)
             ready.clear()
             old.update(torques)
             torques.clear()
@@ -159,7 +183,7 @@ def test_sigint_to_the_process_group_mid_run_14_times(ros_env, tmp_path, plan_fi
                      120, poll=0.05,
                      what=f'run {run}: excitation_node ready (hears every joint), '
                      'identifier_node publishing diagnostics')
-            _start_excitation(ros, run)
+            _start_excitation(ros, run, procs, run_dir)
             # mid-run, at a different moment each time: after 50 .. 1000 converted samples
             wait_for(lambda: alive() and this_run() >= 50 + 50 * run, 120, poll=0.01,
                      what=f'run {run}: {50 + 50 * run} joint_torques of its recorder')
