@@ -1214,11 +1214,24 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     # a joint the data holds still keeps whatever friction it holds (the pairs cancel
     # only the moving joint's): tested only where its gravity torque varies well above it
     from arm_dyn_id.validation.plausibility import still_floor
-    verdict = judge_data(tau_all, robot.gravity_torques(q_all), joints,
+    nominal = robot.gravity_torques(q_all)
+    verdict = judge_data(tau_all, nominal, joints,
                          noise=fitted.noise_std, raw=raw, effort=effort, gains=gains,
                          subject='gravity torque', floor=still_floor(robot, q_all))
     if not verdict.ok:
         return verdict
+    if not fitted.model.metadata.get('fit', {}).get('quasi_static'):
+        # a joint too light for the 5 % rule: its sign on its own forward/backward pairs
+        # (their friction cancelled), where the URDF's torque is beyond its error there
+        from arm_dyn_id.validation.plausibility import judge_sweep_signs, urdf_error_bound
+        moving = np.concatenate([c[0].moving_joint for c in fitted.cases.values()])
+        light = [joints.index(j) for j in verdict.checks.get('untested', [])]
+        own = judge_sweep_signs(tau_all, nominal, moving,
+                                urdf_error_bound(robot), joints, light)
+        verdict = type(verdict)(own.ok, own.reason, {**verdict.checks, **own.checks},
+                                own.cause)
+        if not verdict.ok:
+            return verdict
     # the held-out pairs come from the same motion: is the model determined elsewhere?
     # (before the fit's own scale: a model the data does not determine has any scale)
     where = _judge_workspace(robot, fitted.model, fitted.result.covariance, joints, q_all)

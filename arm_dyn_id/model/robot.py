@@ -256,6 +256,15 @@ class RobotModel:
         return len(self.joint_names)
 
     @property
+    def mass_beyond(self):
+        """kg, (n,): the mass each joint carries, its own link and every link after it
+        (pinocchio's subtree masses; a payload attached counts)."""
+        import pinocchio as pin
+        data = self.model.createData()
+        pin.computeSubtreeMasses(self.model, data)
+        return np.array([data.mass[int(j)] for j in self._jid])
+
+    @property
     def position_limits(self):
         """(lower, upper) of each joint from the URDF (rad, (n,) each); a continuous joint,
         or one without finite limits, gets (-π, π)."""

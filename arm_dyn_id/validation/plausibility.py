@@ -213,6 +213,16 @@ UNIDENTIFIED_SE = 1.0
 #: there (RMS) on a joint that carries gravity is refused: the data determines the model
 #: only near the poses it visited (one joint swept at one pose of the others, ...).
 WORKSPACE_UNCERTAINTY = 0.1
+#: m: how far the URDF may put the centre of mass of each link beyond a joint (CAD
+#: models leave out cables, grease, fasteners): what bounds the URDF's error on a joint
+#: that carries little gravity (:func:`judge_sweep_signs`).
+COM_ERROR = 0.01
+#: Of a joint's holding friction, the share a forward/backward pair may leave (Coulomb
+#: friction up to 20 % stronger one way than the other).
+PAIR_FRICTION = 0.2
+#: A joint the 5 % rule leaves untested has its sign judged on its own sweeps where the
+#: URDF's gravity torque there (RMS) exceeds this many times what the URDF may get wrong.
+SIGN_MARGIN = 2.0
 #: With the cut-off at the rate limit, a held-out RMSE above this many noise σ ...
 CUTOFF_NOISE_LIMIT = 10.0
 #: ... and above this percentage of the joint's largest torque is refused.
@@ -419,6 +429,72 @@ def still_floor(robot, q, limit=JOINT_SCALE_LIMIT):
     """
     from arm_dyn_id.validation.check import held_still, holding_friction
     return np.where(held_still(q), holding_friction(robot) / (1.0 - 1.0 / limit), 0.0)
+
+
+def urdf_error_bound(robot):
+    """N·m, (n,): what the URDF may get wrong in a joint's gravity torque on the samples
+    of its own forward/backward pairs: every link beyond it with its centre of mass
+    :data:`COM_ERROR` off (at most the mass it carries × g × that) and the
+    :data:`PAIR_FRICTION` share of its holding friction that a pair leaves."""
+    from arm_dyn_id.validation.check import holding_friction
+    return (robot.mass_beyond * robot.gravity_magnitude * COM_ERROR
+            + PAIR_FRICTION * holding_friction(robot))
+
+
+def judge_sweep_signs(measured, nominal, moving, bound, joints, candidates,
+                      subject='gravity torque', reference='the URDF\'s'):
+    """The sign of joints that carry too little gravity for :func:`judge_data`'s 5 % rule,
+    judged on their own sweeps.
+
+    Where a joint sweeps itself, the average of its forward and backward passes holds
+    its gravity torque with its friction cancelled, and the URDF's torque there can be
+    off by at most ``bound``. Where the URDF's torque (RMS over those samples) exceeds
+    :data:`SIGN_MARGIN` × ``bound``, a right arm's measurement points the URDF's way
+    (their cosine is positive whatever the error within the bound), and one pointing
+    the other way (cosine ≤ −:data:`AGREE_RHO`) has its sign flipped. Joints whose
+    URDF torque is within the margin are not judged: a wrist whose centre of mass sits
+    a few millimetres off its axis.
+
+    Parameters
+    ----------
+    measured, nominal : array_like, (M, n)
+        Forward/backward averages and the URDF's gravity torque at the same q (N·m).
+    moving : array_like of int, (M,)
+        The joint each sample's pair sweeps.
+    bound : array_like, (n,)
+        :func:`urdf_error_bound` (N·m).
+    joints : sequence of str
+    candidates : iterable of int
+        The joints to judge (those :func:`judge_data` left untested).
+
+    Returns
+    -------
+    Plausibility
+        ``checks``: per judged candidate ``urdf_rms``, ``bound``, ``cosine``, ``judged``;
+        refused with cause ``sign`` naming the flipped joints.
+    """
+    y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
+    moving = np.asarray(moving)
+    checks, flipped = {}, []
+    for j in candidates:
+        rows = (moving == j) & np.isfinite(y[:, j]) & np.isfinite(g[:, j])
+        if rows.sum() < 10:
+            continue
+        m, u = y[rows, j], g[rows, j]
+        size = float(np.sqrt(np.mean(u * u)))
+        cosine = float(m @ u / max(np.linalg.norm(m) * np.linalg.norm(u), 1e-300))
+        judged = bool(size > SIGN_MARGIN * bound[j])
+        checks[joints[j]] = {'urdf_rms': size, 'bound': float(bound[j]), 'cosine': cosine,
+                             'judged': judged}
+        if judged and cosine <= -AGREE_RHO:
+            flipped.append(j)
+    if flipped:
+        return Plausibility(False, sign_message([joints[j] for j in flipped],
+                                                [checks[joints[j]]['cosine'] for j in flipped],
+                                                subject + ' over its own sweeps', reference,
+                                                label='cosine'),
+                            {'own_sweeps': checks}, 'sign')
+    return Plausibility(True, None, {'own_sweeps': checks})
 
 
 def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice=''):
