@@ -44,7 +44,6 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-import pinocchio as pin  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'test'))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,7 +51,7 @@ if '--tree' in sys.argv:        # before arm_dyn_id is imported: another checkou
     sys.path.insert(0, str(Path(sys.argv[sys.argv.index('--tree') + 1]).resolve()))
 
 import benchlib  # noqa: E402
-from arm_bags import Arm, excitation, sample_path, sample_times  # noqa: E402
+from arm_bags import Arm, realistic_sweeps  # noqa: E402
 from arm_dyn_id.errors import DataError, RankDeficientError  # noqa: E402
 from arm_dyn_id.identification.pipeline import fit_gravity, judge_gravity_fit  # noqa: E402
 from arm_dyn_id.model.robot import RobotModel  # noqa: E402
@@ -64,47 +63,17 @@ RATE = 100.0
 #: Poses of the other joints per swept joint (with held friction, 2 leave the fit
 #: determined only near them: refused, cause excitation).
 POSES = 5
-#: Coulomb friction's direction asymmetry, load dependence (fractions).
-ASYMMETRY, LOAD_FRICTION = 0.2, 0.05
-VISCOUS = 0.02          # of the holding friction per rad/s
-NOISE = 0.01            # of each joint's largest gravity torque
 
 
 def true_arm(urdf, rng, com_cm):
     """The URDF's arm with each link's mass N(1, 10 %) and centre of mass moved."""
-    arm = Arm(urdf)
-    for i in range(1, arm.model.njoints):
-        inertia = arm.model.inertias[i]
-        if inertia.mass <= 0:
-            continue
-        direction = rng.standard_normal(3)
-        direction /= np.linalg.norm(direction)
-        arm.model.inertias[i] = pin.Inertia(
-            inertia.mass * max(0.5, 1 + 0.1 * rng.standard_normal()),
-            inertia.lever + direction * com_cm / 100.0, inertia.inertia)
-    arm.data = arm.model.createData()
-    return arm
+    return Arm(urdf).perturb(rng, mass=0.1, com=com_cm / 100.0)
 
 
 def record(arm, robot, rng):
     """t, q, τ of a sweep recording of the true ``arm`` (see the module docstring)."""
-    times, points = excitation(arm, rng, sweeps=True, poses_per_joint=POSES, sweep_deg=40.0)
-    t = sample_times(times[-1], rng, RATE)
-    q, v = sample_path(times, points, t)
-    g = arm.gravity(q)
-    held = holding_friction(robot)
-    moving = np.abs(v) > 1e-3
-    direction = np.sign(v)
-    coulomb = held * (1 + ASYMMETRY * direction) + LOAD_FRICTION * np.abs(g)
-    tau = g + np.where(moving, coulomb * direction + VISCOUS * held * v, 0.0)
-    # a still joint holds some friction, new at every hold
-    for j in range(arm.n):
-        start = np.flatnonzero(np.diff(np.concatenate([[0], (~moving[:, j]).astype(int)])) == 1)
-        for s in start:
-            end = s + np.argmax(moving[s:, j]) if moving[s:, j].any() else len(t)
-            tau[s:end, j] += rng.uniform(-1, 1) * held[j]
-    tau += rng.standard_normal(tau.shape) * NOISE * np.abs(g).max(axis=0)
-    return t, q, tau
+    return realistic_sweeps(arm, holding_friction(robot), rng, poses_per_joint=POSES,
+                            rate=RATE)
 
 
 def judged(robot, t, q, tau):

@@ -119,6 +119,22 @@ class Arm:
             q[self.model.joints[self.model.getJointId(name)].idx_q] = value
         return q
 
+    def perturb(self, rng, mass=0.1, com=0.01):
+        """This arm made another: each link's mass times N(1, ``mass``) (at least 0.5) and
+        its centre of mass moved ``com`` m in a random direction (a URDF's errors seen
+        from the true arm). Returns self."""
+        for i in range(1, self.model.njoints):
+            inertia = self.model.inertias[i]
+            if inertia.mass <= 0:
+                continue
+            direction = rng.standard_normal(3)
+            direction /= np.linalg.norm(direction)
+            self.model.inertias[i] = pin.Inertia(
+                inertia.mass * max(0.5, 1 + mass * rng.standard_normal()),
+                inertia.lever + direction * com, inertia.inertia)
+        self.data = self.model.createData()
+        return self
+
     def gravity(self, Q, extra=None):
         """Gravity torque (N, n) N·m of the arm joints at angles Q (N, n) rad."""
         Q = np.atleast_2d(Q)
@@ -291,6 +307,34 @@ def joint_torques(arm, Q, V, rng, torque=None, extra=None):
     tau[rows, cols] += rng.choice([-1.0, 1.0], torque.gross) * rng.uniform(3, 10, torque.gross) \
         * scale[cols]
     return tau, G, scale
+
+
+def realistic_sweeps(arm, holding, rng, poses_per_joint=5, rate=100.0, asymmetry=0.2,
+                     load_friction=0.05, viscous=0.02, noise=0.01):
+    """t, q, τ (N,), (N, n), (N, n) of a sweep recording (:func:`excitation`, 40° sweeps)
+    with the friction of a geared arm: Coulomb friction ``holding`` (n,) N·m, ``asymmetry``
+    stronger one way, plus ``load_friction`` of |gravity| (grows with the load), viscous
+    ``viscous`` × holding per rad/s; a still joint holds a random torque within ± its
+    ``holding``, new at every hold (pairs do not cancel it); white noise ``noise`` of
+    each joint's largest gravity torque."""
+    times, points = excitation(arm, rng, sweeps=True, poses_per_joint=poses_per_joint,
+                               sweep_deg=40.0)
+    t = sample_times(times[-1], rng, rate)
+    q, v = sample_path(times, points, t)
+    g = arm.gravity(q)
+    holding = np.asarray(holding, dtype=float)
+    moving = np.abs(v) > 1e-3
+    direction = np.sign(v)
+    coulomb = holding * (1 + asymmetry * direction) + load_friction * np.abs(g)
+    tau = g + np.where(moving, coulomb * direction + viscous * holding * v, 0.0)
+    for j in range(arm.n):
+        still = (~moving[:, j]).astype(int)
+        for start in np.flatnonzero(np.diff(np.concatenate([[0], still])) == 1):
+            rest = moving[start:, j]
+            end = start + int(np.argmax(rest)) if rest.any() else len(t)
+            tau[start:end, j] += rng.uniform(-1, 1) * holding[j]
+    tau += rng.standard_normal(tau.shape) * noise * np.abs(g).max(axis=0)
+    return t, q, tau
 
 
 def torque_constants(scale, rng):
