@@ -310,15 +310,15 @@ def joint_torques(arm, Q, V, rng, torque=None, extra=None):
 
 
 def realistic_sweeps(arm, holding, rng, poses_per_joint=5, rate=100.0, asymmetry=0.2,
-                     load_friction=0.05, viscous=0.02, noise=0.01):
+                     load_friction=0.05, viscous=0.02, noise=0.01, speed_deg=15.0):
     """t, q, τ (N,), (N, n), (N, n) of a sweep recording (:func:`excitation`, 40° sweeps)
     with the friction of a geared arm: Coulomb friction ``holding`` (n,) N·m, ``asymmetry``
     stronger one way, plus ``load_friction`` of |gravity| (grows with the load), viscous
     ``viscous`` × holding per rad/s; a still joint holds a random torque within ± its
     ``holding``, new at every hold (pairs do not cancel it); white noise ``noise`` of
-    each joint's largest gravity torque."""
+    each joint's largest gravity torque; sweeps at ``speed_deg`` °/s."""
     times, points = excitation(arm, rng, sweeps=True, poses_per_joint=poses_per_joint,
-                               sweep_deg=40.0)
+                               sweep_deg=40.0, speed_deg=speed_deg)
     t = sample_times(times[-1], rng, rate)
     q, v = sample_path(times, points, t)
     g = arm.gravity(q)

@@ -116,3 +116,29 @@ def test_report_on_an_identifier_node_folder(fitted, tmp_path):
     assert 'report_error' not in paths, paths.get('report_error')
     page = paths['report'].read_text()
     assert 'Held-out pairs' in page and page.count('<td class="l">joint_6</td>') >= 1
+
+
+def test_a_model_edited_after_its_fit_is_reported_with_a_banner(fitted, tmp_path, capsys):
+    """The tables and plots come from the fit; a model.yaml changed afterwards (a
+    parameter edited by hand, another fit's file copied in) is not what they score. The
+    fit keeps the file's SHA-256 in validation.json; the report says so when it differs,
+    on the page and on stderr, and says nothing for the file the fit wrote."""
+    import json
+    import shutil
+    import yaml
+    folder = tmp_path / 'fit'
+    shutil.copytree(fitted, folder)
+    summary = json.loads((folder / 'validation.json').read_text())['fit_summary']
+    assert len(summary['model_sha256']) == 64
+    assert cli.main(['report', str(folder)]) == 0
+    assert 'changed after this fit' not in (folder / 'report.html').read_text()
+    assert 'changed after this fit' not in capsys.readouterr().err
+    doc = yaml.safe_load((folder / 'model.yaml').read_text())
+    beta = doc['base']['values']
+    beta[0] = 2 * beta[0] + 0.1
+    (folder / 'model.yaml').write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert cli.main(['report', str(folder)]) == 0
+    page = (folder / 'report.html').read_text()
+    assert 'class="banner"' in page and 'model.yaml was changed after this fit' in page
+    err = capsys.readouterr().err
+    assert 'warning: model.yaml was changed after this fit' in err and 'validate' in err

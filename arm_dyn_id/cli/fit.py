@@ -278,6 +278,9 @@ def _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fit
     summary = dict(_common_summary(args, bags, config, rec, urdf, read_s, fitted.seconds,
                                    choice, verdict, paths), **fitted.summary())
     summary['dynamics'] = choice.to_dict()
+    # the report tells a model.yaml edited after the fit from the one these numbers score
+    from arm_dyn_id.config import file_sha256
+    summary['model_sha256'] = file_sha256(paths['model'])
     validation = dict(fitted.validation, fit_summary=summary)
     paths['validation'] = write_json(out / 'validation.json', validation)
     return paths, validation
@@ -439,10 +442,12 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
     idx = np.arange(0, rec.n_samples, step)
     q = rec.q[idx]
     pred = model.gravity_torques(q)
-    from arm_dyn_id.data.segmentation import smoothed_velocity
-    v = smoothed_velocity(rec.t, rec.q, at=idx) if rec.n_samples >= 3 else np.zeros_like(q)
+    from arm_dyn_id.data.segmentation import smoothed_velocity, sweep_window
+    moving_speed = 2e-3       # rad/s, the sweep detector's
+    v = smoothed_velocity(rec.t, rec.q, sweep_window(rec.q, moving_speed), at=idx) \
+        if rec.n_samples >= 3 else np.zeros_like(q)
     fc, fv = (np.nan_to_num(model.friction[k]) for k in ('coulomb', 'viscous'))
-    moving = np.abs(v) > 2e-3
+    moving = np.abs(v) > moving_speed
     pred_friction = pred + moving * (fc * np.sign(v) + fv * v)
     sw = np.array([[rec.t[s.start], rec.t[s.stop - 1], s.joint_index, s.direction,
                     s.start in held_starts] for s in sweeps], dtype=float).reshape(-1, 5)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arm_dyn_id.config import file_sha256
 from arm_dyn_id.cli.output import check_out, write_json
 from arm_dyn_id.errors import ConfigError, DataError
 
@@ -130,7 +131,8 @@ def run_floating(args, config):
                    robot_name=ident.robot_name, n_samples=len(data.t),
                    duration_s=float(data.t[-1] - data.t[0]),
                    timings_s={'read': read_s, 'fit': res.seconds},
-                   outputs={k: str(v) for k, v in paths.items()})
+                   outputs={k: str(v) for k, v in paths.items()},
+                   model_sha256=file_sha256(paths['model']))
     paths['validation'] = write_json(out / 'validation.json',
                                      {'floating': res.metrics, 'fit_summary': summary})
     h = res.held_out

@@ -7,7 +7,9 @@ model.yaml goes through the model gate (arm_dyn_id.model.gate): a corrupt,
 truncated, future-version or non-finite file is one error line (exit 2) and
 nothing is written. A fit written marked rejected (`fit --force`), or one the gate
 finds implausible or of another URDF, is rendered with the reason in a red banner
-under the title, and the title says (REJECTED).
+under the title, and the title says (REJECTED). A model.yaml changed after its fit
+(its SHA-256 is not the one the fit kept in validation.json) is rendered with a banner,
+and a warning on stderr, saying the tables and plots score the fitted model, not it.
 
 example:
   arm-dyn-id report fit/
@@ -24,7 +26,13 @@ def add_arguments(parser):
 
 
 def run(args):
-    from arm_dyn_id.validation.report import write_report
-    path = write_report(args.dir.expanduser(), title=args.title)
+    import json
+    import sys
+    from arm_dyn_id.validation.report import edited_since_fit, write_report
+    folder = args.dir.expanduser()
+    path = write_report(folder, title=args.title)
+    edited = edited_since_fit(folder, json.loads((folder / 'validation.json').read_text()))
+    if edited:
+        print(f'warning: {edited}', file=sys.stderr)
     print(f'report: {path}')
     return 0

@@ -9,12 +9,17 @@ works on them unchanged.
 
 Method (per joint j):
 
-1. velocity from a central difference over ``window`` seconds (encoder noise of
-   1e-5 rad gives ~3e-4 rad/s of velocity noise at 50 ms);
+1. velocity from a central difference over ``window`` seconds, by default the
+   shortest span (at least 50 ms, at most 1 s) over which the recording's own encoder
+   noise (:func:`encoder_noise`) leaves a velocity noise of a quarter of ``min_speed``
+   (:func:`sweep_window`): 1e-4 rad of noise at 1 kHz gave 3e-3 rad/s over 50 ms, the
+   joints held still seemed to move at a tenth of a 3 °/s sweep's speed, and no sweep
+   was found;
 2. *runs*: maximal spans where |v_j| > ``min_speed`` with one sign;
-3. the run's sweep speed is the median |v_j| over the run; the *sweep* is the span
-   from the first to the last sample with |v_j| >= (1 - ``speed_tolerance``) x that
-   speed (the ramps at both ends are left out);
+3. the run's sweep speed is the median |v_j| over the run; the *sweep* is the longest
+   stretch within ``speed_tolerance`` of that speed (dips out of the band shorter than a
+   window bridged), less half a window at each end (the ramps at both ends are left
+   out, and a fast move into the sweep that a long span merged with it);
 4. it is kept when it lasts ``min_duration`` seconds and every other joint's |v|
    stays below ``still_fraction`` x the sweep speed over it.
 
@@ -85,13 +90,62 @@ def smoothed_velocity(t, q, window=0.05, at=None):
     return (q[hi] - q[lo]) / (t[hi] - t[lo])[:, None]
 
 
+def encoder_noise(q):
+    """rad, (n,): the white noise σ of each joint's angle, from its second differences
+    (1.4826·MAD / √6). A smooth motion's own second difference is far below it at the
+    rates of a recording except in its ramps, which the median leaves out; a quantised
+    encoder on slow motion gives 0."""
+    q = np.asarray(q, dtype=float)
+    if q.shape[0] < 3:
+        return np.zeros(q.shape[1])
+    d2 = np.diff(q, n=2, axis=0)
+    d2 = d2[np.all(np.isfinite(d2), axis=1)]
+    if not len(d2):
+        return np.zeros(q.shape[1])
+    return 1.4826 * np.median(np.abs(d2 - np.median(d2, axis=0)), axis=0) / np.sqrt(6.0)
+
+
+#: s: the velocity span of :func:`sweep_window`, at least and at most.
+SHORTEST_WINDOW, LONGEST_WINDOW = 0.05, 1.0
+
+
+def sweep_window(q, min_speed):
+    """s: the central-difference span whose velocity noise, from the noisiest joint's
+    :func:`encoder_noise` (√2 σ / span), is a quarter of ``min_speed``, within
+    [:data:`SHORTEST_WINDOW`, :data:`LONGEST_WINDOW`]."""
+    sigma = float(np.max(encoder_noise(q), initial=0.0))
+    return float(np.clip(4.0 * np.sqrt(2.0) * sigma / min_speed, SHORTEST_WINDOW,
+                         LONGEST_WINDOW))
+
+
+def _longest_span(mask, gap):
+    """[start, stop) of the longest stretch of ``mask`` whose False gaps are all shorter
+    than ``gap`` samples (noise dips out of the band), or None if ``mask`` is all False.
+    A run's speed within the band: a fast move into the sweep's start, merged with it
+    by a long velocity span across a short settle, is left out (it is above the band)."""
+    runs = _runs(mask)
+    if not len(runs):
+        return None
+    best, first, last = None, runs[0][0], runs[0][1]
+    for a, b in runs[1:]:
+        if a - last < gap:
+            last = b
+            continue
+        if best is None or last - first > best[1] - best[0]:
+            best = (first, last)
+        first, last = a, b
+    if best is None or last - first > best[1] - best[0]:
+        best = (first, last)
+    return int(best[0]), int(best[1])
+
+
 def _runs(mask):
     """[start, stop) of the True runs of a bool array."""
     edges = np.diff(np.concatenate([[0], mask.view(np.int8), [0]]))
     return np.column_stack([np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)])
 
 
-def detect_sweeps(t, q, window=0.05, min_speed=2e-3, speed_tolerance=0.05,
+def detect_sweeps(t, q, window=None, min_speed=2e-3, speed_tolerance=0.05,
                   still_fraction=0.1, min_duration=0.5):
     """Constant-speed sweeps of one joint at a time, in time order.
 
@@ -101,8 +155,9 @@ def detect_sweeps(t, q, window=0.05, min_speed=2e-3, speed_tolerance=0.05,
         Increasing sample times (s).
     q : ndarray, (N, n)
         Joint angles (rad).
-    window : float
-        Velocity difference span (s).
+    window : float, optional
+        Velocity difference span (s); default :func:`sweep_window` (from the encoder
+        noise in ``q``).
     min_speed : float
         |q̇| (rad/s) above which a joint counts as moving; above the velocity
         noise, below the slowest sweep (seed 000 sweeps at ~0.02-0.05 rad/s).
@@ -121,6 +176,8 @@ def detect_sweeps(t, q, window=0.05, min_speed=2e-3, speed_tolerance=0.05,
     q = np.asarray(q, dtype=float)
     if q.ndim != 2 or q.shape[0] != t.shape[0]:
         raise DataError(f'times {t.shape} and positions {q.shape} must be (N,) and (N, n)')
+    if window is None:
+        window = sweep_window(q, min_speed)
     v = smoothed_velocity(t, q, window)
     speed = np.abs(v)
     half = max(1, int(round(0.5 * window / float(np.median(np.diff(t))))))
@@ -131,9 +188,12 @@ def detect_sweeps(t, q, window=0.05, min_speed=2e-3, speed_tolerance=0.05,
                 if t[b - 1] - t[a] < min_duration:
                     continue
                 plateau = float(np.median(speed[a:b, j]))
-                flat = np.flatnonzero(speed[a:b, j] >= (1.0 - speed_tolerance) * plateau)
+                flat = _longest_span(np.abs(speed[a:b, j] - plateau)
+                                     <= speed_tolerance * plateau, 2 * half)
+                if flat is None:
+                    continue
                 # a smoothed speed at sample i already sees half a window ahead
-                start, stop = a + int(flat[0]) + half, a + int(flat[-1]) + 1 - half
+                start, stop = a + flat[0] + half, a + flat[1] - half
                 if stop - start < 2:
                     continue
                 if t[stop - 1] - t[start] < min_duration:

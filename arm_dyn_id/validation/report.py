@@ -543,6 +543,9 @@ def write_report(folder, title=None, painter=None):
                         f'{type(exc).__name__}') from exc
     if not isinstance(validation, dict):
         raise DataError(f'{folder}: validation.json must hold a mapping')
+    edited = edited_since_fit(folder, validation)
+    if edited:
+        warnings = [edited] + list(warnings)
     if model.get('schema') == FLOATING_SCHEMA:
         return write_floating_report(folder, model, validation, title, warnings)
     images = {}
@@ -699,6 +702,20 @@ def _paint(fd):
         return 0
     except BaseException:       # the parent draws the plots again, and raises
         return 1
+
+
+def edited_since_fit(folder, validation):
+    """The banner line when ``folder/model.yaml`` is not the file its fit wrote (the
+    SHA-256 ``fit_summary.model_sha256`` of validation.json), else None (the same file,
+    or a folder written before the fingerprint was kept: nothing to compare)."""
+    from arm_dyn_id.config import file_sha256
+    summary = validation.get('fit_summary')
+    written = summary.get('model_sha256') if isinstance(summary, dict) else None
+    if not isinstance(written, str) or file_sha256(Path(folder) / 'model.yaml') == written:
+        return None
+    return ('model.yaml was changed after this fit: the tables and plots below score the '
+            'model the fit wrote, not this file. Score this one with arm-dyn-id validate '
+            f'{Path(folder) / "model.yaml"} BAG, or fit again.')
 
 
 def gated_model(path):
