@@ -116,6 +116,11 @@ def test_report_on_an_identifier_node_folder(fitted, tmp_path):
     assert 'report_error' not in paths, paths.get('report_error')
     page = paths['report'].read_text()
     assert 'Held-out pairs' in page and page.count('<td class="l">joint_6</td>') >= 1
+    assert 'changed after this fit' not in page
+    # its model.yaml is fingerprinted as fit's is
+    from arm_dyn_id.config import file_sha256
+    kept = json.loads(paths['validation'].read_text())['fit_summary']['model_sha256']
+    assert kept == file_sha256(paths['model'])
 
 
 def test_a_model_edited_after_its_fit_is_reported_with_a_banner(fitted, tmp_path, capsys):

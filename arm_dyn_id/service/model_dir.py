@@ -110,6 +110,11 @@ def write_fit(root, model, urdf_text=None, validation=None, report=True, now=Non
         (folder / 'identified.urdf').write_text(urdf_text)
         paths['urdf'] = folder / 'identified.urdf'
     if validation is not None:
+        # as `fit` does: the report tells a model.yaml edited later from this one
+        from arm_dyn_id.config import file_sha256
+        summary = dict(validation.get('fit_summary') or {},
+                       model_sha256=file_sha256(paths['model']))
+        validation = dict(validation, fit_summary=summary)
         (folder / 'validation.json').write_text(json.dumps(validation, indent=1,
                                                            default=json_default))
         paths['validation'] = folder / 'validation.json'
