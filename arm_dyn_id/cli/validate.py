@@ -50,9 +50,6 @@ STILL_RANGE = 0.02
 STILL = ('a joint held still holds its friction at rest (stiction) and drive offsets, '
          'which a velocity-driven friction model does not predict: judge it on a recording '
          'where it moves')
-#: A joint held still whose RMSE exceeds this many times the friction it may hold at rest
-#: carries more than stiction: a force on the arm
-BEYOND_HOLDING = 1.5
 #: What such a joint carries
 PUSHED = ('a joint held still with an error beyond the friction it may hold carries a force '
           'from outside the model: a push or contact, a load the model lacks (validate on '
@@ -203,6 +200,9 @@ def judge(metrics, max_rmse_percent, min_rho):
         ``judged`` and ``not_judged`` joints, ``rho_not_judged`` ({joint: why}: its torque
         did not vary beyond its noise), the thresholds.
     """
+    # a joint held still whose RMSE exceeds BEYOND_HOLDING x the friction it may hold at
+    # rest carries more than stiction: a force on the arm (the check's limit)
+    from arm_dyn_id.validation.check import BEYOND_HOLDING
     judged, skipped, failures, still, held, pushed = [], {}, {}, {}, [], []
     for joint, m in metrics.items():
         peak, sigma = m.get('max_torque'), m.get('noise_std')

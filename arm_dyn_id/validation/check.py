@@ -398,12 +398,25 @@ def holding_friction(robot, fraction=DEFAULTS['holding_friction']):
 STILL_SPAN = np.radians(5.0)
 
 
+#: A joint held still whose torque departs from the nominal one (std, after its scale) by
+#: more than this many times the friction it may hold at rest carries a force from outside
+#: the model (a push, a contact, a load put on or taken off): friction at rest keeps a
+#: still joint's torque within ± that friction of its gravity torque, varying by less.
+BEYOND_HOLDING = 1.5
+
+
 def held_still(q):
     """Mask (n,) of the joints a recording ``q`` (N, n) moves less than STILL_SPAN."""
     q = np.asarray(q, dtype=float)
     if q.ndim != 2 or not len(q):
         return np.zeros(q.shape[-1] if q.ndim else 0, dtype=bool)
     return np.nanmax(q, axis=0) - np.nanmin(q, axis=0) < STILL_SPAN
+
+
+def _spans(q):
+    """rad (n,): how far a recording ``q`` (N, n) moves each joint (NaN samples left out)."""
+    q = np.asarray(q, dtype=float)
+    return np.nanmax(q, axis=0) - np.nanmin(q, axis=0)
 
 
 def friction_features(velocity=DEFAULTS['coulomb_velocity']):
@@ -502,7 +515,7 @@ def _validate(joints, nominal, tau, torque_constants, effort):
 
 
 def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=False,
-           context=None, still=None, holding=None, coulomb=None):
+           context=None, still=None, holding=None, coulomb=None, spans=None):
     """The per-joint fits, swaps and verdicts shared by both paths.
 
     ``nuisance[i]`` lists the extra columns of joint i; ``why_untestable(i, se)`` the
@@ -511,6 +524,10 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
     ``holding`` (n,) the friction (N·m) it may hold there (:func:`_friction_matters`);
     ``coulomb[i]`` whether ``nuisance[i]`` starts with a Coulomb column (default: when it
     has any): its fitted level, times ``breakaway_ratio``, then replaces ``holding[i]``.
+    ``spans`` (n,) rad: how far the recording moves each joint; one it holds still
+    (below :data:`STILL_SPAN`) whose torque departs from the nominal one by more than
+    :data:`BEYOND_HOLDING` × ``holding`` is UNTESTABLE: a force from outside the model
+    acts, and its scale is not its torque constant's.
     """
     n, N = len(joints), G.shape[0]
     context = context or [{} for _ in range(n)]
@@ -600,6 +617,13 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
                                      residual_rms=float(own[i]), **base))
             continue
         coef, rms, X, sw = fits[i, i]
+        pushed = _pushed(T[:, i], G[:, i], float(coef[0]), holding[i],
+                         None if spans is None else spans[i])
+        if pushed:
+            checks.append(JointCheck(name, UNTESTABLE, pushed, scale=float(coef[0]),
+                                     residual_rms=float(rms),
+                                     holding_friction=float(holding[i]), **base))
+            continue
         se = _se(X, rms, opt['effective_samples'])
         k_fric = 1 + int(separable[i])
         hold = float(holding[i])
@@ -710,6 +734,27 @@ def _judge(joints, G, T, nuisance, opt, k_e, effort, why_untestable, robust=Fals
 
 
 _RANK = {OK: 0, UNTESTABLE: 0, WARN: 1, FAIL: 2}
+
+
+def _pushed(tau, nominal, scale, holding, span):
+    """Why a joint held still carries a force from outside the model, or ''.
+
+    Held still (``span`` < :data:`STILL_SPAN` rad) its torque stays within the friction
+    ``holding`` it may hold of its gravity torque; a departure (std of τ − s·G) beyond
+    :data:`BEYOND_HOLDING` × that is a push, a contact or a load changed while
+    recording (a real UR10e pushed by hand: 1.65-1.79x on the shoulder and elbow, its
+    static poses 0.05-0.18x)."""
+    if span is None or not span < STILL_SPAN or not holding > 0:
+        return ''
+    departure = float(np.std(tau - scale * nominal))
+    if not departure > BEYOND_HOLDING * holding:
+        return ''
+    return (f'carries a force from outside the model: held still (its position spans '
+            f'{np.degrees(span):.2g}°), its torque departs from the nominal by {departure:.3g} '
+            f'N·m (std), beyond the {holding:.3g} N·m its friction may hold at rest: a push or '
+            f'contact, or a load put on or taken off while recording, so its scale '
+            f'(x{scale:.2f}) does not measure its torque constant: check a recording without '
+            'contact (arm-dyn-id residual finds contacts)')
 
 
 def _loads(G, opt):
@@ -940,7 +985,7 @@ def _overall(checks, effort, model):
 # -- the quasi-static path -----------------------------------------------------------
 
 def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='current',
-                  options=None, holding=None, load=None, load_frame=None):
+                  options=None, holding=None, load=None, load_frame=None, spans=None):
     """Check measured torques against nominal gravity torques, joint by joint.
 
     Parameters
@@ -973,6 +1018,10 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         load the URDF lacks explains are warnings that name it (``CheckResult.load``).
     load_frame : str, optional
         That frame's name, for the messages.
+    spans : array_like, (n,), optional
+        rad: how far the recording moves each joint; a joint it holds still whose torque
+        departs from the nominal by more than :data:`BEYOND_HOLDING` × ``holding`` is
+        UNTESTABLE (a force from outside the model: a push, a contact, a load changed).
 
     Returns
     -------
@@ -1012,7 +1061,7 @@ def check_gravity(joints, gravity, tau, dq=None, torque_constants=None, effort='
         return (f'its gravity torque is too small against the noise (scale ±{se:.2f}): '
                 'more poses, longer holds')
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, still=still,
-                    holding=_holding(holding, n))
+                    holding=_holding(holding, n), spans=spans)
     checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt)
     status, verdict = _overall(checks, effort, 'gravity')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'gravity',
@@ -1071,7 +1120,7 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
                          torque_constants=torque_constants, effort=effort, options=options,
                          holding=holding_friction(robot, fraction),
                          load=None if frame is None else payload_regressor(robot, q[idx], frame),
-                         load_frame=frame)
+                         load_frame=frame, spans=_spans(q))
 
 
 def default_load_frame(robot, frame='auto'):
@@ -1268,7 +1317,8 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
     checks = _judge(joints, G, T, nuisance, opt, k_e, effort, why, robust=opt['robust'],
                     context=context, still=np.abs(dq) <= opt['moving_speed'],
                     holding=holding_friction(robot, opt['holding_friction']),
-                    coulomb=[bool(moving[i] and features is not None) for i in range(n)])
+                    coulomb=[bool(moving[i] and features is not None) for i in range(n)],
+                    spans=_spans(q))
     checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt,
                                    robust=opt['robust'], still_torque=gravity)
     status, verdict = _overall(checks, effort, 'full')
@@ -1279,5 +1329,6 @@ __all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError
            'JointCheck', 'CheckResult',
            'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
            'friction_features', 'holding_friction', 'held_still', 'STILL_SPAN',
+           'BEYOND_HOLDING',
            'vertical_axes', 'roughness_ratio',
            'check_gravity', 'check_samples', 'check_dynamics', 'default_load_frame']
