@@ -189,3 +189,19 @@ def test_narrow_joint_is_held_at_the_middle_of_its_limits():
     assert sweep.pose[0] == pytest.approx(0.23)
     with pytest.raises(ConfigError, match='joint_1 has no room to sweep'):
         reciprocating_plan(None, cfg, quick=True)
+
+
+def test_a_sweep_too_short_for_its_ramps_names_what_can_widen_it():
+    """A joint whose limits hold its sweep narrower than sweep_range: raising
+    sweep_range cannot help, so the message says so (it advised it before); a sweep held
+    by a small sweep_range still names sweep_range."""
+    narrow = make_config(lower=[0.2] + LOWER[1:], upper=[0.32] + UPPER[1:], acc=0.05)
+    with pytest.raises(ConfigError) as caught:
+        reciprocating_plan(None, narrow, quick=True, speed=0.05, ramp_acceleration=0.05)
+    text = str(caught.value)
+    assert 'joint_1' in text and 'not sweep_range' in text and '[0.2, 0.32]' in text, text
+    assert 'raise sweep_range' not in text
+    wide = make_config(acc=0.05)
+    with pytest.raises(ConfigError, match=r'raise sweep_range \(now 0\.02 rad\)'):
+        reciprocating_plan(None, wide, quick=True, speed=0.05, ramp_acceleration=0.05,
+                           sweep_range=0.02)

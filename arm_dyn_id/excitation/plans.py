@@ -705,9 +705,17 @@ def reciprocating_plan(robot=None, config=None, poses=None, speed=DEFAULT_SPEED,
         ramp_d = speed * ramp_t / 2.0
         span = sw.upper - sw.lower - 2 * ramp_d
         if span <= 0:
-            raise ConfigError(f'sweep of {config.joints[j]} over {sw.upper - sw.lower:.4f} rad is '
-                              f'too short for ramps of {ramp_d:.4f} rad at each end; lower '
-                              'the speed or raise ramp_acceleration or sweep_range')
+            width = sw.upper - sw.lower
+            # a sweep narrower than sweep_range is held by the joint's limits (less the
+            # margin): a larger sweep_range cannot widen it
+            room = (f'raise sweep_range (now {sweep_range:.4g} rad)'
+                    if width >= sweep_range - 1e-9 else
+                    f'not sweep_range: its limits [{config.position_limits_lower[j]:.4g}, '
+                    f'{config.position_limits_upper[j]:.4g}] rad less the margin {margin:g} '
+                    'rad leave no wider sweep')
+            raise ConfigError(f'sweep of {config.joints[j]} over {width:.4f} rad is too short '
+                              f'for ramps of {ramp_d:.4f} rad at each end; lower the speed '
+                              f'or raise ramp_acceleration, or {room}')
         start = sw.start()
         if q_prev is not None and np.max(np.abs(start - q_prev)) > 1e-12:
             move = transfer_piece(q_prev, start, t, config, transfer_speed, transfer_acceleration)
