@@ -133,3 +133,11 @@ def test_a_1_khz_bag_without_markers_is_fitted_from_its_sweeps_through_encoder_n
     assert pairs(fitted) == pairs(fit_gravity(robot, d['t'], d['q'], d['tau'], d['markers']))
     verdict = judge_gravity_fit(fitted, robot, d['tau'], effort='torque')
     assert verdict.ok, verdict.reason
+    # the pairs' friction too: their velocity over the same noise-aware span (a plain
+    # gradient of q made Coulomb 5x too low, with a viscous term of the noise)
+    clean = reciprocating_data(seed=3, rate=1000.0, poses=2, speed=np.deg2rad(3.0),
+                               sweep_range=0.4, encoder_noise=1e-6)
+    ref = fit_gravity(robot, clean['t'], clean['q'], clean['tau'], None).model.friction
+    np.testing.assert_allclose(fitted.model.friction['coulomb'], ref['coulomb'], rtol=0.05)
+    np.testing.assert_allclose(fitted.model.friction['viscous'], ref['viscous'],
+                               atol=0.05 * float(np.max(ref['coulomb'])) / np.deg2rad(3.0))

@@ -105,11 +105,14 @@ def encoder_noise(q):
     return 1.4826 * np.median(np.abs(d2 - np.median(d2, axis=0)), axis=0) / np.sqrt(6.0)
 
 
+#: rad/s: a joint counts as moving above this speed (:func:`detect_sweeps`' default);
+#: above the velocity noise, below the slowest sweep (seed 000: ~0.02-0.05 rad/s).
+MOVING_SPEED = 2e-3
 #: s: the velocity span of :func:`sweep_window`, at least and at most.
 SHORTEST_WINDOW, LONGEST_WINDOW = 0.05, 1.0
 
 
-def sweep_window(q, min_speed):
+def sweep_window(q, min_speed=MOVING_SPEED):
     """s: the central-difference span whose velocity noise, from the noisiest joint's
     :func:`encoder_noise` (√2 σ / span), is a quarter of ``min_speed``, within
     [:data:`SHORTEST_WINDOW`, :data:`LONGEST_WINDOW`]."""
@@ -145,7 +148,7 @@ def _runs(mask):
     return np.column_stack([np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)])
 
 
-def detect_sweeps(t, q, window=None, min_speed=2e-3, speed_tolerance=0.05,
+def detect_sweeps(t, q, window=None, min_speed=MOVING_SPEED, speed_tolerance=0.05,
                   still_fraction=0.1, min_duration=0.5):
     """Constant-speed sweeps of one joint at a time, in time order.
 
