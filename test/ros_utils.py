@@ -436,14 +436,12 @@ class RosHarness:
             warnings.warn(f'{self.name}: the spin thread did not stop in 60 s; its node is '
                           'left to the process exit rather than destroyed under it')
             return False
-        # the context first: its shutdown destroys the DDS participant and stops the
-        # middleware's threads, which may otherwise still deliver to the node's entities
-        # while rcl_node_fini frees them (destroy_node segfaulted the test process once
-        # in CI, in test_recorder_node's teardown); a node destroyed after it is clean
-        rclpy.try_shutdown(context=self.context)
         try:
             self.executor.shutdown(timeout_sec=2.0)
         except Exception:
             pass
-        self.node.destroy_node()
+        try:
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
         return False

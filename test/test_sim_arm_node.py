@@ -60,11 +60,9 @@ class Client:
         return future.result()
 
     def close(self):
-        # the context first: the middleware's threads stop before the node's entities go
-        # (test/ros_utils.py RosHarness.__exit__)
-        rclpy.try_shutdown(context=self.context)
         self.executor.shutdown(timeout_sec=2.0)
         self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
 
 
 def stamp(msg):
