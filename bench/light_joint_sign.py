@@ -22,9 +22,11 @@ gravity, Coulomb friction of the URDF's holding friction (``check.holding_fricti
 friction, a still joint's held friction (a random value within ± its holding friction,
 new at every hold), white noise 1 % of each joint's largest torque. Each record is fitted
 (``fit_gravity``, sweeps detected in the angles) and judged (``judge_gravity_fit``) right,
-and with each joint's sign reversed in turn. The table counts, per arm: right records
-refused (a false refusal, the cause named), and flipped joints refused with cause ``sign``,
-split into joints the URDF's 5 % rule tests and the light ones.
+and with each joint's sign reversed in turn, and each loaded joint's torque doubled (a
+torque constant 2x). The table counts, per arm: right records refused (a false refusal,
+the cause named), flipped joints refused with cause ``sign``, split into joints the
+URDF's 5 % rule tests and the light ones, and doubled joints refused (with cause
+``torque_constant``).
 
     .venv/bin/python bench/light_joint_sign.py [--seeds 6] [--com 1 2]
                                  [--arms humanoid,ur5,panda,ur10e] [--tree /tmp/old]
@@ -117,7 +119,7 @@ def main(argv=None):
         robot = RobotModel.from_urdf(str(urdf), joints=Arm(urdf).joints)
         for com in args.com:
             stats = {'right': 0, 'refused': [], 'loaded': [0, 0], 'light': [0, 0],
-                     'light_missed': {}}
+                     'light_missed': {}, 'doubled': [0, 0, 0]}
             start = time.perf_counter()
             for seed in range(args.seeds):
                 rng = np.random.default_rng(seed)
@@ -143,16 +145,27 @@ def main(argv=None):
                     elif light[j]:
                         missed = stats['light_missed']
                         missed[robot.joint_names[j]] = missed.get(robot.joint_names[j], 0) + 1
+                    if loaded[j]:
+                        # a torque constant 2x on a joint the URDF tests
+                        doubled = tau.copy()
+                        doubled[:, j] *= 2
+                        ok, cause = judged(robot, t, q, doubled)
+                        stats['doubled'][2] += 1
+                        stats['doubled'][0] += not ok
+                        stats['doubled'][1] += (not ok) and cause == 'torque_constant'
             row = (f'| {name} | {com:g} cm | {len(stats["refused"])} of {stats["right"]} '
                    f'{sorted(set(stats["refused"])) or ""} | '
                    f'{stats["loaded"][0]} of {stats["loaded"][1]} | '
                    f'{stats["light"][0]} of {stats["light"][1]} | '
-                   f'{stats["light_missed"] or ""} | {time.perf_counter() - start:.0f} s |')
+                   f'{stats["light_missed"] or ""} | {stats["doubled"][0]} '
+                   f'({stats["doubled"][1]}) of {stats["doubled"][2]} | '
+                   f'{time.perf_counter() - start:.0f} s |')
             print(row, flush=True)
             rows.append(row)
     print('\n| arm | CoM error | right records refused | flipped loaded joints named '
-          '`sign` | flipped light joints named `sign` | light joints missed | time |')
-    print('|---|---|---|---|---|---|---|')
+          '`sign` | flipped light joints named `sign` | light joints missed | constant 2x on '
+          'a loaded joint refused (named torque_constant) | time |')
+    print('|---|---|---|---|---|---|---|---|')
     print('\n'.join(rows))
 
 

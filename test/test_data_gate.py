@@ -674,3 +674,33 @@ def test_sweeps_of_a_ur5_with_a_geared_arms_friction_are_determined(seed):
     ratios = [w['ratio'] for w in verdict.checks['workspace'].values()
               if isinstance(w, dict) and w.get('ratio') is not None]
     assert ratios and max(ratios) < WORKSPACE_UNCERTAINTY / 10, verdict.checks['workspace']
+
+
+def test_one_joints_scale_apart_from_the_others_is_its_torque_constant():
+    """A torque constant 1.8x off sits inside the 2x the URDF test allows on its own, and
+    a URDF a little off hides even 2x; the other joints' scales do not move with it. The
+    joint that stands 1.6x apart from the others' median is named (two joints: both);
+    joints within 1.6x of each other, or a load's gradual rise along the chain, pass."""
+    from arm_dyn_id.validation.plausibility import RELATIVE_SCALE_LIMIT, odd_scale_message
+    names = ['j1', 'j2', 'j3', 'j4']
+    text = odd_scale_message([1.05, 0.97, 1.8, 1.1], names, gains=[10.0, 10.0, 8.0, 9.0])
+    assert text.startswith('j3 reads x1.8') and 'its torque constant off' in text
+    assert 'about 4.667 N·m/A instead of 8' in text, text
+    assert odd_scale_message([1.19, 1.34, 1.43, 1.56], names) is None      # a load
+    assert odd_scale_message([1.0, 0.7, 1.1, 1.05], names) is None
+    two = odd_scale_message([1.0, 1.9], ['shoulder', 'elbow'])
+    assert 'shoulder reads x1 and elbow x1.9' in two and 'one of their torque constants' in two
+    assert odd_scale_message([1.34, 1.61], ['shoulder', 'elbow']) is None   # 2 kg on a UR5
+    assert RELATIVE_SCALE_LIMIT == 1.6
+    # through the gravity fit: the humanoid's joint_3 read 1.8x is refused, naming it
+    robot = RobotModel.from_urdf(URDF, joints=JOINTS)
+    data = reciprocating_data(seed=3, poses=2, rate=100.0, speed=0.2)
+    tau = data['gravity'] * np.array([1, 1, 1.8, 1, 1, 1])
+    fitted = fit_gravity(robot, data['t'], data['q'], tau, data['markers'])
+    verdict = judge_gravity_fit(fitted, robot, tau, effort='torque')
+    assert not verdict.ok and verdict.cause == 'torque_constant', verdict.reason
+    assert verdict.reason.startswith('joint_3 reads x1.8'), verdict.reason
+    # the payload's gate does not judge it: a load raises the outer joints by design
+    measured = data['gravity'] * np.array([1, 1, 1.8, 1, 1, 1])
+    assert judge_data(measured, data['gravity'], JOINTS, relative=None).ok
+    assert not judge_data(measured, data['gravity'], JOINTS).ok

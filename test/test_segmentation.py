@@ -141,3 +141,26 @@ def test_a_1_khz_bag_without_markers_is_fitted_from_its_sweeps_through_encoder_n
     np.testing.assert_allclose(fitted.model.friction['coulomb'], ref['coulomb'], rtol=0.05)
     np.testing.assert_allclose(fitted.model.friction['viscous'], ref['viscous'],
                                atol=0.05 * float(np.max(ref['coulomb'])) / np.deg2rad(3.0))
+
+
+@pytest.mark.parametrize('noise, speed, seconds', [
+    ((1e-4, 1e-4), 0.35, 0.8), ((2e-4, 2e-4), 0.35, 1.5), ((1e-5, 5e-4), 1.0, 1.0),
+    ((1e-5, 5e-4), 0.35, 2.0)])
+def test_fast_short_sweeps_keep_a_short_span_beside_a_noisy_joint(noise, speed, seconds):
+    """The span that finds slow sweeps through a noisy encoder (up to 1 s) would smear a
+    fast or short one away: each run's velocity is taken again over the span its own
+    speed needs. A joint sweeping 0.8-2 s at 0.35-1 rad/s, forward and back, beside a
+    still joint as noisy as 5e-4 rad: both passes found, each lasting most of its time
+    (a review found these lost, and the fixed 50 ms span lost the last two)."""
+    rng = np.random.default_rng(0)
+    t = np.arange(0.0, 4.0 + 2 * seconds, 1e-3)
+    v = np.where((t > 1) & (t < 1 + seconds), speed, 0.0) - \
+        np.where((t > 2 + seconds) & (t < 2 + 2 * seconds), speed, 0.0)
+    q = np.zeros((len(t), 2))
+    q[:, 0] = np.cumsum(v) * 1e-3
+    q += np.asarray(noise) * rng.standard_normal(q.shape)
+    found = detect_sweeps(t, q)
+    assert [(s.joint_index, s.direction) for s in found] == [(0, 1), (0, -1)], found
+    for s in found:
+        assert t[s.stop - 1] - t[s.start] >= 0.6 * seconds
+        assert s.speed == pytest.approx(speed, rel=0.05)

@@ -14,7 +14,9 @@ Method (per joint j):
    noise (:func:`encoder_noise`) leaves a velocity noise of a quarter of ``min_speed``
    (:func:`sweep_window`): 1e-4 rad of noise at 1 kHz gave 3e-3 rad/s over 50 ms, the
    joints held still seemed to move at a tenth of a 3 °/s sweep's speed, and no sweep
-   was found;
+   was found. Steps 3-4 then take each run's velocity again over the span that keeps
+   its noise at a quarter of ``speed_tolerance`` × the run's speed (a fast or short
+   sweep keeps its 50 ms, a slow one through a noisy encoder gets more);
 2. *runs*: maximal spans where |v_j| > ``min_speed`` with one sign;
 3. the run's sweep speed is the median |v_j| over the run; the *sweep* is the longest
    stretch within ``speed_tolerance`` of that speed (dips out of the band shorter than a
@@ -92,17 +94,19 @@ def smoothed_velocity(t, q, window=0.05, at=None):
 
 def encoder_noise(q):
     """rad, (n,): the white noise σ of each joint's angle, from its second differences
-    (1.4826·MAD / √6). A smooth motion's own second difference is far below it at the
-    rates of a recording except in its ramps, which the median leaves out; a quantised
-    encoder on slow motion gives 0."""
+    (1.4826·MAD / √6, each joint over its own finite samples). A smooth motion's own
+    second difference is far below it at the rates of a recording except in its ramps,
+    which the median leaves out; a quantised encoder on slow motion gives 0."""
     q = np.asarray(q, dtype=float)
-    if q.shape[0] < 3:
-        return np.zeros(q.shape[1])
+    if q.ndim != 2 or q.shape[0] < 3:
+        return np.zeros(q.shape[-1] if q.ndim else 0)
     d2 = np.diff(q, n=2, axis=0)
-    d2 = d2[np.all(np.isfinite(d2), axis=1)]
-    if not len(d2):
-        return np.zeros(q.shape[1])
-    return 1.4826 * np.median(np.abs(d2 - np.median(d2, axis=0)), axis=0) / np.sqrt(6.0)
+    out = np.zeros(q.shape[1])
+    for j in range(q.shape[1]):
+        col = d2[np.isfinite(d2[:, j]), j]
+        if len(col):
+            out[j] = 1.4826 * np.median(np.abs(col - np.median(col))) / np.sqrt(6.0)
+    return out
 
 
 #: rad/s: a joint counts as moving above this speed (:func:`detect_sweeps`' default);
@@ -112,11 +116,12 @@ MOVING_SPEED = 2e-3
 SHORTEST_WINDOW, LONGEST_WINDOW = 0.05, 1.0
 
 
-def sweep_window(q, min_speed=MOVING_SPEED):
+def sweep_window(q, min_speed=MOVING_SPEED, sigma=None):
     """s: the central-difference span whose velocity noise, from the noisiest joint's
-    :func:`encoder_noise` (√2 σ / span), is a quarter of ``min_speed``, within
-    [:data:`SHORTEST_WINDOW`, :data:`LONGEST_WINDOW`]."""
-    sigma = float(np.max(encoder_noise(q), initial=0.0))
+    :func:`encoder_noise` (√2 σ / span; ``sigma`` when given), is a quarter of
+    ``min_speed``, within [:data:`SHORTEST_WINDOW`, :data:`LONGEST_WINDOW`]."""
+    if sigma is None:
+        sigma = float(np.max(encoder_noise(q), initial=0.0))
     return float(np.clip(4.0 * np.sqrt(2.0) * sigma / min_speed, SHORTEST_WINDOW,
                          LONGEST_WINDOW))
 
@@ -179,33 +184,58 @@ def detect_sweeps(t, q, window=None, min_speed=MOVING_SPEED, speed_tolerance=0.0
     q = np.asarray(q, dtype=float)
     if q.ndim != 2 or q.shape[0] != t.shape[0]:
         raise DataError(f'times {t.shape} and positions {q.shape} must be (N,) and (N, n)')
-    if window is None:
-        window = sweep_window(q, min_speed)
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    sigma = float(np.max(encoder_noise(q), initial=0.0))
+    fixed = window is not None
+    if not fixed:
+        # which joint moves, and when: the span that keeps still joints under min_speed
+        window = sweep_window(q, min_speed, sigma)
     v = smoothed_velocity(t, q, window)
-    speed = np.abs(v)
-    half = max(1, int(round(0.5 * window / float(np.median(np.diff(t))))))
     found = []
     for j in range(q.shape[1]):
         for sign in (1, -1):
             for a, b in _runs(sign * v[:, j] > min_speed):
                 if t[b - 1] - t[a] < min_duration:
                     continue
-                plateau = float(np.median(speed[a:b, j]))
-                flat = _longest_span(np.abs(speed[a:b, j] - plateau)
-                                     <= speed_tolerance * plateau, 2 * half)
-                if flat is None:
-                    continue
-                # a smoothed speed at sample i already sees half a window ahead
-                start, stop = a + flat[0] + half, a + flat[1] - half
-                if stop - start < 2:
-                    continue
-                if t[stop - 1] - t[start] < min_duration:
-                    continue
-                others = np.delete(speed[start:stop], j, axis=1)
-                if others.size and others.max() > still_fraction * plateau:
-                    continue
-                found.append(DetectedSweep(j, sign, start, stop, plateau))
+                if fixed:
+                    span, vel, parts = window, v[a:b], [(0, b - a)]
+                else:
+                    # the run's own span: short enough for a fast or short sweep, long
+                    # enough that its speed stays within the tolerance band through the
+                    # noise (a quarter of it); the run cut again on that velocity (a long
+                    # detection span merges a move into a sweep across a short settle)
+                    guess = float(np.median(np.abs(v[a:b, j])))
+                    span = sweep_window(q, speed_tolerance * guess, sigma)
+                    vel = smoothed_velocity(t, q, span, at=np.arange(a, b))
+                    moving = max(min_speed, 4.0 * np.sqrt(2.0) * sigma / span)
+                    parts = _runs(sign * vel[:, j] > moving)
+                half = max(1, int(round(0.5 * span / dt))) if dt > 0 else 1
+                for c, d in parts:
+                    sweep = _flat_sweep(t, np.abs(vel[c:d]), j, a + c, half, speed_tolerance,
+                                        still_fraction, min_duration)
+                    if sweep is not None:
+                        found.append(DetectedSweep(j, sign, *sweep))
     return sorted(found, key=lambda s: s.start)
+
+
+def _flat_sweep(t, speed, j, offset, half, speed_tolerance, still_fraction, min_duration):
+    """(start, stop, speed) of the constant-speed sweep of joint ``j`` in a run whose
+    speeds (rows from sample ``offset``) are ``speed``, or None (:func:`detect_sweeps`
+    steps 3-4)."""
+    if len(speed) < 2:
+        return None
+    plateau = float(np.median(speed[:, j]))
+    flat = _longest_span(np.abs(speed[:, j] - plateau) <= speed_tolerance * plateau, 2 * half)
+    if flat is None:
+        return None
+    # a smoothed speed at sample i already sees half a window ahead
+    start, stop = flat[0] + half, flat[1] - half
+    if stop - start < 2 or t[offset + stop - 1] - t[offset + start] < min_duration:
+        return None
+    others = np.delete(speed[start:stop], j, axis=1)
+    if others.size and others.max() > still_fraction * plateau:
+        return None
+    return offset + start, offset + stop, plateau
 
 
 def markers_from_sweeps(t, sweeps, joints):

@@ -610,7 +610,8 @@ def _gate(measured, arm, model, noise, raw, effort, gains, q):
     verdict = judge_data(measured, arm, model.joint_names, noise=noise, raw=raw,
                          effort=effort, gains=gains, limit=SCALE_LIMIT,
                          reference='the arm model\'s',
-                         floor=still_floor(model.robot, q, SCALE_LIMIT))
+                         floor=still_floor(model.robot, q, SCALE_LIMIT),
+                         relative=None)     # the payload raises the outer joints
     if not verdict.ok:
         raise PayloadDataRefused(verdict.reason, verdict.cause)
 
