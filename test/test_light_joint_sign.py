@@ -122,3 +122,20 @@ def test_the_humanoids_wrist_is_too_light_to_judge_and_says_so():
     verdict = judge_gravity_fit(fitted, robot, tau, effort='torque')
     own = verdict.checks['own_sweeps']['joint_6']
     assert not own['judged'] and own['urdf_rms'] <= SIGN_MARGIN * own['bound'], own
+
+
+def test_an_effort_offset_is_not_a_flipped_sign():
+    """A right joint whose effort carries a constant offset (current_offsets not set)
+    larger than its gravity torque points the other way by level alone; its shape along
+    the sweep still follows the URDF's: not refused. Reversed, shape and level both
+    turn: refused."""
+    u = _sweep(2.0, 0.3, 0.5)             # varies along the sweep well beyond the bound
+    moving = np.zeros(len(u), int)
+    offset = u - 3.0                      # the level reversed by the offset only
+    verdict = judge_sweep_signs(offset[:, None], u[:, None], moving, np.array([0.1]),
+                                ['wrist'], [0])
+    own = verdict.checks['own_sweeps']['wrist']
+    assert verdict.ok and own['judged'] and own['cosine'] < -AGREE_RHO and own['rho'] > 0.9
+    flipped = judge_sweep_signs(-u[:, None], u[:, None], moving, np.array([0.1]),
+                                ['wrist'], [0])
+    assert not flipped.ok and flipped.cause == 'sign'

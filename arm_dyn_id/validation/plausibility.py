@@ -519,8 +519,11 @@ def judge_sweep_signs(measured, nominal, moving, bound, joints, candidates,
     Returns
     -------
     Plausibility
-        ``checks``: per judged candidate ``urdf_rms``, ``bound``, ``cosine``, ``judged``;
-        refused with cause ``sign`` naming the flipped joints.
+        ``checks``: per judged candidate ``urdf_rms``, ``bound``, ``cosine``, ``rho`` (the
+        centred correlation: where the URDF's torque varies along the sweep by more than
+        :data:`SIGN_MARGIN` × ``bound``, a flip must turn that shape around, which an
+        effort offset alone does not), ``judged``; refused with cause ``sign`` naming the
+        flipped joints.
     """
     y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
     moving = np.asarray(moving)
@@ -532,10 +535,15 @@ def judge_sweep_signs(measured, nominal, moving, bound, joints, candidates,
         m, u = y[rows, j], g[rows, j]
         size = float(np.sqrt(np.mean(u * u)))
         cosine = float(m @ u / max(np.linalg.norm(m) * np.linalg.norm(u), 1e-300))
+        # the shape too, where the URDF's torque varies along the sweep beyond its error
+        # (then a reversed sign turns that variation around as well): a constant offset
+        # of the effort (current_offsets) moves the level alone
+        shape = _rho(m, u)
+        shaped = bool(np.std(u) > SIGN_MARGIN * bound[j])
         judged = bool(size > SIGN_MARGIN * bound[j])
         checks[joints[j]] = {'urdf_rms': size, 'bound': float(bound[j]), 'cosine': cosine,
-                             'judged': judged}
-        if judged and cosine <= -AGREE_RHO:
+                             'rho': shape, 'judged': judged}
+        if judged and cosine <= -AGREE_RHO and not (shaped and shape > 0):
             flipped.append(j)
     if flipped:
         return Plausibility(False, sign_message([joints[j] for j in flipped],
