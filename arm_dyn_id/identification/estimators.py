@@ -789,6 +789,11 @@ def fit_threshold(Yb, tau, names, noise=None, k=3.0, max_iter=20, mask=None):
             break
         keep = new_keep
         rejected = int(start.sum() - keep.sum())
+    else:
+        # no fixed point within max_iter: the estimate and its covariance of the samples
+        # kept last (not of the set before it)
+        A, b = _normal_equations(Yb, tau, w, keep)
+        beta, cov_unit, condition = solve_normal_equations(A, b, names)
     return _finish('threshold', names, Yb, tau, beta, cov_unit, condition, keep, w, t0,
                    info={'iterations': iteration + 1, 'rejected': rejected, 'k': k},
                    per_joint=True)
