@@ -704,3 +704,31 @@ def test_one_joints_scale_apart_from_the_others_is_its_torque_constant():
     measured = data['gravity'] * np.array([1, 1, 1.8, 1, 1, 1])
     assert judge_data(measured, data['gravity'], JOINTS, relative=None).ok
     assert not judge_data(measured, data['gravity'], JOINTS).ok
+
+
+@pytest.mark.skipif(UR5 is None, reason='example-robot-data not installed')
+@pytest.mark.parametrize('effort', ['torque', 'current'])
+def test_a_ur5s_shoulder_and_elbow_swapped_are_named_swapped(effort):
+    """Under gravity a UR5's shoulder and elbow torques follow each other, so their
+    correlations cannot show a swap; their scales can: each slot reads the other's URDF
+    torque near 1 (swapped currents: near k_i / k_k), its own far off the opposite way.
+    A probe found the pair blamed on units ('6.5x the URDF's masses')."""
+    from arm_bags import Arm, realistic_sweeps
+    from arm_dyn_id.validation.check import holding_friction
+    rng = np.random.default_rng(0)
+    arm = Arm(UR5).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(str(UR5), joints=arm.joints)
+    t, q, tau = realistic_sweeps(arm, holding_friction(robot), rng, poses_per_joint=3)
+    gains = np.array([0.109, 20.2, 1.89, 0.161, 0.22, 0.156])   # N·m/A: 2-8 A at full load
+    measured = tau.copy()
+    if effort == 'current':       # each joint's current read with the other's constant
+        current = tau / gains
+        current[:, [1, 2]] = current[:, [2, 1]]
+        measured = current * gains
+    else:
+        measured[:, [1, 2]] = measured[:, [2, 1]]
+    fitted = fit_gravity(robot, t, q, measured, None, segments='detect')
+    verdict = judge_gravity_fit(fitted, robot, measured, effort=effort,
+                                gains=gains if effort == 'current' else None)
+    assert not verdict.ok and verdict.cause == 'swap', verdict.reason
+    assert "shoulder_lift_joint's and elbow_joint's torques look swapped" in verdict.reason

@@ -296,13 +296,43 @@ def torque_agreement(measured, nominal, joints=None, floor=None):
     cross = (yc.T @ gc) / np.maximum(np.outer(sy, sg), 1e-300)
     rho = np.diag(cross).copy()
     scale = (yc * gc).sum(axis=0) / np.maximum(sg * sg, 1e-300)
+    # measured joint i against the URDF's joint k: ~1 for the pair of a swap
+    cross_scale = (yc.T @ gc) / np.maximum(sg * sg, 1e-300)[None, :]
     amp = sg / np.sqrt(max(len(y), 1))
     loaded = (amp > LOADED_SHARE * amp.max()) & (amp > 0) if len(y) > 2 else np.zeros(n, bool)
     if floor is not None:
         loaded &= amp > np.nan_to_num(np.asarray(floor, dtype=float), nan=0.0)
     tested = loaded & (np.abs(rho) >= AGREE_RHO) & (sy > 0)
     return {'scale': scale, 'rho': rho, 'loaded': loaded, 'tested': tested, 'cross': cross,
-            'joints': joints, 'samples': int(len(y))}
+            'cross_scale': cross_scale, 'joints': joints, 'samples': int(len(y))}
+
+
+#: Two joints whose own scales are off the opposite ways by more than this factor each
+#: while each reads the other's URDF torque within it look swapped (:func:`_swapped_by_scale`).
+SWAP_SCALE = 1.3
+
+
+def _swapped_by_scale(agreement, i, k, gains=None):
+    """Whether joints i and k of :func:`torque_agreement` look swapped by their scales:
+    the torques of a shoulder and an elbow follow each other under gravity (their
+    correlations cannot tell a swap), but slot i read against the URDF's joint k, and k
+    against i, come out near 1 (swapped names; swapped currents: k_i / k_k and its
+    inverse, each read with the other's constant) while their own scales are off the
+    opposite ways (a UR5's pair was blamed on units, 'scale 6.5')."""
+    s, c = agreement['scale'], agreement['cross_scale']
+    cross = agreement['cross']
+    off_i, off_k = np.log(abs(s[i]) + 1e-300), np.log(abs(s[k]) + 1e-300)
+    limit = np.log(SWAP_SCALE)
+    if not (abs(off_i) > limit and abs(off_k) > limit and off_i * off_k < 0 and
+            c[i, k] > 0 and c[k, i] > 0 and min(cross[i, k], cross[k, i]) >= AGREE_RHO):
+        return False
+    ratios = [1.0]
+    if gains is not None:
+        g = np.abs(np.asarray(gains, dtype=float))
+        if g[k] > 0 and np.all(np.isfinite(g[[i, k]])):
+            ratios.append(float(g[i] / g[k]))
+    return any(abs(np.log(c[i, k] / r)) < limit and abs(np.log(c[k, i] * r)) < limit
+               for r in ratios)
 
 
 def units_message(scales, joints, effort=None, gains=None, subject='torque',
@@ -824,6 +854,9 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
                 continue
             if min(cross[i, k], cross[k, i]) >= AGREE_RHO and \
                     min(cross[i, k], cross[k, i]) > max(own[i], own[k]) + 0.2:
+                return Plausibility(False, swap_message(joints[i], joints[k], a['cross'][i, k],
+                                                        a['cross'][k, i]), checks, 'swap')
+            if _swapped_by_scale(a, i, k, gains):
                 return Plausibility(False, swap_message(joints[i], joints[k], a['cross'][i, k],
                                                         a['cross'][k, i]), checks, 'swap')
     tested = np.flatnonzero(a['tested'])
