@@ -310,7 +310,7 @@ def test_a_still_joints_held_friction_is_not_taken_for_units():
     measured = nominal + np.column_stack([np.zeros(n), held]) + rng.normal(0, 0.01, (n, 2))
     joints = ['wrist_2', 'wrist_1']
     refused = judge_data(measured, nominal, joints, noise=[0.01, 0.01], effort='torque')
-    assert not refused.ok and refused.cause in ('units', 'torque_constant') and \
+    assert not refused.ok and refused.cause in ('units', 'torque_constant', 'load') and \
         'wrist_1 x4' in refused.reason, refused.reason      # the wrong blame without the floor
     verdict = judge_data(measured, nominal, joints, noise=[0.01, 0.01], effort='torque',
                          floor=[0.0, 1.0])
@@ -732,3 +732,17 @@ def test_a_ur5s_shoulder_and_elbow_swapped_are_named_swapped(effort):
                                 gains=gains if effort == 'current' else None)
     assert not verdict.ok and verdict.cause == 'swap', verdict.reason
     assert "shoulder_lift_joint's and elbow_joint's torques look swapped" in verdict.reason
+
+
+def test_effort_read_as_torque_names_a_load_and_the_drivers_scale_not_a_constant():
+    """With effort read as torque there are no torque constants to blame: one joint apart
+    names the scale the driver applies; scales rising along the chain name a load (a
+    review: the new one-joint branch had named the outer joints' scale instead)."""
+    from arm_dyn_id.validation.plausibility import odd_scale_message, units_message
+    names = ['a', 'b', 'c', 'd', 'e', 'f']
+    cause, text = units_message([1.05, 1.1, 1.2, 1.4, 2.5, 3.0], names, effort='torque')
+    assert cause == 'load', text
+    cause, text = units_message([1.0, 1.05, 2.6, 0.95], names[:4], effort='torque')
+    assert cause == 'torque_constant' and 'c off while' in text, text
+    text = odd_scale_message([1.0, 1.05, 1.8, 0.95], names[:4], effort='torque')
+    assert 'the scale the driver applies' in text and '--torque-constants' not in text

@@ -164,3 +164,14 @@ def test_fast_short_sweeps_keep_a_short_span_beside_a_noisy_joint(noise, speed, 
     for s in found:
         assert t[s.stop - 1] - t[s.start] >= 0.6 * seconds
         assert s.speed == pytest.approx(speed, rel=0.05)
+
+
+def test_a_lost_sample_of_another_joint_does_not_make_a_sweep():
+    """Two joints moving together are not a sweep; one NaN sample in the other joint's
+    angle must not hide its motion (a NaN speed compared False with the limit)."""
+    t = np.arange(0.0, 6.0, 1e-3)
+    v = np.where((t > 1) & (t < 4), 0.3, 0.0)
+    q = np.column_stack([np.cumsum(v) * 1e-3, np.cumsum(v) * 1e-3])
+    assert detect_sweeps(t, q) == []
+    q[2500, 1] = np.nan
+    assert detect_sweeps(t, q) == []

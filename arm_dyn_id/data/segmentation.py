@@ -233,7 +233,9 @@ def _flat_sweep(t, speed, j, offset, half, speed_tolerance, still_fraction, min_
     if stop - start < 2 or t[offset + stop - 1] - t[offset + start] < min_duration:
         return None
     others = np.delete(speed[start:stop], j, axis=1)
-    if others.size and others.max() > still_fraction * plateau:
+    # a NaN among the others' speeds (a sample lost) cannot vouch that they stood still
+    if others.size and (not np.all(np.isfinite(others)) or
+                        others.max() > still_fraction * plateau):
         return None
     return offset + start, offset + stop, plateau
 

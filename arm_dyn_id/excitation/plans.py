@@ -713,9 +713,12 @@ def reciprocating_plan(robot=None, config=None, poses=None, speed=DEFAULT_SPEED,
                     f'not sweep_range: its limits [{config.position_limits_lower[j]:.4g}, '
                     f'{config.position_limits_upper[j]:.4g}] rad less the margin {margin:g} '
                     'rad leave no wider sweep')
+            ramps = ('lower the speed or raise ramp_acceleration'
+                     if ramp_acceleration < config.acceleration_limits[j] else
+                     f'lower the speed (the ramps already use {config.joints[j]}\'s '
+                     f'acceleration limit, {config.acceleration_limits[j]:.4g} rad/s²)')
             raise ConfigError(f'sweep of {config.joints[j]} over {width:.4f} rad is too short '
-                              f'for ramps of {ramp_d:.4f} rad at each end; lower the speed '
-                              f'or raise ramp_acceleration, or {room}')
+                              f'for ramps of {ramp_d:.4f} rad at each end; {ramps}, or {room}')
         start = sw.start()
         if q_prev is not None and np.max(np.abs(start - q_prev)) > 1e-12:
             move = transfer_piece(q_prev, start, t, config, transfer_speed, transfer_acceleration)

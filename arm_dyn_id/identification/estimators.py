@@ -778,6 +778,8 @@ def fit_threshold(Yb, tau, names, noise=None, k=3.0, max_iter=20, mask=None):
     keep = finite if mask is None else (finite & mask)
     start = keep.copy()
     rejected = 0
+    if max_iter < 1:
+        raise ValueError(f'max_iter = {max_iter} must be >= 1')
     for iteration in range(max_iter):
         A, b = _normal_equations(Yb, tau, w, keep)
         beta, cov_unit, condition = solve_normal_equations(A, b, names)

@@ -374,7 +374,21 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
                          'given as N·m/A, or A read as mA?')
     bad = [j for j, o in zip(joints, off) if o]
     good = [j for j, o in zip(joints, off) if not o]
-    if effort == 'torque' and good and len(good) >= len(bad):
+    like_gains = False
+    if gains is not None and len(s) >= 1:
+        k = np.abs(np.asarray(gains, dtype=float))
+        ratio = s / np.maximum(k, 1e-300)
+        like_gains = bool(np.all(np.isfinite(ratio)) and
+                          np.all(np.abs(np.log(ratio)) < np.log(2.0)))
+    if not like_gains and len(s) >= 2 and np.all(s > 1.0) and s[-1] >= 1.5 * s[0] and \
+            np.all(np.diff(np.log(s)) > -np.log(1.15)) and typical < 30:
+        # a unit scales every joint alike; a load's torque grows along the chain, its lever
+        # arm over the arm's own shrinking the further out the joint (whatever the effort)
+        return 'load', (f'{head}: the scale grows along the chain, as the torque of a load '
+                        f'at the flange that {reference} arm lacks does: a gripper or tool '
+                        'attached? Declare it (the config\'s payload) or record without it; '
+                        'else the effort\'s units or the torque constants')
+    if effort == 'torque' and good and len(good) > len(bad):
         # most joints agree: not the effort's kind, which would scale them all
         return 'torque_constant', (f'{head}: {", ".join(bad)} off while {", ".join(good)} '
                                    f'agree: the scale of {", ".join(bad)}\'s effort (the '
@@ -382,23 +396,9 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
     if effort == 'torque':
         return 'units', (f'{head}: motor currents read as N·m? (--effort current with '
                          '--torque-constants, or torque_constants in the config)')
-    like_gains = False
-    if gains is not None and len(s) >= 1:
-        k = np.abs(np.asarray(gains, dtype=float))
-        ratio = s / np.maximum(k, 1e-300)
-        like_gains = bool(np.all(np.isfinite(ratio)) and
-                          np.all(np.abs(np.log(ratio)) < np.log(2.0)))
-        if like_gains and len(s) >= 2 and np.ptp(np.log(k)) > np.log(1.5):
-            return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
-                             'joint torque (N·m) read as current (--effort torque)')
-    if not like_gains and len(s) >= 2 and np.all(s > 1.0) and s[-1] >= 1.5 * s[0] and \
-            np.all(np.diff(np.log(s)) > -np.log(1.15)) and typical < 30:
-        # a unit scales every joint alike; a load's torque grows along the chain, its lever
-        # arm over the arm's own shrinking the further out the joint
-        return 'load', (f'{head}: the scale grows along the chain, as the torque of a load '
-                        f'at the flange that {reference} arm lacks does: a gripper or tool '
-                        'attached? Declare it (the config\'s payload) or record without it; '
-                        'else the effort\'s units or the torque constants')
+    if like_gains and len(s) >= 2 and np.ptp(np.log(k)) > np.log(1.5):
+        return 'units', (f'{head}, the torque constants\' pattern: the effort is already '
+                         'joint torque (N·m) read as current (--effort torque)')
     # constants too alike to show their pattern: the scale is still about theirs
     already = (' The scale is about the torque constants themselves: is the effort already '
                'joint torque (N·m), read as current (--effort torque)?') if like_gains else ''
@@ -420,7 +420,7 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
 
 
 def odd_scale_message(scales, joints, gains=None, subject='torque',
-                      reference='the URDF\'s', limit=RELATIVE_SCALE_LIMIT):
+                      reference='the URDF\'s', limit=RELATIVE_SCALE_LIMIT, effort=None):
     """The message of a joint whose |scale| stands apart from the other tested joints' by
     more than ``limit`` (two joints: from each other), or None.
 
@@ -436,11 +436,14 @@ def odd_scale_message(scales, joints, gains=None, subject='torque',
         ratio = float(s[1] / s[0])
         if max(ratio, 1.0 / ratio) <= limit:
             return None
+        which = ('the scale the driver applies to one of their efforts is off (torque '
+                 'constant or gear ratio; arm-dyn-id check tells which)' if effort == 'torque'
+                 else 'one of their torque constants is off (--torque-constants; arm-dyn-id '
+                 'check tells which, arm-dyn-id calibrate measures them)')
         return (f'{joints[0]} reads x{s[0]:.3g} and {joints[1]} x{s[1]:.3g} of {reference} '
                 f'{subject}, {max(ratio, 1.0 / ratio):.2g}x apart, where a URDF\'s own errors '
-                f'keep a right arm within {limit:g}x: one of their torque constants is off '
-                '(--torque-constants; arm-dyn-id check tells which, arm-dyn-id calibrate '
-                'measures them), or a heavy load the URDF lacks beyond them')
+                f'keep a right arm within {limit:g}x: {which}, or a heavy load the URDF lacks '
+                'beyond them')
     others = np.array([np.median(np.delete(s, i)) for i in range(len(s))])
     rel = s / others
     worst = int(np.argmax(np.abs(np.log(rel))))
@@ -451,10 +454,13 @@ def odd_scale_message(scales, joints, gains=None, subject='torque',
     if gains is not None and np.isfinite(gains[worst]) and gains[worst] > 0:
         fix = (f': about {gains[worst] / r:.4g} N·m/A instead of {gains[worst]:.4g} if the '
                'others are right')
+    what = ('the scale the driver applies to its effort off (its torque constant or gear '
+            'ratio there)' if effort == 'torque' else
+            f'its torque constant off (--torque-constants{fix}; arm-dyn-id calibrate '
+            'measures it)')
     return (f'{joints[worst]} reads x{s[worst]:.3g} of {reference} {subject}, {r:.2g}x the '
             f'other joints\' (x{others[worst]:.3g}), where a URDF\'s own errors keep a right '
-            f'arm within {limit:g}x: its torque constant off (--torque-constants{fix}; '
-            'arm-dyn-id calibrate measures it), or the URDF\'s masses beyond it that far off')
+            f'arm within {limit:g}x: {what}, or the URDF\'s masses beyond it that far off')
 
 
 def sign_message(joints, rhos, subject='torque', reference='the URDF\'s', label='rho'):
@@ -708,7 +714,7 @@ def _off_scale(s, tested, joints, effort, gains, subject, limit, reference, chec
         odd = None if relative is None else odd_scale_message(
             s, [joints[i] for i in tested],
             None if gains is None else np.asarray(gains, dtype=float)[tested], subject,
-            reference, relative)
+            reference, relative, effort)
         if odd is None:
             return Plausibility(True, None, checks)
         return Plausibility(False, odd, checks, 'torque_constant')
