@@ -380,16 +380,20 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
         ratio = s / np.maximum(k, 1e-300)
         like_gains = bool(np.all(np.isfinite(ratio)) and
                           np.all(np.abs(np.log(ratio)) < np.log(2.0)))
-    if not like_gains and len(s) >= 2 and np.all(s > 1.0) and s[-1] >= 1.5 * s[0] and \
-            np.all(np.diff(np.log(s)) > -np.log(1.15)) and typical < 30:
+    load = (f'{head}: the scale grows along the chain, as the torque of a load at the '
+            f'flange that {reference} arm lacks does: a gripper or tool attached? Declare it '
+            '(the config\'s payload) or record without it; else the effort\'s units or the '
+            'torque constants')
+    growing = not like_gains and len(s) >= 2 and np.all(s > 1.0) and \
+        s[-1] >= 1.5 * s[0] and np.all(np.diff(np.log(s)) > -np.log(1.15)) and typical < 30
+    if growing and (len(s) >= 3 or effort != 'torque'):
         # a unit scales every joint alike; a load's torque grows along the chain, its lever
-        # arm over the arm's own shrinking the further out the joint (whatever the effort)
-        return 'load', (f'{head}: the scale grows along the chain, as the torque of a load '
-                        f'at the flange that {reference} arm lacks does: a gripper or tool '
-                        'attached? Declare it (the config\'s payload) or record without it; '
-                        'else the effort\'s units or the torque constants')
-    if effort == 'torque' and good and len(good) > len(bad):
-        # most joints agree: not the effort's kind, which would scale them all
+        # arm over the arm's own shrinking the further out the joint (whatever the effort;
+        # two joints alone cannot tell that rise from one joint's scale)
+        return 'load', load
+    if effort == 'torque' and good and len(good) >= len(bad):
+        # at least half the joints agree: not the effort's kind, which would put them all
+        # off (motor currents read as N·m: each by its own 1 / k, far from 1)
         return 'torque_constant', (f'{head}: {", ".join(bad)} off while {", ".join(good)} '
                                    f'agree: the scale of {", ".join(bad)}\'s effort (the '
                                    'torque constant or gear ratio the driver applies)')
