@@ -442,12 +442,11 @@ def _save_plot_data(path, rec, model, sweeps, held_starts, cases):
     idx = np.arange(0, rec.n_samples, step)
     q = rec.q[idx]
     pred = model.gravity_torques(q)
-    from arm_dyn_id.data.segmentation import smoothed_velocity, sweep_window
-    moving_speed = 2e-3       # rad/s, the sweep detector's
-    v = smoothed_velocity(rec.t, rec.q, sweep_window(rec.q, moving_speed), at=idx) \
+    from arm_dyn_id.data.segmentation import MOVING_SPEED, smoothed_velocity, sweep_window
+    v = smoothed_velocity(rec.t, rec.q, sweep_window(rec.q), at=idx) \
         if rec.n_samples >= 3 else np.zeros_like(q)
     fc, fv = (np.nan_to_num(model.friction[k]) for k in ('coulomb', 'viscous'))
-    moving = np.abs(v) > moving_speed
+    moving = np.abs(v) > MOVING_SPEED
     pred_friction = pred + moving * (fc * np.sign(v) + fv * v)
     sw = np.array([[rec.t[s.start], rec.t[s.stop - 1], s.joint_index, s.direction,
                     s.start in held_starts] for s in sweeps], dtype=float).reshape(-1, 5)

@@ -114,15 +114,24 @@ def encoder_noise(q):
 MOVING_SPEED = 2e-3
 #: s: the velocity span of :func:`sweep_window`, at least and at most.
 SHORTEST_WINDOW, LONGEST_WINDOW = 0.05, 1.0
+#: A speed is told from the velocity noise when it is this many times that noise.
+NOISE_MARGIN = 4.0
+
+
+def _noise_speed(sigma, span):
+    """rad/s: :data:`NOISE_MARGIN` × the velocity noise (√2 σ / span) of a central
+    difference over ``span`` s of angles with white noise ``sigma`` rad."""
+    return NOISE_MARGIN * np.sqrt(2.0) * sigma / span
 
 
 def sweep_window(q, min_speed=MOVING_SPEED, sigma=None):
     """s: the central-difference span whose velocity noise, from the noisiest joint's
-    :func:`encoder_noise` (√2 σ / span; ``sigma`` when given), is a quarter of
+    :func:`encoder_noise` (``sigma`` when given), is 1 / :data:`NOISE_MARGIN` of
     ``min_speed``, within [:data:`SHORTEST_WINDOW`, :data:`LONGEST_WINDOW`]."""
     if sigma is None:
         sigma = float(np.max(encoder_noise(q), initial=0.0))
-    return float(np.clip(4.0 * np.sqrt(2.0) * sigma / min_speed, SHORTEST_WINDOW,
+    # _noise_speed falls as 1 / span: the span where it equals min_speed
+    return float(np.clip(_noise_speed(sigma, 1.0) / min_speed, SHORTEST_WINDOW,
                          LONGEST_WINDOW))
 
 
@@ -207,7 +216,7 @@ def detect_sweeps(t, q, window=None, min_speed=MOVING_SPEED, speed_tolerance=0.0
                     guess = float(np.median(np.abs(v[a:b, j])))
                     span = sweep_window(q, speed_tolerance * guess, sigma)
                     vel = smoothed_velocity(t, q, span, at=np.arange(a, b))
-                    moving = max(min_speed, 4.0 * np.sqrt(2.0) * sigma / span)
+                    moving = max(min_speed, _noise_speed(sigma, span))
                     parts = _runs(sign * vel[:, j] > moving)
                 half = max(1, int(round(0.5 * span / dt))) if dt > 0 else 1
                 for c, d in parts:

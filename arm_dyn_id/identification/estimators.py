@@ -256,6 +256,12 @@ def _row_rss(neq, beta):
     return np.clip(rss, 0.0, None)
 
 
+def _joint_grams(H):
+    """Σ over samples of ``H[:, j]ᵀ H[:, j]`` per joint j of stacked rows H (M, n, r):
+    (n, r, r), unweighted."""
+    return np.stack([H[:, j, :].T @ H[:, j, :] for j in range(H.shape[1])])
+
+
 def sample_moments(Yb, tau, w, mask):
     """:class:`NormalEquations` of stacked samples.
 
@@ -275,7 +281,7 @@ def sample_moments(Yb, tau, w, mask):
     """
     H, y = Yb[mask], tau[mask]
     n = tau.shape[1]
-    A_joint = np.stack([H[:, i, :].T @ H[:, i, :] for i in range(n)])
+    A_joint = _joint_grams(H)
     b_joint = np.stack([H[:, i, :].T @ y[:, i] for i in range(n)])
     return NormalEquations(np.einsum('j,jrs->rs', w, A_joint), w @ b_joint, A_joint, b_joint,
                            np.sum(y ** 2, axis=0), int(mask.sum()), w)
@@ -459,10 +465,8 @@ def _finish(method, names, Yb, tau, beta, cov_unit, condition, mask, w, t0, info
     residuals[~mask] = np.nan
     r = residuals[mask]
     if cov is None and per_joint:
-        H = Yb[mask]
-        A_joint = np.stack([H[:, i, :].T @ H[:, i, :] for i in range(H.shape[1])])
-        cov = joint_variance_covariance(cov_unit, A_joint, w, np.sum(r ** 2, axis=0),
-                                        int(mask.sum()))
+        cov = joint_variance_covariance(cov_unit, _joint_grams(Yb[mask]), w,
+                                        np.sum(r ** 2, axis=0), int(mask.sum()))
     elif cov is None:
         # scale the unit-weight covariance by the weighted residual variance
         dof = max(r.size - len(beta), 1)

@@ -410,7 +410,7 @@ def held_still(q):
     q = np.asarray(q, dtype=float)
     if q.ndim != 2 or not len(q):
         return np.zeros(q.shape[-1] if q.ndim else 0, dtype=bool)
-    return np.nanmax(q, axis=0) - np.nanmin(q, axis=0) < STILL_SPAN
+    return _spans(q) < STILL_SPAN
 
 
 def _spans(q):

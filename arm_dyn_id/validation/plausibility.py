@@ -862,11 +862,9 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
         for k in range(i + 1, n):
             if not (loaded[i] and loaded[k]):
                 continue
-            if min(cross[i, k], cross[k, i]) >= AGREE_RHO and \
-                    min(cross[i, k], cross[k, i]) > max(own[i], own[k]) + 0.2:
-                return Plausibility(False, swap_message(joints[i], joints[k], a['cross'][i, k],
-                                                        a['cross'][k, i]), checks, 'swap')
-            if _swapped_by_scale(a, i, k, gains):
+            by_shape = min(cross[i, k], cross[k, i]) >= AGREE_RHO and \
+                min(cross[i, k], cross[k, i]) > max(own[i], own[k]) + 0.2
+            if by_shape or _swapped_by_scale(a, i, k, gains):
                 return Plausibility(False, swap_message(joints[i], joints[k], a['cross'][i, k],
                                                         a['cross'][k, i]), checks, 'swap')
     tested = np.flatnonzero(a['tested'])
