@@ -520,14 +520,19 @@ def still_floor(robot, q, limit=JOINT_SCALE_LIMIT):
     return np.where(held_still(q), holding_friction(robot) / (1.0 - 1.0 / limit), 0.0)
 
 
+def com_error_bound(robot):
+    """N·m, (n,): what the URDF may get wrong in a joint's gravity torque with every link
+    beyond it with its centre of mass :data:`COM_ERROR` off (at most the mass it carries
+    × g × that)."""
+    return robot.mass_beyond * robot.gravity_magnitude * COM_ERROR
+
+
 def urdf_error_bound(robot):
     """N·m, (n,): what the URDF may get wrong in a joint's gravity torque on the samples
-    of its own forward/backward pairs: every link beyond it with its centre of mass
-    :data:`COM_ERROR` off (at most the mass it carries × g × that) and the
+    of its own forward/backward pairs: :func:`com_error_bound` and the
     :data:`PAIR_FRICTION` share of its holding friction that a pair leaves."""
     from arm_dyn_id.validation.check import holding_friction
-    return (robot.mass_beyond * robot.gravity_magnitude * COM_ERROR
-            + PAIR_FRICTION * holding_friction(robot))
+    return com_error_bound(robot) + PAIR_FRICTION * holding_friction(robot)
 
 
 def judge_sweep_signs(measured, nominal, moving, bound, joints, candidates,
@@ -592,6 +597,70 @@ def judge_sweep_signs(measured, nominal, moving, bound, joints, candidates,
                                                 label='cosine'),
                             {'own_sweeps': checks}, 'sign')
     return Plausibility(True, None, {'own_sweeps': checks})
+
+
+def light_joint_signs(measured, nominal, bound, joints, candidates):
+    """The sign and wiring of joints :func:`judge_data` left untested, over a whole rich
+    recording.
+
+    A full fit's measured torque holds each joint's friction, which lowers its
+    correlation with the URDF's inverse dynamics. Where the URDF's torque varies (σ about
+    its mean) by more than what the URDF's centres of mass can get wrong (``bound``,
+    :func:`com_error_bound`), a right arm's torque does not follow it the
+    opposite way; one that
+    does (ρ ≤ −:data:`AGREE_RHO`) has its sign flipped. Two such joints each following
+    the other's URDF torque (ρ ≥ :data:`AGREE_RHO`, and 0.2 above their own) are swapped.
+    With the URDF's variation σ_u above the bound b, the centre-of-mass error e (σ_e ≤ b)
+    cannot turn the correlation around: cov(u, u + e) ≥ σ_u (σ_u − b) > 0.
+
+    Parameters
+    ----------
+    measured, nominal : array_like, (M, n)
+        Measured torque and the URDF's inverse dynamics at the same samples (N·m).
+    bound : array_like, (n,)
+        :func:`com_error_bound` (N·m).
+    joints : sequence of str, (n,)
+    candidates : iterable of str
+        The joints to judge.
+
+    Returns
+    -------
+    Plausibility
+        ``checks``: per candidate ``urdf_std``, ``bound``, ``rho``, ``judged``; refused
+        with cause ``swap`` naming two swapped joints, or ``sign`` naming the flipped
+        ones.
+    """
+    y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
+    ok = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(g), axis=1)
+    y, g = y[ok], g[ok]
+    bound = np.asarray(bound, dtype=float)
+    index = [list(joints).index(name) for name in candidates]
+    checks, flipped, judged = {}, [], []
+    if len(y) < 10:
+        return Plausibility(True, None, checks)
+    for name, j in zip(candidates, index):
+        spread, rho = float(np.std(g[:, j])), _rho(y[:, j], g[:, j])
+        checks[name] = {'urdf_std': spread, 'bound': float(bound[j]), 'rho': rho,
+                        'judged': bool(spread > bound[j])}
+        if checks[name]['judged']:
+            judged.append(j)
+    # two judged joints each following the other's URDF torque, not its own: swapped
+    # (judged first: a swap can turn one joint's own correlation negative)
+    for a in judged:
+        for b in judged:
+            if a < b:
+                ab, ba = _rho(y[:, a], g[:, b]), _rho(y[:, b], g[:, a])
+                own = max(abs(checks[joints[a]]['rho']), abs(checks[joints[b]]['rho']))
+                if min(ab, ba) >= AGREE_RHO and min(ab, ba) > own + 0.2:
+                    return Plausibility(False, swap_message(joints[a], joints[b], ab, ba),
+                                        checks, 'swap')
+    for name, j in zip(candidates, index):
+        if checks[name]['judged'] and checks[name]['rho'] <= -AGREE_RHO:
+            flipped.append(name)
+    if flipped:
+        return Plausibility(False, sign_message(flipped, [checks[j]['rho'] for j in flipped]),
+                            checks, 'sign')
+    return Plausibility(True, None, checks)
 
 
 def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice=''):
@@ -947,6 +1016,12 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     if not verdict.ok:
         return verdict
     checks = dict(verdict.checks)
+    if robot is not None:
+        light = light_joint_signs(y[rows], nominal[rows], com_error_bound(robot), joints,
+                                  [j for j in joints if not checks['agreement'][j]['tested']])
+        checks['light_signs'] = light.checks
+        if not light.ok:
+            return Plausibility(False, light.reason, checks, light.cause)
     rate = float(prepared.info.get('rate_hz', np.nan))
     cutoff = float(prepared.info.get('cutoff_hz', np.nan))
     at_limit = bool(np.isfinite(rate) and cutoff >= RATE_LIMIT * rate / 2)
@@ -1031,8 +1106,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
 
 __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'JOINT_SCALE_LIMIT',
            'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
-           'WORKSPACE_UNCERTAINTY', 'cutoff_message', 'derivative_noise', 'excitation_message',
-           'judge_data', 'judge_fit', 'judge_full', 'judge_level', 'judge_workspace',
-           'level_scales', 'sign_message',
-           'still_floor',
+           'WORKSPACE_UNCERTAINTY', 'com_error_bound', 'cutoff_message', 'derivative_noise',
+           'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'judge_level',
+           'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message']

@@ -1,0 +1,183 @@
+"""Right data at 100 Hz-2 kHz through the full-dynamics fit's data gate: refused or not?
+
+The realism matrix (``bench/realism_matrix.py``) scores ``fit_full`` at every rate and
+encoder noise, but not the gate that ``arm-dyn-id fit`` puts after it. This bench runs
+the command as a user would on simulated right recordings and counts the refusals (a
+right record refused is a false refusal) and the cause named, with the model's error.
+
+Arms: the humanoid arm of ``urdf/``, example-robot-data's UR5 and Panda. The true arm is
+the URDF with each link's mass N(1, 10 %) and its centre of mass 1.5 cm off in a random
+direction (``test/arm_bags.py``'s ``Arm.perturb``). Its recording is
+``test/arm_bags.py``'s ``realistic_fourier``: 4 harmonics of 0.1 Hz about the middle of
+each joint's range, amplitude min(0.8 rad, a quarter of the range), 3 periods (30 s);
+torque from pinocchio's RNEA of the true arm, plus the URDF's holding friction
+(``check.holding_friction``) as Coulomb friction ``tanh(q̇ / 1e-3)``, viscous friction
+0.3x that per rad/s, white noise of 0.5 % of each joint's largest rigid-body torque,
+effort in N·m (``--effort torque``). Encoder noise: white, 0, 1e-4 or 5e-4 rad.
+
+Per record: exit code and cause (``--force`` writes the model marked rejected, so the
+model is read either way), the held-out RMSE % (mean over the joints), and the gravity
+model's RMS error over 200 random poses of the joints' range against the true arm's, as
+% of each joint's largest gravity torque, on the loaded joints (the URDF's gravity RMS
+above 5 % of the most loaded joint's).
+
+    .venv/bin/python bench/full_gate_rates.py [--rates 100 500 1000 2000]
+                                              [--encoder 0 1e-4 5e-4] [--tree /tmp/old]
+
+``--tree PATH`` runs another checkout's ``arm_dyn_id`` (``git archive REV | tar -x -C
+PATH``) on the same bags: the before.
+"""
+
+import os
+
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'test'))
+
+import benchlib  # noqa: E402
+from arm_bags import Arm, example_robot, realistic_fourier  # noqa: E402
+
+from arm_dyn_id.data.bag_writer import write_bag  # noqa: E402
+from arm_dyn_id.model import load_model  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.validation.check import holding_friction  # noqa: E402
+
+ARMS = {'humanoid': lambda: benchlib.REPO / 'urdf' / 'humanoid_arm.urdf',
+        'ur5': lambda: example_robot('ur_description/urdf/ur5_robot.urdf'),
+        'panda': lambda: example_robot('panda_description/urdf/panda.urdf')}
+
+
+def gravity_error(arm, model_path, urdf):
+    """RMS error % of the fitted gravity against the true arm's over 200 random poses, on
+    the joints whose gravity RMS exceeds 5 % of the most loaded joint's; worst joint."""
+    model = load_model(model_path, urdf=urdf)
+    Q = np.random.default_rng(999).uniform(arm.lower, arm.upper, size=(200, arm.n))
+    true = arm.gravity(Q, {e: 0.01 for e in arm.extra})
+    fitted = np.asarray(model.gravity_torques(Q))
+    rms = np.sqrt((true ** 2).mean(axis=0))
+    loaded = rms > 0.05 * rms.max()
+    err = 100 * np.sqrt(((fitted - true) ** 2).mean(axis=0)) / np.abs(true).max(axis=0)
+    return float(err[loaded].max())
+
+
+def fit_case(tmp, name, arm, urdf, t, q, tau, tree):
+    """Write the bag, fit it as a user would; (exit, fitted / cause, held-out RMSE %
+    mean, gravity error %, refusal)."""
+    names = list(arm.joints) + list(arm.extra)
+    pad = np.full((len(t), len(arm.extra)), 0.01)
+    write_bag(tmp / name, 1.7e9 + t, names, np.hstack([q, pad]), np.hstack([tau, 0 * pad]))
+    out = tmp / f'{name}_fit'
+    code, what, _, reason = benchlib.gated_fit(
+        tmp / name, out, ['--urdf', urdf, '--effort', 'torque', '--dynamics', 'full'], tree)
+    held, err = None, None
+    if (out / 'validation.json').is_file():
+        doc = json.loads((out / 'validation.json').read_text())
+        pct = [m['rmse_percent'] for m in (doc.get('held_out') or {}).values()
+               if isinstance(m, dict) and 'rmse_percent' in m]
+        held = float(np.mean(pct)) if pct else None
+        err = gravity_error(arm, out / 'model.yaml', urdf)
+    print(f'{name}: exit {code} {what}', file=sys.stderr, flush=True)
+    return code, what, held, err, reason
+
+
+def true_arm(urdf, seed):
+    """The perturbed true arm, the URDF's model of it and its recording's generator."""
+    arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
+    return arm, RobotModel.from_urdf(urdf, joints=list(arm.joints))
+
+
+def mistakes(tmp, args):
+    """Each joint's sign flipped and each neighbouring pair's torques swapped, 200 Hz."""
+    rows = []
+    for key in args.arms.split(','):
+        urdf = ARMS[key]()
+        arm, robot = true_arm(urdf, args.seed)
+        t, q, tau = realistic_fourier(arm, holding_friction(robot),
+                                      np.random.default_rng(args.seed), 200.0)
+        cases = []
+        for j in range(arm.n):
+            flipped = tau.copy()
+            flipped[:, j] *= -1
+            cases.append((f'{arm.joints[j]} sign flipped', 'sign', flipped))
+        for j in range(arm.n - 1):
+            swapped = tau.copy()
+            swapped[:, [j, j + 1]] = swapped[:, [j + 1, j]]
+            cases.append((f'{arm.joints[j]} and {arm.joints[j + 1]} swapped', 'swap',
+                          swapped))
+        for k, (label, kind, effort) in enumerate(cases):
+            code, what, _, err, reason = fit_case(tmp, f'{key}_m{k}', arm, urdf, t, q,
+                                                  effort, args.tree)
+            rows.append((key, label, kind, code, what, err, reason))
+    print('| arm | mistake | exit | fitted / cause | gravity error % (worst loaded joint) |')
+    print('|---|---|---|---|---|')
+    for key, label, _, code, what, err, _ in rows:
+        print(f'| {key} | {label} | {code} | {what} | '
+              f'{"—" if err is None else f"{err:.1f}"} |')
+    written = [f'{r[0]} {r[1]}' for r in rows if r[3] == 0]
+    named = [r for r in rows if r[3] != 0 and r[4].endswith(f': {r[2]}')]
+    print(f'\nmistakes written with exit 0: {len(written)} of {len(rows)} {written}; '
+          f'refused naming the mistake (sign / swap): {len(named)}')
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--rates', type=float, nargs='+', default=[100, 500, 1000, 2000])
+    parser.add_argument('--encoder', type=float, nargs='+', default=[0.0, 1e-4, 5e-4])
+    parser.add_argument('--arms', default='humanoid,ur5,panda')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--tree', type=Path, help='fit with this checkout\'s arm_dyn_id')
+    parser.add_argument('--part', choices=('rates', 'mistakes', 'all'), default='all')
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix='full_gate_rates_') as tmp:
+        tmp = Path(tmp)
+        if args.part != 'rates':
+            print(f'# wiring mistakes of right recordings at 200 Hz '
+                  f'({args.tree or "this tree"})\n')
+            mistakes(tmp, args)
+            print()
+        for key in args.arms.split(',') if args.part != 'mistakes' else ():
+            urdf = ARMS[key]()
+            for rate in args.rates:
+                for encoder in args.encoder:
+                    arm, robot = true_arm(urdf, args.seed)
+                    t, q, tau = realistic_fourier(arm, holding_friction(robot),
+                                                  np.random.default_rng(args.seed), rate,
+                                                  encoder)
+                    rows.append((key, rate, encoder) + fit_case(
+                        tmp, f'{key}_{rate:g}_{encoder:g}', arm, urdf, t, q, tau,
+                        args.tree))
+    if args.part == 'mistakes':
+        return 0
+    print(f'# right full-dynamics records through the gate ({args.tree or "this tree"}), '
+          f'{platform.node()} {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
+          f'{time.perf_counter() - started:.0f} s\n')
+    print('| arm | rate (Hz) | encoder (rad) | exit | fitted / cause | held-out RMSE % '
+          '(mean) | gravity error % (worst loaded joint) |')
+    print('|---|---|---|---|---|---|---|')
+    for key, rate, encoder, code, what, held, err, _ in rows:
+        print(f'| {key} | {rate:g} | {encoder:g} | {code} | {what} | '
+              f'{"—" if held is None else f"{held:.2f}"} | '
+              f'{"—" if err is None else f"{err:.2f}"} |')
+    refused = [r for r in rows if r[3] != 0]
+    print(f'\nright records refused: {len(refused)} of {len(rows)}')
+    for r in refused:
+        print(f'- {r[0]} {r[1]:g} Hz {r[2]:g} rad: {r[7][:160]}')
+    print(f'\n{time.perf_counter() - started:.0f} s in all')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
