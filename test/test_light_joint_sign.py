@@ -208,11 +208,11 @@ def _columns(tau, *pairs):
     return out
 
 
-def test_a_full_fit_refuses_a_light_panda_joints_flip_and_swap_and_passes_it_right(tmp_path):
+def test_a_full_fit_refuses_a_light_panda_joints_flip_and_swaps_and_passes_it_right(tmp_path):
     """The Panda's joints 5 and 6 carry too little of the torque for the 5 % rule, and
     their friction lowers their correlation with the URDF; flipped, their fitted model was
     written with exit 0 (74 % off on joint 6's gravity), and the two swapped were blamed
-    on the excitation."""
+    on the excitation. Its joints 3 and 4 swapped were written with exit 0."""
     _, flipped = _panda_fit(tmp_path, 'flip6',
                             lambda tau: tau * np.where(np.arange(7) == 5, -1.0, 1.0))
     assert flipped['cause'] == 'sign', flipped['reason']
@@ -221,6 +221,11 @@ def test_a_full_fit_refuses_a_light_panda_joints_flip_and_swap_and_passes_it_rig
     _, swapped = _panda_fit(tmp_path, 'swap56', lambda tau: _columns(tau, (4, 5)))
     assert swapped['cause'] == 'swap', swapped['reason']
     assert "panda_joint5's and panda_joint6's torques look swapped" in swapped['reason']
+    # two loaded joints whose URDF torques look alike: each swapped one follows its own
+    # URDF torque 0.2-0.7 and the other's about 0.9; written 38 % off before
+    _, alike = _panda_fit(tmp_path, 'swap34', lambda tau: _columns(tau, (2, 3)))
+    assert alike['cause'] == 'swap', alike['reason']
+    assert "panda_joint3's and panda_joint4's torques look swapped" in alike['reason']
     _, right = _panda_fit(tmp_path, 'right', lambda tau: tau)
     assert right['ok'], right['reason']
     for joint in ('panda_joint5', 'panda_joint6'):

@@ -312,6 +312,17 @@ def torque_agreement(measured, nominal, joints=None, floor=None):
 SWAP_SCALE = 1.3
 
 
+def _swapped_by_shape(ik, ki, own_i, own_k):
+    """Do joints i and k look swapped by their shapes? Each measured torque follows the
+    other's URDF torque (ρ ``ik``, ``ki`` ≥ :data:`AGREE_RHO`) better than its own (|ρ|
+    ``own_i``, ``own_k``): by 0.2 each, or by 0.4 together (two joints whose URDF torques
+    look alike: the Panda's third and fourth, each measured one following its own URDF
+    torque 0.2-0.7 when swapped, the other's 0.86-0.93)."""
+    if min(ik, ki) < AGREE_RHO:
+        return False
+    return min(ik, ki) > max(own_i, own_k) + 0.2 or (ik + ki) - (own_i + own_k) > 0.4
+
+
 def _swapped_by_scale(agreement, i, k, gains=None):
     """Whether joints i and k of :func:`torque_agreement` look swapped by their scales:
     the torques of a shoulder and an elbow follow each other under gravity (their
@@ -608,8 +619,9 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     its mean) by more than what the URDF's centres of mass can get wrong (``bound``,
     :func:`com_error_bound`), a right arm's torque does not follow it the
     opposite way; one that
-    does (ρ ≤ −:data:`AGREE_RHO`) has its sign flipped. Two such joints each following
-    the other's URDF torque (ρ ≥ :data:`AGREE_RHO`, and 0.2 above their own) are swapped.
+    does (ρ ≤ −:data:`AGREE_RHO`) has its sign flipped. Such a joint and another whose
+    URDF torque varies as much, each following the other's URDF torque better than its
+    own (:func:`_swapped_by_shape`), are swapped.
     With the URDF's variation σ_u above the bound b, the centre-of-mass error e (σ_e ≤ b)
     cannot turn the correlation around: cov(u, u + e) ≥ σ_u (σ_u − b) > 0.
 
@@ -644,16 +656,20 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
                         'judged': bool(spread > bound[j])}
         if checks[name]['judged']:
             judged.append(j)
-    # two judged joints each following the other's URDF torque, not its own: swapped
-    # (judged first: a swap can turn one joint's own correlation negative)
+    # a judged joint and another whose URDF torque varies as much, each following the
+    # other's URDF torque, not its own: swapped (judged first: a swap can turn one
+    # joint's own correlation negative)
+    others = [k for k in range(len(joints)) if k not in index and np.std(g[:, k]) > bound[k]]
     for a in judged:
-        for b in judged:
-            if a < b:
+        for b in judged + others:
+            if a != b and (a < b or b in others):
                 ab, ba = _rho(y[:, a], g[:, b]), _rho(y[:, b], g[:, a])
-                own = max(abs(checks[joints[a]]['rho']), abs(checks[joints[b]]['rho']))
-                if min(ab, ba) >= AGREE_RHO and min(ab, ba) > own + 0.2:
-                    return Plausibility(False, swap_message(joints[a], joints[b], ab, ba),
-                                        checks, 'swap')
+                if _swapped_by_shape(ab, ba, abs(_rho(y[:, a], g[:, a])),
+                                     abs(_rho(y[:, b], g[:, b]))):
+                    first, second = sorted((a, b))
+                    return Plausibility(False, swap_message(
+                        joints[first], joints[second], *((ab, ba) if first == a else (ba, ab))),
+                        checks, 'swap')
     for name, j in zip(candidates, index):
         if checks[name]['judged'] and checks[name]['rho'] <= -AGREE_RHO:
             flipped.append(name)
@@ -931,9 +947,8 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
         for k in range(i + 1, n):
             if not (loaded[i] and loaded[k]):
                 continue
-            by_shape = min(cross[i, k], cross[k, i]) >= AGREE_RHO and \
-                min(cross[i, k], cross[k, i]) > max(own[i], own[k]) + 0.2
-            if by_shape or _swapped_by_scale(a, i, k, gains):
+            if _swapped_by_shape(cross[i, k], cross[k, i], own[i], own[k]) or \
+                    _swapped_by_scale(a, i, k, gains):
                 return Plausibility(False, swap_message(joints[i], joints[k], a['cross'][i, k],
                                                         a['cross'][k, i]), checks, 'swap')
     tested = np.flatnonzero(a['tested'])
