@@ -715,6 +715,31 @@ def test_sweeps_of_a_ur5_with_a_geared_arms_friction_are_determined(seed):
     assert ratios and max(ratios) < WORKSPACE_UNCERTAINTY / 10, verdict.checks['workspace']
 
 
+@pytest.mark.skipif(UR5 is None, reason='example-robot-data not installed')
+def test_a_full_fit_of_torque_read_as_current_names_units_where_friction_lowers_rho(
+        tmp_path, capsys):
+    """A UR5's rich recording whose joints carry their holding friction: against the
+    URDF's inverse dynamics only shoulder_lift is tested, at ρ about 0.6 (friction the URDF
+    lacks), below the 0.9 its scale was judged at. Its torque read as current (x7) was
+    written off to too little excitation; a scale beyond 4x on a tested joint is judged
+    whatever its ρ (friction lowers ρ, not the slope)."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.validation.check import holding_friction
+    arm = Arm(UR5).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(str(UR5), joints=arm.joints)
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
+    write_bag(tmp_path / 'bag', 1.7e9 + t, list(arm.joints), q, tau)
+    code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--urdf', UR5, '--dynamics', 'full',
+                       '--torque-constants', '7,7,7,7,7,7', '--out', tmp_path / 'fit',
+                       '--no-report')
+    assert code == 3, err
+    line = one_error_line(err)
+    assert 'only shoulder_lift_joint could be judged' in line, line
+    assert 'read as current (--effort torque)' in line, line
+    assert 'excitation' not in line
+
+
 def test_one_joints_scale_apart_from_the_others_is_its_torque_constant():
     """A torque constant 1.8x off sits inside the 2x the URDF test allows on its own, and
     a URDF a little off hides even 2x; the other joints' scales do not move with it. The
