@@ -71,15 +71,15 @@ def gravity_error(arm, model_path, urdf):
     return float(err[loaded].max())
 
 
-def fit_case(tmp, name, arm, urdf, t, q, tau, tree):
-    """Write the bag, fit it as a user would; (exit, fitted / cause, held-out RMSE %
-    mean, gravity error %, refusal)."""
+def fit_case(tmp, name, arm, urdf, t, q, tau, tree, options=('--dynamics', 'full')):
+    """Write the bag, fit it as a user would (``--effort torque`` and ``options``); (exit,
+    fitted / cause, held-out RMSE % mean, gravity error %, refusal)."""
     names = list(arm.joints) + list(arm.extra)
     pad = np.full((len(t), len(arm.extra)), 0.01)
     write_bag(tmp / name, 1.7e9 + t, names, np.hstack([q, pad]), np.hstack([tau, 0 * pad]))
     out = tmp / f'{name}_fit'
     code, what, _, reason = benchlib.gated_fit(
-        tmp / name, out, ['--urdf', urdf, '--effort', 'torque', '--dynamics', 'full'], tree)
+        tmp / name, out, ['--urdf', urdf, '--effort', 'torque', *options], tree)
     held, err = None, None
     if (out / 'validation.json').is_file():
         doc = json.loads((out / 'validation.json').read_text())

@@ -102,7 +102,7 @@ def run(args):
     else:
         markers, source = choose_markers(rec.t, rec.q, rec.joints, rec.markers, args.segments,
                                          where=f'bag {rec.source}', phase=progress.phase)
-        pairs = pair_sweeps(sweeps_from_markers(rec.t, markers))
+        pairs = pair_sweeps(sweeps_from_markers(rec.t, markers), rec.q)
         if not pairs:
             raise DataError(f'bag {rec.source} has no forward/backward sweep pair to validate '
                             'on (a gravity model is scored on sweep pairs; a full-dynamics '

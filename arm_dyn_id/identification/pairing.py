@@ -103,8 +103,31 @@ def phase_mask(t, markers, phases):
 QUASI_STATIC_PHASES = ('settle', 'sweep', 'reversal')
 
 
-def pair_sweeps(sweeps):
+#: rad: the other joints' positions (medians over each pass) may differ by at most this
+#: between the two passes of a pair: they hold one pose while the joint sweeps.
+POSE_TOLERANCE = 0.05
+
+
+def same_pose(q, first, second, tolerance=POSE_TOLERANCE):
+    """Do the joints other than the sweeping one hold the same pose in both passes?"""
+    j = first.joint_index
+    a = np.nanmedian(q[first.start:first.stop], axis=0)
+    b = np.nanmedian(q[second.start:second.stop], axis=0)
+    other = np.arange(q.shape[1]) != j
+    return bool(np.all(np.abs(a[other] - b[other]) <= tolerance))
+
+
+def pair_sweeps(sweeps, q=None):
     """Pair each forward sweep with the next backward sweep of the same joint.
+
+    Parameters
+    ----------
+    sweeps : list of Sweep
+    q : ndarray, (N, n), optional
+        rad. When given, two passes pair only if the other joints hold the same pose in
+        both (:data:`POSE_TOLERANCE`): with one sweep lost (not detected through encoder
+        noise), its partner paired with the next pose's opposite pass, and the average of
+        two poses' torques made the model 13-38 % off (a UR5 at 100 Hz, 5e-4 rad).
 
     Returns
     -------
@@ -112,9 +135,11 @@ def pair_sweeps(sweeps):
     """
     pairs = []
     pending = {}
+    q = None if q is None else np.asarray(q, dtype=float)
     for sweep in sweeps:
         key = sweep.joint_index
-        if key in pending and pending[key].direction == -sweep.direction:
+        if key in pending and pending[key].direction == -sweep.direction and \
+                (q is None or same_pose(q, pending[key], sweep)):
             first = pending.pop(key)
             fwd, bwd = (first, sweep) if first.direction > 0 else (sweep, first)
             pairs.append((fwd, bwd))
@@ -165,7 +190,7 @@ def average_pairs(t, q, tau, sweeps, trim=0.02, dq=None):
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
-    pairs = pair_sweeps(sweeps)
+    pairs = pair_sweeps(sweeps, q)
     if dq is None:
         from arm_dyn_id.data.segmentation import smoothed_velocity, sweep_window
         window = sweep_window(q)

@@ -555,7 +555,7 @@ def identify_payload_samples(model, t, q, tau, markers=None, noise=None, frame='
             marks, source = detect_markers(t, q, model.joint_names), 'detected'
         except DataError:
             marks = []
-    if marks and pair_sweeps(sweeps_from_markers(t, marks)):
+    if marks and pair_sweeps(sweeps_from_markers(t, marks), q):
         say(f'gravity model: forward/backward sweep pairs ({source}) averaged')
         return identify_payload(model, t, q, tau, marks, noise=weights, frame=frame,
                                 model_error=error)

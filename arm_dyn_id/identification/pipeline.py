@@ -167,7 +167,7 @@ def _sweep_markers(t, markers):
     return found
 
 
-def split_pairs(t, markers, fraction, seed):
+def split_pairs(t, markers, fraction, seed, q=None):
     """Choose forward/backward pairs to hold out for validation.
 
     At least one pair is held out when ``fraction`` > 0 and there is more than one
@@ -183,6 +183,9 @@ def split_pairs(t, markers, fraction, seed):
         Fraction of the pairs to hold out, in [0, 1).
     seed : int
         Seed of the random choice.
+    q : ndarray, (N, n), optional
+        rad: the passes of a pair must hold the other joints at one pose
+        (:func:`~arm_dyn_id.identification.pairing.pair_sweeps`).
 
     Returns
     -------
@@ -198,7 +201,7 @@ def split_pairs(t, markers, fraction, seed):
         If the markers give no forward/backward pair.
     """
     sweeps = sweeps_from_markers(t, markers)
-    pairs = pair_sweeps(sweeps)
+    pairs = pair_sweeps(sweeps, q)
     if not pairs:
         raise DataError('no forward/backward sweep pair in the data: each joint must sweep '
                         'forward and back over the same range (seed 000 excitation)')
@@ -507,7 +510,7 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     recorded = any(m['phase'] == 'sweep' for m in clean_markers(markers))
     try:
         markers, source = choose_markers(t, q, joints, markers, segments, where, phase)
-        fit_markers, held, train = split_pairs(t, markers, holdout, seed)
+        fit_markers, held, train = split_pairs(t, markers, holdout, seed, q)
     except DataError as exc:
         if segments != 'auto' or recorded:
             raise
@@ -866,7 +869,7 @@ def choose_dynamics(t, q, markers=None, stored=None, dq=None, mode='auto', joint
         # constant-speed sweeps between fast moves also count as "rich" by speed alone:
         # the sweeps decide (what the gravity path would detect)
         try:
-            pairs = pair_sweeps(sweeps_from_markers(t, detect_markers(t, q, joints)))
+            pairs = pair_sweeps(sweeps_from_markers(t, detect_markers(t, q, joints)), q)
         except DataError:
             pairs = []
         if pairs:
