@@ -1091,7 +1091,12 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         bad_rmse = over > RMSE_NOISE_LIMIT and pct is not None and pct > MAX_RMSE_PERCENT
         bad_cut = at_limit and over > CUTOFF_NOISE_LIMIT and pct is not None and \
             pct > CUTOFF_RMSE_PERCENT
-        if not (bad_rho or bad_rmse or bad_cut):
+        pinned = [] if tested[i] else _friction_at_bound(parameter_names, values, i)
+        # a joint the model follows within 25 % but far above its noise whose friction the
+        # fit pinned at 0: a humanoid's fourth joint, flipped, read 21.6 % and 68x (a
+        # right one 2.9 % and 9x, its Coulomb friction 0.28 N·m)
+        bad_pinned = bool(pinned) and over > RMSE_NOISE_LIMIT
+        if not (bad_rho or bad_rmse or bad_cut or bad_pinned):
             continue
         what = (f'on held-out time blocks the model does not follow {joints[i]} (rho = '
                 f'{rho:.2f}, RMSE {pct:.3g} % of its largest torque, {over:.0f}x its noise)')
@@ -1103,7 +1108,6 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
                   f'wired right: is its effort\'s sign right (current_signs), or its column '
                   'another joint\'s (--joint-map)? `arm-dyn-id check` tests each joint with '
                   'friction')
-        pinned = [] if tested[i] else _friction_at_bound(parameter_names, values, i)
         if pinned:
             # every signed friction term of the joint at its bound 0: the fit wanted a
             # friction that feeds energy in, which a flipped effort (or another joint's)
