@@ -226,6 +226,11 @@ def test_a_full_fit_refuses_a_light_panda_joints_flip_and_swaps_and_passes_it_ri
     _, alike = _panda_fit(tmp_path, 'swap34', lambda tau: _columns(tau, (2, 3)))
     assert alike['cause'] == 'swap', alike['reason']
     assert "panda_joint3's and panda_joint4's torques look swapped" in alike['reason']
+    # a light joint swapped with a loaded one: the loaded one reads x0.22, which the
+    # scale check alone called a torque constant
+    _, mixed = _panda_fit(tmp_path, 'swap45', lambda tau: _columns(tau, (3, 4)))
+    assert mixed['cause'] == 'swap', mixed['reason']
+    assert "panda_joint4's and panda_joint5's torques look swapped" in mixed['reason']
     _, right = _panda_fit(tmp_path, 'right', lambda tau: tau)
     assert right['ok'], right['reason']
     for joint in ('panda_joint5', 'panda_joint6'):
