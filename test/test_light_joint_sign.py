@@ -237,3 +237,10 @@ def test_a_full_fit_refuses_a_light_panda_joints_flip_and_swaps_and_passes_it_ri
         light = right['light_signs'][joint]
         assert not right['agreement'][joint]['tested']
         assert light['judged'] and light['rho'] > AGREE_RHO, light
+
+
+def test_light_joint_candidates_may_come_as_a_generator():
+    u = np.sin(np.linspace(0.0, 20.0, 500))
+    verdict = light_joint_signs(-u[:, None], u[:, None], [0.1], ['wrist'],
+                                (j for j in ['wrist']))
+    assert not verdict.ok and verdict.cause == 'sign'

@@ -197,3 +197,16 @@ def test_a_lost_sweep_does_not_pair_its_partner_with_another_poses_pass(data):
     paired = average_pairs(data['t'], data['q'], data['tau'], lost)
     err = paired.tau - _gravity_at(data, paired.q)
     assert np.sqrt(np.mean(err ** 2, axis=0)).max() < 0.03
+
+
+def test_a_pose_a_whole_turn_apart_is_the_same_pose():
+    """A continuous joint held near ±π reads +3.13 in one pass and −3.13 in the other: the
+    same pose, so the passes pair; 0.1 rad apart they do not."""
+    from arm_dyn_id.identification.pairing import Sweep, pair_sweeps
+    q = np.zeros((40, 2))
+    q[:20, 0], q[20:, 0] = np.linspace(0, 0.5, 20), np.linspace(0.5, 0, 20)
+    q[:20, 1], q[20:, 1] = np.pi - 0.01, -np.pi + 0.01
+    fwd, bwd = Sweep(0, 0, 1, 0, 20), Sweep(1, 0, -1, 20, 40)
+    assert pair_sweeps([fwd, bwd], q) == [(fwd, bwd)]
+    q[20:, 1] = np.pi - 0.11
+    assert pair_sweeps([fwd, bwd], q) == []

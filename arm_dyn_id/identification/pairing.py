@@ -114,7 +114,9 @@ def same_pose(q, first, second, tolerance=POSE_TOLERANCE):
     a = np.nanmedian(q[first.start:first.stop], axis=0)
     b = np.nanmedian(q[second.start:second.stop], axis=0)
     other = np.arange(q.shape[1]) != j
-    return bool(np.all(np.abs(a[other] - b[other]) <= tolerance))
+    # a whole turn apart is the same pose (a continuous joint held near ±π)
+    d = np.mod(a[other] - b[other] + np.pi, 2 * np.pi) - np.pi
+    return bool(np.all(np.abs(d) <= tolerance))
 
 
 def pair_sweeps(sweeps, q=None):

@@ -465,7 +465,7 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
         sweeps = sweeps_from_markers(t, markers)
         paired = average_pairs(t, q, tau, sweeps)
         q, tau = paired.q, paired.tau
-        note = f'gravity model, {len(sweeps) // 2} forward/backward pairs averaged'
+        note = f'gravity model, {len(np.unique(paired.pair_id))} forward/backward pairs averaged'
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
     P = whole = payload_regressor(model.robot, q, frame)
     if average and free_offsets:

@@ -314,8 +314,9 @@ SWAP_SCALE = 1.3
 
 def _swapped_by_shape(ik, ki, own_i, own_k):
     """Do joints i and k look swapped by their shapes? Each measured torque follows the
-    other's URDF torque (ρ ``ik``, ``ki`` ≥ :data:`AGREE_RHO`) better than its own (|ρ|
-    ``own_i``, ``own_k``): by 0.2 each, or by 0.4 together (two joints whose URDF torques
+    other's URDF torque (``ik``, ``ki`` ≥ :data:`AGREE_RHO`: :func:`judge_data` passes
+    |ρ|, :func:`light_joint_signs` the signed ρ) better than its own (|ρ| ``own_i``,
+    ``own_k``): by 0.2 each, or by 0.4 together (two joints whose URDF torques
     look alike: the Panda's third and fourth, each measured one following its own URDF
     torque 0.2-0.7 when swapped, the other's 0.86-0.93)."""
     if min(ik, ki) < AGREE_RHO:
@@ -646,6 +647,7 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     ok = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(g), axis=1)
     y, g = y[ok], g[ok]
     bound = np.asarray(bound, dtype=float)
+    candidates = [name for name in candidates if name in list(joints)]
     index = [list(joints).index(name) for name in candidates]
     checks, flipped, judged = {}, [], []
     if len(y) < 10:
@@ -1046,7 +1048,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
                                             verdict.cause in ('units', 'torque_constant'))):
             return Plausibility(False, light.reason, checks, light.cause)
     if not verdict.ok:
-        return verdict
+        return Plausibility(False, verdict.reason, checks, verdict.cause)
     rate = float(prepared.info.get('rate_hz', np.nan))
     cutoff = float(prepared.info.get('cutoff_hz', np.nan))
     at_limit = bool(np.isfinite(rate) and cutoff >= RATE_LIMIT * rate / 2)
@@ -1097,15 +1099,16 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         bad_cut = at_limit and over > CUTOFF_NOISE_LIMIT and pct is not None and \
             pct > CUTOFF_RMSE_PERCENT
         pinned = [] if tested[i] else _friction_at_bound(parameter_names, values, i)
-        # a joint the model follows within 25 % but far above its noise whose friction the
-        # fit pinned at 0: a humanoid's fourth joint, flipped, read 21.6 % and 68x (a
-        # right one 2.9 % and 9x, its Coulomb friction 0.28 N·m)
-        bad_pinned = bool(pinned) and over > RMSE_NOISE_LIMIT
+        # a joint the model follows within 25 % but far above its noise (and 5 % of its
+        # peak) whose friction the fit pinned at 0: a humanoid's fourth joint, flipped,
+        # read 21.6 % and 68x (a right one 2.9 % and 9x, its Coulomb friction 0.28 N·m)
+        bad_pinned = bool(pinned) and over > RMSE_NOISE_LIMIT and pct is not None and \
+            pct > CUTOFF_RMSE_PERCENT
         if not (bad_rho or bad_rmse or bad_cut or bad_pinned):
             continue
         what = (f'on held-out time blocks the model does not follow {joints[i]} (rho = '
                 f'{rho:.2f}, RMSE {pct:.3g} % of its largest torque, {over:.0f}x its noise)')
-        if at_limit:
+        if at_limit and (bad_rho or bad_rmse or bad_cut):
             return Plausibility(False, f'{what}; {cutoff_message(cutoff, rate, worst)}',
                                 checks, 'cutoff')
         wiring = (f'. The URDF alone does not explain {joints[i]} (friction), so its '
