@@ -618,13 +618,12 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     A full fit's measured torque holds each joint's friction, which lowers its
     correlation with the URDF's inverse dynamics. Where the URDF's torque varies (σ about
     its mean) by more than what the URDF's centres of mass can get wrong (``bound``,
-    :func:`com_error_bound`), a right arm's torque does not follow it the
-    opposite way; one that
-    does (ρ ≤ −:data:`AGREE_RHO`) has its sign flipped. Such a joint and another whose
-    URDF torque varies as much, each following the other's URDF torque better than its
-    own (:func:`_swapped_by_shape`), are swapped.
-    With the URDF's variation σ_u above the bound b, the centre-of-mass error e (σ_e ≤ b)
-    cannot turn the correlation around: cov(u, u + e) ≥ σ_u (σ_u − b) > 0.
+    :func:`com_error_bound`), a right arm's torque does not follow it the opposite way:
+    with σ_u above the bound b and the centre-of-mass error e within it (σ_e ≤ b),
+    cov(u, u + e) ≥ σ_u (σ_u − b) > 0. One that does (ρ ≤ −:data:`AGREE_RHO`) has its
+    sign flipped. Such a joint and another whose URDF torque varies as much, each
+    following the other's URDF torque better than its own (:func:`_swapped_by_shape`),
+    are swapped.
 
     Parameters
     ----------
