@@ -646,8 +646,9 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     ok = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(g), axis=1)
     y, g = y[ok], g[ok]
     bound = np.asarray(bound, dtype=float)
-    candidates = [name for name in candidates if name in list(joints)]
-    index = [list(joints).index(name) for name in candidates]
+    joints = list(joints)
+    candidates = [name for name in candidates if name in joints]
+    index = [joints.index(name) for name in candidates]
     checks, flipped, judged = {}, [], []
     if len(y) < 10:
         return Plausibility(True, None, checks)
@@ -661,16 +662,12 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     # other's URDF torque, not its own: swapped (judged first: a swap can turn one
     # joint's own correlation negative)
     others = [k for k in range(len(joints)) if k not in index and np.std(g[:, k]) > bound[k]]
-    for a in judged:
-        for b in judged + others:
-            if a != b and (a < b or b in others):
-                ab, ba = _rho(y[:, a], g[:, b]), _rho(y[:, b], g[:, a])
-                if _swapped_by_shape(ab, ba, abs(_rho(y[:, a], g[:, a])),
-                                     abs(_rho(y[:, b], g[:, b]))):
-                    first, second = sorted((a, b))
-                    return Plausibility(False, swap_message(
-                        joints[first], joints[second], *((ab, ba) if first == a else (ba, ab))),
-                        checks, 'swap')
+    for a, b in [(a, b) for i, a in enumerate(judged) for b in judged[i + 1:] + others]:
+        a, b = min(a, b), max(a, b)
+        ab, ba = _rho(y[:, a], g[:, b]), _rho(y[:, b], g[:, a])
+        if _swapped_by_shape(ab, ba, abs(_rho(y[:, a], g[:, a])), abs(_rho(y[:, b], g[:, b]))):
+            return Plausibility(False, swap_message(joints[a], joints[b], ab, ba), checks,
+                                'swap')
     for name, j in zip(candidates, index):
         if checks[name]['judged'] and checks[name]['rho'] <= -AGREE_RHO:
             flipped.append(name)
@@ -1036,9 +1033,10 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
                          gains=gains, floor=floor, relative=None)
     checks = dict(verdict.checks)
     agreement = checks.get('agreement')
-    if robot is not None and agreement is not None:
+    tested = None if agreement is None else np.array([agreement[j]['tested'] for j in joints])
+    if robot is not None and tested is not None:
         light = light_joint_signs(y[rows], nominal[rows], com_error_bound(robot), joints,
-                                  [j for j in joints if not agreement[j]['tested']])
+                                  [j for j, t in zip(joints, tested) if not t])
         checks['light_signs'] = light.checks
         # a swap with a light joint comes before a loaded joint's scale, as judge_data
         # names swaps before scales (a Panda's joints 4 and 5 swapped: joint 4 read
@@ -1057,7 +1055,6 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     # small smooth torque reads many times "rougher" with no noise at all (a humanoid
     # wrist at 1 kHz read 106x). With no joint tested (derivatives so noisy that the
     # URDF's torque no longer follows the measured one), every joint is judged.
-    tested = np.array([checks['agreement'][j]['tested'] for j in joints])
     rough = np.where(tested, ratio, np.nan) if tested.any() else ratio
     worst = float(np.nanmax(rough)) if np.any(np.isfinite(rough)) else None
     checks['cutoff'] = {'cutoff_hz': cutoff, 'rate_hz': rate, 'at_rate_limit': at_limit,
