@@ -121,23 +121,11 @@ def test_full_fit_at_1khz_is_not_refused_for_a_wrist_the_urdf_does_not_explain(
     reversals, against which the URDF's small smooth torque read many times "rougher"
     (derivative noise) with no noise in the derivatives; the fit was refused, naming the
     cut-off. The roughness is judged where the URDF explains the torque."""
-    from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
+    from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.validation.check import holding_friction
     robot = RobotModel.from_urdf(URDF, joints=JOINTS)
-    rng = np.random.default_rng(0)
-    ell = np.arange(1, 5)
-    a, b = rest_fourier_coefficients(rng.standard_normal((6, 4)) / ell,
-                                     rng.standard_normal((6, 4)) / ell)
-    t = np.arange(30_000) / 1000.0                        # 30 s at 1 kHz: 3 periods
-    q, _, _ = fourier_series(t, 2 * np.pi * 0.1, a, b, np.zeros(6))
-    lower, upper = robot.position_limits
-    s = np.minimum(0.8, (upper - lower) / 4) / np.abs(q).max(axis=0)
-    q, dq, ddq = fourier_series(t, 2 * np.pi * 0.1, a * s[:, None], b * s[:, None],
-                                (lower + upper) / 2)
-    rigid = np.array([robot.inverse_dynamics(*x) for x in zip(q, dq, ddq)])
-    hold = holding_friction(robot)
-    tau = rigid + hold * np.tanh(dq / 1e-3) + 0.3 * hold * dq + \
-        rng.standard_normal(q.shape) * 0.005 * np.abs(rigid).max(axis=0)
+    t, q, tau = realistic_fourier(Arm(URDF, JOINTS), holding_friction(robot),
+                                  np.random.default_rng(0), rate=1000.0)   # 30 s at 1 kHz
     bag = _bag(root, 'fast', {'t': 1000.0 + t, 'q': q}, tau / K_E)
     code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'fast_fit',
                        '--dynamics', 'full', '--methods', 'wls', '--no-report')
