@@ -1036,6 +1036,14 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
         scores = ', '.join(f'{k} {v:.3g}' for k, v in chosen['scores'].items())
         say(f'friction: {chosen["chosen"]} ({chosen["model"]}), chosen by {chosen["by"]}: '
             f'{scores}')
+        aside = chosen.get('set_aside') or []
+        if aside:
+            moved = ', '.join(f'{k} {100 * chosen["gravity_shift"][k]:.0f} %' for k in aside)
+            say(f'friction: set aside, as they move the fitted gravity torque from '
+                f'{next(iter(chosen["scores"]))}\'s by more than '
+                f'{100 * chosen["gravity_tolerance"]:g} % of the URDF\'s (a constant torque '
+                f'this motion cannot tell from gravity) without halving the held-out error: '
+                f'{moved}')
     else:
         say(f'friction: {chosen.get("model", model.friction_model.describe())} (as asked)')
     prep = model.metadata.get('preparation') or {}
