@@ -337,19 +337,21 @@ def realistic_sweeps(arm, holding, rng, poses_per_joint=5, rate=100.0, asymmetry
     return t, q, tau
 
 
-def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0):
+def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
+                      base_hz=0.1, armature=0.0):
     """t, q measured, τ (N,), (N, n), (N, n) of a rich recording of the true ``arm``: 4
-    harmonics of 0.1 Hz about the middle of each joint's range, amplitude min(0.8 rad, a
-    quarter of the range); τ is pinocchio's RNEA plus Coulomb friction ``holding`` (n,)
-    N·m (``tanh(q̇ / 1e-3)``), viscous friction 0.3 × that per rad/s and white noise of
-    0.5 % of each joint's largest rigid-body torque; q carries white encoder noise
+    harmonics of ``base_hz`` about the middle of each joint's range, amplitude min(0.8
+    rad, a quarter of the range); τ is pinocchio's RNEA plus Coulomb friction
+    ``holding`` (n,) N·m (``tanh(q̇ / 1e-3)``), viscous friction 0.3 × that per rad/s,
+    a rotor inertia ``armature`` (kg·m², each joint; URDFs have none) and white noise
+    of 0.5 % of each joint's largest rigid-body torque; q carries white encoder noise
     ``encoder`` (rad)."""
     from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
     n = arm.n
     ell = np.arange(1, 5)
     a, b = rest_fourier_coefficients(rng.standard_normal((n, 4)) / ell,
                                      rng.standard_normal((n, 4)) / ell)
-    omega = 2 * np.pi * 0.1
+    omega = 2 * np.pi * base_hz
     t = np.arange(int(seconds * rate)) / rate
     q, _, _ = fourier_series(t, omega, a, b, np.zeros(n))
     s = np.minimum(0.8, (arm.upper - arm.lower) / 4) / np.abs(q).max(axis=0)
@@ -364,7 +366,7 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0):
         rigid[i] = pin.rnea(arm.model, arm.data, arm.configuration(q[i], extra), v,
                             acc)[idx_v]
     holding = np.asarray(holding, dtype=float)
-    tau = rigid + holding * np.tanh(dq / 1e-3) + 0.3 * holding * dq + \
+    tau = rigid + holding * np.tanh(dq / 1e-3) + 0.3 * holding * dq + armature * ddq + \
         rng.standard_normal(q.shape) * 0.005 * np.abs(rigid).max(axis=0)
     return t, (q + rng.normal(0.0, encoder, q.shape) if encoder > 0 else q), tau
 
