@@ -540,7 +540,8 @@ class ArmConfig:
         Friction of the full-dynamics fit: ``'auto'`` (default; chosen on held-out
         time blocks of the training recording) or words of :data:`FRICTION_WORDS`.
     armature : bool or 'auto'
-        Identify rotor inertias in the full-dynamics fit (default False).
+        Identify rotor inertias in the full-dynamics fit: True, False or ``'auto'``
+        (default: fitted with and without, kept for a clear held-out gain).
     """
 
     robot_name: str
@@ -563,7 +564,7 @@ class ArmConfig:
         default_factory=lambda: np.array([0.0, 0.0, -1.0]), compare=False)
     floating_base: FloatingBaseConfig = field(default=None, compare=False)
     friction: str = 'auto'
-    armature: object = False
+    armature: object = 'auto'
 
     @property
     def n_joints(self):
@@ -668,7 +669,7 @@ class ArmConfig:
         if np.any(np.abs(signs) != 1):
             bad = int(np.argmax(np.abs(signs) != 1))
             raise ConfigError(f'parameter current_signs[{bad}] = {signs[bad]} must be +1 or -1')
-        armature = params.get('armature', False)
+        armature = params.get('armature', 'auto')
         if armature not in (True, False, 'auto'):
             raise ConfigError(f"parameter armature = {armature!r} must be true, false or 'auto'")
         robot_name = params.get('robot_name', Path(str(urdf_name)).stem)

@@ -105,7 +105,8 @@ def add_arguments(parser):
                         'sign (sharp sign)')
     parser.add_argument('--armature', choices=('yes', 'no', 'auto'),
                         help='full dynamics: identify rotor inertias (default the config\'s '
-                        '"armature", else no; auto: the held-out score decides)')
+                        '"armature", else auto: fitted with and without, kept when they '
+                        'lower the held-out score by 10 %% or more)')
     parser.add_argument('--gravity', type=float,
                         help='gravity magnitude (m/s²) the bag was recorded at (default: the '
                         'config\'s, else 9.81)')

@@ -998,7 +998,7 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
         :func:`~arm_dyn_id.identification.full_dynamics.fit_full`); default the
         config's ``friction`` (``'auto'``).
     armature : bool or 'auto', optional
-        Default the config's ``armature`` (False).
+        Default the config's ``armature`` (``'auto'``).
 
     Returns
     -------
@@ -1025,7 +1025,7 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
     if friction is None:
         friction = getattr(config, 'friction', None) or 'auto'
     if armature is None:
-        armature = getattr(config, 'armature', False)
+        armature = getattr(config, 'armature', 'auto')
     model, validation = fit_full(robot, t, q, tau, config=config, methods=methods,
                                  cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, holdout=blocks,
                                  provenance=provenance, robot_name=robot_name, seed=seed,
@@ -1328,9 +1328,12 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
         # a geared arm's rotor inertia, which this model leaves out, is not in the URDF:
         # a simulated Panda with 0.3 kg·m² on each joint was refused here at 9 % held-out
         # RMSE and written with it (3 % off the true gravity)
+        tried = 'armature' in (model.metadata.get('selection') or {})
+        ask = ('--armature yes (auto left it out: its held-out gain was below 10 %)'
+               if tried else '--armature auto')
         verdict = type(verdict)(False, f'{verdict.reason}. Or a geared arm\'s rotor inertia, '
-                                'which this fit leaves out: --armature auto (config key '
-                                'armature) fits it', verdict.checks, verdict.cause)
+                                f'which this fit leaves out: {ask} (config key armature) '
+                                'fits it', verdict.checks, verdict.cause)
     return verdict
 
 
