@@ -429,22 +429,19 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
             rest = NormalEquations.total(p for i, p in enumerate(parts) if i != g)
             if parts[g].count == 0 or rest.count == 0:
                 continue
-            A, b = np.einsum('j,jrs->rs', w, rest.A_joint), w @ rest.b_joint
-            beta = np.linalg.lstsq(A, b, rcond=None)[0]
-            if np.any(beta[nonneg] < 0):
-                beta, _ = bounded_solve(A, b, nonneg)
+            beta = _signed_solve(rest, w, nonneg)
             rss += _row_rss(parts[g], beta)
             count += parts[g].count
         percent = 100 * np.sqrt(rss / max(count, 1)) / peak
         scores[spec] = float(np.mean(percent))
-        built[spec] = (model, T)
-    shifts = _gravity_shifts(robot, base, prepared.q, built, union_parts, w)
+        built[spec] = (model, T, parts, nonneg)
+    shifts = _gravity_shifts(robot, base, prepared.q, built, w)
     simplest = scores[AUTO_FRICTION[0]]
     eligible = [spec for spec in AUTO_FRICTION if shifts[spec] <= GRAVITY_SHIFT or
                 scores[spec] <= DECISIVE * simplest]
     best = min(scores[spec] for spec in eligible)
     chosen = next(spec for spec in eligible if scores[spec] <= AUTO_TOLERANCE * best)
-    model, T = built[chosen]
+    model, T = built[chosen][:2]
     W = Wu @ T
     selection = {'chosen': chosen, 'model': model.describe(),
                  'by': f'mean held-out RMSE % over the joints on {int(holdout)} time blocks '
@@ -458,30 +455,31 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
     return prepared, W, model, selection
 
 
-def _gravity_shifts(robot, base, q, built, union_parts, w, poses=300):
+def _signed_solve(neq, w, nonneg):
+    """The least-squares coefficients of moments ``neq`` with per-joint weights ``w``,
+    refitted with the ``nonneg`` ones bounded ≥ 0 when one comes out negative."""
+    A, b = np.einsum('j,jrs->rs', w, neq.A_joint), w @ neq.b_joint
+    beta = np.linalg.lstsq(A, b, rcond=None)[0]
+    if np.any(beta[nonneg] < 0):
+        beta, _ = bounded_solve(A, b, nonneg)
+    return beta
+
+
+def _gravity_shifts(robot, base, q, built, w, poses=300):
     """Per candidate: how far the gravity torque it fits on the whole recording moves
     from the simplest candidate's, the largest over the joints that carry gravity of
-    RMS(ΔG) / RMS(G_URDF) over (up to ``poses``) recorded poses."""
+    RMS(ΔG) / RMS(G_URDF) over (up to ``poses``) recorded poses. ``built``: spec ->
+    (model, T, block moments, which coefficients are bounded ≥ 0)."""
     P = q[::max(1, len(q) // poses)]
     armature = len(base.parameter_names) > 10 * robot.n_bodies
     zero = np.zeros_like(P)
     Yg = base.reduce(rigid_regressor(robot, P, zero, zero, armature=armature))
     urdf = np.sqrt(np.mean(robot.gravity_torques(P) ** 2, axis=0))
     carry = urdf > 0.05 * urdf.max() if urdf.max() > 0 else np.zeros(len(urdf), bool)
-    r = base.count
     gravity = {}
-    for spec, (model, T) in built.items():
-        total = NormalEquations.total(
-            NormalEquations(T.T @ p.A @ T, T.T @ p.b, T.T @ p.A_joint @ T, p.b_joint @ T,
-                            p.tau_sq, p.count, p.weights) for p in union_parts)
-        A, b = np.einsum('j,jrs->rs', w, total.A_joint), w @ total.b_joint
-        beta = np.linalg.lstsq(A, b, rcond=None)[0]
-        nonneg = np.zeros(T.shape[1], dtype=bool)
-        nonneg[r:] = [name.rstrip('0123456789') in FrictionModel.POSITIVE
-                      for name in model.names(robot.n_joints)]
-        if np.any(beta[nonneg] < 0):
-            beta, _ = bounded_solve(A, b, nonneg)
-        gravity[spec] = Yg @ beta[:r]
+    for spec, (_, _, parts, nonneg) in built.items():
+        gravity[spec] = Yg @ _signed_solve(NormalEquations.total(parts), w,
+                                           nonneg)[:base.count]
     first = gravity[AUTO_FRICTION[0]]
     out = {}
     for spec, G in gravity.items():
