@@ -1318,23 +1318,23 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                          values=model.parameter_values, std_errors=model.std_errors,
                          condition=fit.get('condition_number'), raw=raw, effort=effort,
                          gains=gains)
-    if verdict.ok and model.covariance is not None:
-        # held-out time blocks of the same motion: is the model determined elsewhere?
-        where = _judge_workspace(robot, model, model.covariance, list(robot.joint_names),
-                                 fitted.prepared.q)
-        verdict = type(where)(where.ok, where.reason, {**verdict.checks, **where.checks},
-                              where.cause)
     if not verdict.ok and verdict.cause in ('excitation', 'held_out') and not model.armature:
-        # a geared arm's rotor inertia, which this model leaves out, is not in the URDF:
-        # a simulated Panda with 0.3 kg·m² on each joint was refused here at 9 % held-out
-        # RMSE and written with it (3 % off the true gravity)
+        # the model does not follow held-out blocks: a geared arm's rotor inertia, which
+        # this model leaves out, is not in the URDF either (a simulated Panda with 0.3
+        # kg·m² on each joint was refused here at 9 % held-out RMSE and written with it,
+        # 3 % off the true gravity)
         tried = 'armature' in (model.metadata.get('selection') or {})
         ask = ('--armature yes (auto left it out: its held-out gain was below 10 %)'
                if tried else '--armature auto')
-        verdict = type(verdict)(False, f'{verdict.reason}. Or a geared arm\'s rotor inertia, '
-                                f'which this fit leaves out: {ask} (config key armature) '
-                                'fits it', verdict.checks, verdict.cause)
-    return verdict
+        return type(verdict)(False, f'{verdict.reason}. Or a geared arm\'s rotor inertia, '
+                             f'which this fit leaves out: {ask} (config key armature) '
+                             'fits it', verdict.checks, verdict.cause)
+    if not verdict.ok or model.covariance is None:
+        return verdict
+    # held-out time blocks of the same motion: is the model determined elsewhere?
+    where = _judge_workspace(robot, model, model.covariance, list(robot.joint_names),
+                             fitted.prepared.q)
+    return type(where)(where.ok, where.reason, {**verdict.checks, **where.checks}, where.cause)
 
 
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
