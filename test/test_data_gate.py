@@ -870,3 +870,32 @@ def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
     rms = np.sqrt(np.mean(truth ** 2, axis=0))
     loaded = rms > 0.05 * rms.max()
     assert np.all(error[loaded] < 0.06 * np.abs(truth).max(axis=0)[loaded]), error
+
+
+def test_a_wiring_refusal_is_not_pointed_to_a_rotor_inertia():
+    """An untested joint anti-correlated with its model on held-out blocks is a wiring
+    mistake (a term the model leaves out loosens a fit, it does not invert it): its
+    refusal names the wiring only. The same joint followed loosely (ρ = 0.5) is also
+    pointed to the rotor inertia a geared arm's model may lack. Before, the rotor-inertia
+    hint was added to every held-out refusal, wiring ones included."""
+    from arm_dyn_id.data.preparation import Prepared
+    from arm_dyn_id.validation.plausibility import judge_full
+    t = np.linspace(0.0, 20.0, 2000)[:, None]
+    q = np.sin(2 * np.pi * np.array([0.2, 0.3]) * t)
+    # joint b: the URDF's torque is tiny, the measured one friction (b is not tested)
+    nominal = np.hstack([8.0 * np.sin(2 * np.pi * 0.2 * t), 1e-3 * np.sin(2 * np.pi * 0.3 * t)])
+    y = nominal + np.hstack([0 * t, 2.0 * np.tanh(np.cos(2 * np.pi * 0.3 * t) / 0.05)])
+    prepared = Prepared(t=t[:, 0], q=q, dq=q, ddq=q, tau=y,
+                        info={'rate_hz': 100.0, 'cutoff_hz': 5.0})
+    good = {'max_torque': 8.0, 'rmse': 0.01, 'rmse_percent': 0.1, 'rho': 0.999}
+    hint = "a geared arm's rotor inertia"
+    reasons = {}
+    for rho in (-0.5, 0.5):
+        held = {'a': good, 'b': {'max_torque': 2.0, 'rmse': 0.8, 'rmse_percent': 40.0, 'rho': rho}}
+        verdict = judge_full(prepared, y, nominal, held, [0.01, 0.01], joints=['a', 'b'],
+                             unmodelled=hint)
+        assert not verdict.ok and verdict.cause == 'held_out', verdict
+        assert 'does not follow b' in verdict.reason and 'current_signs' in verdict.reason
+        reasons[rho] = verdict.reason
+    assert hint not in reasons[-0.5], reasons[-0.5]
+    assert reasons[0.5].endswith(f'. Or {hint}'), reasons[0.5]

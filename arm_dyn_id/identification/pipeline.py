@@ -1308,27 +1308,27 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     -------
     Plausibility
     """
+    from arm_dyn_id.identification.full_dynamics import ARMATURE_GAIN
     from arm_dyn_id.validation.plausibility import judge_full
     model = fitted.model
     fit = model.metadata.get('fit') or {}
+    unmodelled = None
+    if not model.armature:
+        # a geared arm's rotor inertia is not in the URDF either, and a model without it
+        # does not follow held-out blocks (a simulated Panda with 0.3 kg·m² on each joint
+        # was refused at 9 % held-out RMSE and written with it, 3 % off the true gravity)
+        tried = 'armature' in (model.metadata.get('selection') or {})
+        ask = (f'--armature yes (auto left it out: it did not lower the held-out error by '
+               f'{1 - ARMATURE_GAIN:.0%})' if tried else '--armature auto')
+        unmodelled = (f"a geared arm's rotor inertia, which this fit leaves out: {ask} "
+                      '(config key armature) fits it')
     verdict = judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
                          fitted.validation.get('held_out'), fitted.noise_std,
                          joints=list(robot.joint_names), robot=robot,
                          parameter_names=model.parameter_names,
                          values=model.parameter_values, std_errors=model.std_errors,
                          condition=fit.get('condition_number'), raw=raw, effort=effort,
-                         gains=gains)
-    if not verdict.ok and verdict.cause in ('excitation', 'held_out') and not model.armature:
-        # the model does not follow held-out blocks: a geared arm's rotor inertia, which
-        # this model leaves out, is not in the URDF either (a simulated Panda with 0.3
-        # kg·m² on each joint was refused here at 9 % held-out RMSE and written with it,
-        # 3 % off the true gravity)
-        tried = 'armature' in (model.metadata.get('selection') or {})
-        ask = ('--armature yes (auto left it out: its held-out gain was below 10 %)'
-               if tried else '--armature auto')
-        return type(verdict)(False, f'{verdict.reason}. Or a geared arm\'s rotor inertia, '
-                             f'which this fit leaves out: {ask} (config key armature) '
-                             'fits it', verdict.checks, verdict.cause)
+                         gains=gains, unmodelled=unmodelled)
     if not verdict.ok or model.covariance is None:
         return verdict
     # held-out time blocks of the same motion: is the model determined elsewhere?

@@ -987,7 +987,7 @@ def _friction_at_bound(names, values, joint):
 
 def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
                parameter_names=None, values=None, std_errors=None, condition=None,
-               raw=None, effort=None, gains=None):
+               raw=None, effort=None, gains=None, unmodelled=None):
     """The data gate of a full-dynamics fit, the first failure with its most likely cause.
 
     :func:`judge_data` on the prepared samples against the URDF's inverse dynamics
@@ -1016,11 +1016,18 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         Condition number of the fit.
     raw, effort, gains
         See :func:`judge_data`.
+    unmodelled : str, optional
+        A term the model leaves out that would also keep it from following its held-out
+        blocks (a geared arm's rotor inertia), with the option that fits it: added to a
+        held-out refusal that is not a wiring mistake (a joint's friction pinned at its
+        bound, or an untested joint anti-correlated on held-out blocks: a term left out
+        loosens a fit, it does not invert it).
 
     Returns
     -------
     Plausibility
     """
+    also = f'. Or {unmodelled}' if unmodelled else ''
     y = prepared.tau
     n = y.shape[1]
     joints = list(joints) if joints is not None else [f'joint_{i + 1}' for i in range(n)]
@@ -1126,9 +1133,10 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         if lost:
             return Plausibility(False, f'{what}; {excitation_message(lost, condition)}' +
                                 ('' if tested[i] else f'; or its wiring ({joints[i]} is not '
-                                 'tested against the URDF: `arm-dyn-id check`)'),
+                                 'tested against the URDF: `arm-dyn-id check`)') + also,
                                 checks, 'excitation')
-        return Plausibility(False, what + ('' if tested[i] else wiring), checks, 'held_out')
+        return Plausibility(False, what + ('' if tested[i] else wiring) + also, checks,
+                            'held_out')
     return Plausibility(True, None, checks)
 
 
