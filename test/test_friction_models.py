@@ -242,3 +242,63 @@ def test_auto_armature_is_kept_for_a_clear_gain_only():
         if not kept:
             # lower with the rotor inertias, but not by enough
             assert ARMATURE_GAIN * scores['false'] < scores['true'] < scores['false'], chosen
+
+
+def test_auto_armature_keeps_the_fit_that_succeeded_and_says_its_choice(robot, monkeypatch):
+    """``armature='auto'`` fits twice: when one fit has no solution, the other is kept and
+    the error recorded (before, the whole fit aborted); the pipeline prints the choice and
+    both scores (before, it was only in model.yaml)."""
+    from arm_dyn_id.errors import RankDeficientError
+    from arm_dyn_id.identification import full_dynamics
+    d = fourier_data(seed=4, rate=200.0, periods=2, robot=robot)
+    lines = []
+    fitted = fit_full_samples(robot, d['t'], d['q'], d['tau'], methods=('wls',),
+                              phase=lines.append, armature='auto')
+    said = [line for line in lines if line.startswith('rotor inertia: ')]
+    scores = fitted.model.metadata['selection']['armature']['scores']
+    assert said and 'left out' in said[0] and f'without {scores["false"]:.3g}' in said[0] and \
+        f'with {scores["true"]:.3g}' in said[0], lines
+    rigid = full_dynamics.rigid_base_parameters
+
+    def no_solution_with_rotors(robot, armature=False):
+        if armature:
+            raise RankDeficientError('no solution (injected)')
+        return rigid(robot, armature=armature)
+
+    monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution_with_rotors)
+    lines = []
+    fitted = fit_full_samples(robot, d['t'], d['q'], d['tau'], methods=('wls',),
+                              phase=lines.append, armature='auto')
+    chosen = fitted.model.metadata['selection']['armature']
+    assert not chosen['chosen'] and not fitted.model.armature
+    assert chosen['errors'] == {'true': 'no solution (injected)'}, chosen
+    said = [line for line in lines if line.startswith('rotor inertia: ')]
+    assert said and 'the fit with them failed: no solution (injected)' in said[0], lines
+
+    def no_solution(robot, armature=False):
+        raise RankDeficientError('none')
+
+    monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution)
+    with pytest.raises(RankDeficientError, match='neither fit'):
+        fit_full(robot, d['t'], d['q'], d['tau'], methods=('wls',), armature='auto')
+
+
+def test_only_candidates_that_scored_better_are_said_set_aside(robot):
+    """A short noisy record: the offset and directional candidates move the gravity
+    torque by more than the tolerance but score worse on held-out blocks than the
+    simplest; they would not have been chosen anyway, so they are not listed (or
+    printed) as set aside. Before, every candidate past the gravity tolerance was."""
+    from arm_dyn_id.identification.full_dynamics import DECISIVE, GRAVITY_SHIFT
+    d = fourier_data(seed=2, rate=100.0, periods=1, robot=robot)
+    tau = d['tau'] + 0.1 * d['ddq'] + np.random.default_rng(2).normal(0, 0.3, d['tau'].shape)
+    lines = []
+    fitted = fit_full_samples(robot, d['t'], d['q'], tau, methods=('wls',), armature=False,
+                              phase=lines.append)
+    chosen = fitted.model.metadata['selection']['friction']
+    scores, shifts = chosen['scores'], chosen['gravity_shift']
+    simplest = scores['coulomb,viscous']
+    past = [k for k in scores if shifts[k] > GRAVITY_SHIFT and scores[k] > DECISIVE * simplest]
+    assert 'coulomb,viscous,offset' in past, chosen      # beyond the gravity tolerance ...
+    assert all(scores[k] >= simplest for k in past), chosen   # ... and worse anyway
+    assert chosen['set_aside'] == [], chosen
+    assert not [line for line in lines if 'set aside' in line], lines

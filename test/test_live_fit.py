@@ -76,6 +76,11 @@ def test_full_fit_leaves_out_a_replay_and_is_written_with_its_thresholds(arm, fu
                           str(folder / 'model.yaml'), [25.0])
     assert 'held out' in said and (folder / contact.FILE_NAME).is_file()
     assert fit.message(said).startswith('full dynamics')
+    # the node's log line says what friction and rotor inertia the fit chose
+    chosen = fit.model.metadata['selection']
+    assert f"friction {chosen['friction']['chosen']}" in fit.summary, fit.summary
+    assert ('rotor inertia kept' if chosen['armature']['chosen'] else
+            'rotor inertia left out') in fit.summary, fit.summary
 
 
 def test_a_fit_the_gate_refuses_is_an_error_naming_it(arm):

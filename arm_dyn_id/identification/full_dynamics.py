@@ -451,7 +451,10 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                        f'than {100 * GRAVITY_SHIFT:g} % of the URDF\'s unless its score is '
                        f'at most {DECISIVE:g}x the simplest\'s',
                  'scores': scores, 'gravity_shift': shifts, 'gravity_tolerance': GRAVITY_SHIFT,
-                 'set_aside': [spec for spec in AUTO_FRICTION if spec not in eligible]}
+                 # the ones that scored better than the simplest (the others would not
+                 # have been chosen anyway)
+                 'set_aside': [spec for spec in AUTO_FRICTION
+                               if spec not in eligible and scores[spec] < simplest]}
     return prepared, W, model, selection
 
 
@@ -587,8 +590,18 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                        filter_torque=filter_torque, nominal_weight=nominal_weight,
                        solver=solver, validate_against=validate_against,
                        provenance=provenance, robot_name=robot_name, seed=seed)
-        fits = {flag: fit_full(robot, t, q, tau, armature=flag, **options)
-                for flag in (False, True)}
+        fits, errors = {}, {}
+        for flag in (False, True):
+            try:
+                fits[flag] = fit_full(robot, t, q, tau, armature=flag, **options)
+            except RankDeficientError as error:
+                # the other fit stands on its own (n more parameters may leave the
+                # consistent fit without a solution where the rigid body alone has one)
+                errors[str(flag).lower()] = str(error)
+        if not fits:
+            raise RankDeficientError(f"neither fit of armature='auto' succeeded: without "
+                                     f"rotor inertia: {errors['false']}; with: "
+                                     f"{errors['true']}")
         scores = {flag: float(np.mean([m['rmse_percent'] for m in
                                        v['held_out'].values()]))
                   for flag, (_, v) in fits.items() if 'held_out' in v}
@@ -598,13 +611,14 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         # per joint that mattered 0.16-0.77x)
         best = bool(False in scores and True in scores and
                     scores[True] <= ARMATURE_GAIN * scores[False]) or \
-            (True in scores and False not in scores)
+            (True in scores and False not in scores) or False not in fits
         model, validation = fits[best]
         model.metadata['selection']['armature'] = {
             'chosen': bool(best),
             'by': f'mean held-out RMSE % over the joints, kept at {ARMATURE_GAIN:g}x or '
                   'less of the score without',
-            'scores': {str(k).lower(): v for k, v in scores.items()}}
+            'scores': {str(k).lower(): v for k, v in scores.items()},
+            **({'errors': errors} if errors else {})}
         return model, validation
     started = time.perf_counter()
     methods = tuple(methods)

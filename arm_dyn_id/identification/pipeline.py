@@ -1046,6 +1046,9 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
                 f'{moved}')
     else:
         say(f'friction: {chosen.get("model", model.friction_model.describe())} (as asked)')
+    rotor = armature_choice(model)
+    if rotor:
+        say(f'rotor inertia: {rotor}')
     prep = model.metadata.get('preparation') or {}
     say(f'filter: {prep.get("filter", "low-pass")} at {prep.get("cutoff_hz", float("nan")):.3g}'
         f' Hz ({prep.get("cutoff_source", "given")})')
@@ -1061,6 +1064,20 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
                            predicted=predicted, rigid=rigid, nominal=nominal,
                            noise_std=noise_estimate(tau), blocks=blocks, seed=seed,
                            seconds=seconds, info={'gross_errors': gross})
+
+
+def armature_choice(model):
+    """``armature='auto'``'s choice in words (``kept, chosen by ...: without 3.1, with
+    1.2``, a failed fit's error after), or None when it was asked for."""
+    rotor = (model.metadata.get('selection') or {}).get('armature')
+    if not rotor:
+        return None
+    scores = ', '.join(f'{"with" if k == "true" else "without"} {v:.3g}'
+                       for k, v in rotor['scores'].items())
+    failed = ''.join(f'; the fit {"with" if k == "true" else "without"} them failed: {e}'
+                     for k, e in (rotor.get('errors') or {}).items())
+    return (f'{"kept" if rotor["chosen"] else "left out"}, chosen by {rotor["by"]}: '
+            f'{scores}{failed}')
 
 
 #: Samples at most for the nominal torques of the plausibility check (every k-th beyond).
@@ -1338,8 +1355,9 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
 
 
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
-           'FullPipelineFit', 'GravityPipelineFit', 'choose_dynamics', 'choose_markers',
-           'clean_markers', 'fit_full_recording', 'fit_full_samples', 'fit_gravity',
-           'fit_gravity_recording', 'holdout_blocks', 'judge_full_fit', 'judge_gravity_fit',
-           'metrics_dict', 'motion_statistics', 'workspace_poses', 'workspace_uncertainty',
-           'noise_estimate', 'pair_metrics', 'plan_harmonic_hz', 'split_pairs']
+           'FullPipelineFit', 'GravityPipelineFit', 'armature_choice', 'choose_dynamics',
+           'choose_markers', 'clean_markers', 'fit_full_recording', 'fit_full_samples',
+           'fit_gravity', 'fit_gravity_recording', 'holdout_blocks', 'judge_full_fit',
+           'judge_gravity_fit', 'metrics_dict', 'motion_statistics', 'workspace_poses',
+           'workspace_uncertainty', 'noise_estimate', 'pair_metrics', 'plan_harmonic_hz',
+           'split_pairs']

@@ -32,9 +32,9 @@ from arm_dyn_id.data.motor import effort_reading
 from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.identification.payload import identify_payload_samples
-from arm_dyn_id.identification.pipeline import (choose_dynamics, fit_full_samples, fit_gravity,
-                                                judge_full_fit, judge_gravity_fit,
-                                                plan_harmonic_hz)
+from arm_dyn_id.identification.pipeline import (armature_choice, choose_dynamics,
+                                                fit_full_samples, fit_gravity, judge_full_fit,
+                                                judge_gravity_fit, plan_harmonic_hz)
 from arm_dyn_id.service.contact import thresholds_file
 from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.model_dir import write_fit
@@ -116,7 +116,11 @@ def _fit_full(robot, config, t, q, tau, markers, methods):
                               robot_name=config.robot_name, provenance=_provenance(config))
     model = fitted.model
     consistent = 'physically consistent' if model.consistent else 'not consistent'
-    return fitted, f'{model.metadata.get("fit", {}).get("method", "?")} ({consistent})'
+    selection = model.metadata.get('selection') or {}
+    friction = (selection.get('friction') or {}).get('chosen', 'given')
+    rotor = armature_choice(model)
+    return fitted, (f'{model.metadata.get("fit", {}).get("method", "?")} ({consistent}); '
+                    f'friction {friction}' + (f'; rotor inertia {rotor}' if rotor else ''))
 
 
 def fit_samples(robot, config, t, q, tau, markers, settings=FitSettings()):
