@@ -201,3 +201,36 @@ def test_full_export_refuses_an_inconsistent_model():
     model.beta = -np.abs(model.beta) - 1.0
     with pytest.raises(InconsistentParametersError, match='no physically consistent'):
         identified_urdf(model, URDF_DIR / 'humanoid_arm.urdf')
+
+
+@pytest.mark.parametrize('consistent', [True, False])
+def test_full_export_of_a_model_with_rotor_inertias_says_them(consistent, tmp_path):
+    """URDF holds no rotor inertia: the file says the model's in a comment, and the
+    exported links plus those rotor inertias give the model's torques. Before, they were
+    left out silently and the file's torques missed Ia·q̈."""
+    import re
+    from arm_dyn_id.model.dynamics import DynamicsModel, rigid_base_parameters
+    urdf = URDF_DIR / 'humanoid_arm.urdf'
+    plain = full_model(urdf, consistent=True)
+    robot = plain.robot
+    base = rigid_base_parameters(robot, armature=True)
+    rotors = np.linspace(0.05, 0.3, robot.n_joints)
+    theta = np.concatenate([plain.standard, rotors])
+    model = DynamicsModel(robot, base, base.beta(theta),
+                          standard=theta if consistent else None, consistent=consistent)
+    text = identified_urdf(model, urdf)
+    said = re.search(r'<!-- arm_dyn_id: the identified rotor inertias[^:]*: ([^>]*) -->', text)
+    assert said, text[:400]
+    values = dict(item.rsplit(' ', 1) for item in said.group(1).split(', '))
+    assert list(values) == list(model.joint_names)
+    Ia = np.array([float(v) for v in values.values()])
+    path = tmp_path / 'identified.urdf'
+    path.write_text(text)
+    exported = RobotModel.from_urdf(path, joints=model.joint_names)
+    rng = np.random.default_rng(3)
+    q, dq, ddq = (rng.uniform(-r, r, (30, robot.n_joints)) for r in (np.pi, 2.0, 5.0))
+    torques = np.array([exported.inverse_dynamics(*s) for s in zip(q, dq, ddq)]) + ddq * Ia
+    expected = model.rigid_body_torques(q, dq, ddq)
+    np.testing.assert_allclose(torques, expected, atol=1e-6 * np.max(np.abs(expected)), rtol=0)
+    if consistent:
+        np.testing.assert_allclose(Ia, rotors)

@@ -608,18 +608,20 @@ def _edit_link_full(text, name, mass, com, inertia):
     return text[:inertial.start()] + block + text[inertial.end():]
 
 
-def full_identified_parameters(model, nominal_urdf=None, solver='CLARABEL'):
+def full_identified_parameters(model, nominal_urdf=None, solver='CLARABEL', rotors=False):
     """Consistent standard parameters θ (10 per body) of a full-dynamics model.
 
     The model's own ``standard`` θ when it has one (the consistent fit's);
     otherwise the θ closest to the URDF with ``B θ = β`` exactly and every
     link's pseudo-inertia PSD (an SDP; :class:`InconsistentParametersError`
-    when none exists).
+    when none exists). With ``rotors``: ``(θ, Ia)``, Ia the rotor inertias of the same
+    solution (kg·m², one per joint; empty for a model without them).
     """
     from arm_dyn_id.model.dynamics import base_matrix
     nb = model.robot.n_bodies
     if model.standard is not None and model.consistent:
-        return np.asarray(model.standard[:10 * nb], dtype=float)
+        value = np.asarray(model.standard, dtype=float)
+        return (value[:10 * nb], value[10 * nb:]) if rotors else value[:10 * nb]
     import cvxpy as cp
     urdf = nominal_urdf or model.robot.source
     robot = RobotModel.from_urdf(urdf, joints=model.joint_names)
@@ -661,7 +663,7 @@ def full_identified_parameters(model, nominal_urdf=None, solver='CLARABEL'):
             f'the link parameters of {urdf} found for the identified base parameters miss '
             f'them by {miss:.1e} (relative; the SDP returned {prob.status}): fit with the '
             'consistent estimator')
-    return value[:10 * nb]
+    return (value[:10 * nb], value[10 * nb:]) if rotors else value[:10 * nb]
 
 
 def identified_urdf_full(model, nominal_urdf_path):
@@ -670,10 +672,13 @@ def identified_urdf_full(model, nominal_urdf_path):
     Each moving link gets mass, CoM and the inertia tensor about its CoM
     (``rpy 0``) from the consistent θ minus what the model merges into the body
     at nominal values, so pinocchio's ``rnea`` on the result equals the model's
-    rigid-body torques (rotor inertias, which URDF cannot hold, excepted).
+    rigid-body torques, rotor inertias excepted: URDF cannot hold them, so a model with
+    them says their values in a comment after ``<robot>`` (where the data cannot tell a
+    rotor inertia from its link's inertia about the same axis, the split closest to the
+    URDF), for a simulator's joint ``armature`` or pinocchio's ``model.armature``.
     """
     import pinocchio as pin
-    theta = full_identified_parameters(model, nominal_urdf_path)
+    theta, rotor = full_identified_parameters(model, nominal_urdf_path, rotors=True)
     robot = RobotModel.from_urdf(nominal_urdf_path, joints=model.joint_names)
     links, _, fixed = link_shares(robot, nominal_urdf_path)
     own = theta.reshape(-1, 10) - fixed
@@ -685,6 +690,14 @@ def identified_urdf_full(model, nominal_urdf_path):
         body = pin.Inertia.FromDynamicParameters(params)
         text = _edit_link_full(text, name, body.mass, np.asarray(body.lever),
                                np.asarray(body.inertia))
+    if len(rotor):
+        start = _outside_comments(text, re.compile(r'<robot\b[^>]*>'))
+        values = ', '.join(f'{j} {_num(v)}' for j, v in zip(model.joint_names, rotor))
+        note = (f'\n  <!-- arm_dyn_id: the identified rotor inertias (armature, kg*m^2), '
+                f'which URDF cannot hold, are not in this file; the model\'s torques need '
+                f'them (a simulator\'s joint armature, pinocchio\'s model.armature): '
+                f'{values} -->')
+        text = text[:start.end()] + note + text[start.end():]
     return text
 
 
