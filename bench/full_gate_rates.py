@@ -56,7 +56,7 @@ from arm_bags import Arm, example_robot, realistic_fourier  # noqa: E402
 
 from arm_dyn_id.data.bag_writer import write_bag  # noqa: E402
 from arm_dyn_id.model import load_model  # noqa: E402
-from arm_dyn_id.model.robot import RobotModel  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel, carries_gravity  # noqa: E402
 from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
 ARMS = {'humanoid': lambda: benchlib.REPO / 'urdf' / 'humanoid_arm.urdf',
@@ -72,7 +72,7 @@ def gravity_error(arm, model_path, urdf):
     true = arm.gravity(Q, {e: 0.01 for e in arm.extra})
     fitted = np.asarray(model.gravity_torques(Q))
     rms = np.sqrt((true ** 2).mean(axis=0))
-    loaded = rms > 0.05 * rms.max()
+    loaded = carries_gravity(rms)
     err = 100 * np.sqrt(((fitted - true) ** 2).mean(axis=0)) / np.abs(true).max(axis=0)
     return float(err[loaded].max())
 

@@ -51,8 +51,10 @@ from arm_dyn_id.identification.estimators import (
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
                                        nominal_standard_parameters, parse_friction,
-                                       rigid_base_parameters, rigid_regressor)
+                                       gravity_base_regressor, rigid_base_parameters,
+                                       rigid_regressor)
 from arm_dyn_id.model.export import link_shares
+from arm_dyn_id.model.robot import carries_gravity
 from arm_dyn_id.validation.metrics import joint_metrics
 
 DEFAULT_METHODS = ('wls',)
@@ -356,7 +358,7 @@ def _prepare(robot, base, friction, t, q, tau, features_out=False, **options):
     rigid-body torque, ``Y θ_URDF``) rides with the rigid-body regressor: the same
     pinocchio call, the same filter. ``features_out``: also return the friction
     features (M, n, k)."""
-    armature = len(base.parameter_names) > 10 * robot.n_bodies
+    armature = base.armature
     theta = nominal_standard_parameters(robot, armature) if friction.load else None
 
     def rigid(qd, dqd, ddqd):
@@ -474,11 +476,9 @@ def _gravity_shifts(robot, base, q, built, w, poses=300):
     RMS(ΔG) / RMS(G_URDF) over (up to ``poses``) recorded poses. ``built``: spec ->
     (model, T, block moments, which coefficients are bounded ≥ 0)."""
     P = q[::max(1, len(q) // poses)]
-    armature = len(base.parameter_names) > 10 * robot.n_bodies
-    zero = np.zeros_like(P)
-    Yg = base.reduce(rigid_regressor(robot, P, zero, zero, armature=armature))
+    Yg = gravity_base_regressor(robot, base, P)
     urdf = np.sqrt(np.mean(robot.gravity_torques(P) ** 2, axis=0))
-    carry = urdf > 0.05 * urdf.max() if urdf.max() > 0 else np.zeros(len(urdf), bool)
+    carry = carries_gravity(urdf)
     gravity = {}
     for spec, (_, _, parts, nonneg) in built.items():
         gravity[spec] = Yg @ _signed_solve(NormalEquations.total(parts), w,

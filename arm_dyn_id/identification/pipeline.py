@@ -1286,9 +1286,8 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
     if gravity:
         Y = base.reduce(robot.gravity_regressor(poses))
     else:
-        from arm_dyn_id.model.dynamics import rigid_regressor
-        zero = np.zeros_like(poses)
-        Y = base.reduce(rigid_regressor(robot, poses, zero, zero, armature=model.armature))
+        from arm_dyn_id.model.dynamics import gravity_base_regressor
+        Y = gravity_base_regressor(robot, base, poses)
     sigma, nominal, weak = workspace_uncertainty(robot, Y, np.asarray(covariance)[:r, :r],
                                                  base.names, poses)
     verdict = judge_workspace(sigma, nominal, joints)

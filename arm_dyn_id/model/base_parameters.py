@@ -52,6 +52,11 @@ class BaseParameters:
     def count(self):
         return len(self.independent)
 
+    @property
+    def armature(self):
+        """Whether θ ends with rotor inertias (``Ia1..Ian``, an inertial set's option)."""
+        return any(name.startswith('Ia') for name in self.parameter_names)
+
     def beta(self, theta):
         """Base parameters β of a full parameter vector θ, (p,) -> (r,)."""
         theta = np.asarray(theta, dtype=float)

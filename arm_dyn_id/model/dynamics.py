@@ -357,6 +357,13 @@ def rigid_base_parameters(robot, armature=False, n_samples=200, seed=0):
                                standard_parameter_names(robot, True), 'inertial', False)
 
 
+def gravity_base_regressor(robot, base, q):
+    """The base regressor of the rigid body at rest at poses ``q`` (N, n) -> (N, n, r):
+    ``Y_g β`` is the gravity torque of a full model with base set ``base``."""
+    zero = np.zeros_like(np.asarray(q, dtype=float))
+    return base.reduce(rigid_regressor(robot, q, zero, zero, armature=base.armature))
+
+
 def base_matrix(base):
     """B with ``β = B θ`` (r, p)."""
     B = np.zeros((base.count, len(base.parameter_names)))
@@ -433,7 +440,7 @@ class DynamicsModel:
 
     @property
     def armature(self):
-        return len(self.base.parameter_names) > self._nb10
+        return self.base.armature
 
     @property
     def selection(self):
@@ -642,6 +649,6 @@ class DynamicsModel:
 
 __all__ = ['DynamicsModel', 'FrictionModel', 'parse_friction', 'FRICTION_WORDS',
            'parameter_legend', 'parameter_term',
-           'rigid_regressor', 'rigid_base_parameters',
+           'rigid_regressor', 'rigid_base_parameters', 'gravity_base_regressor',
            'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix', 'pin_arrays',
            'SCHEMA', 'VERSION']

@@ -609,7 +609,8 @@ def _plausible_arm(model, doc, kind, src):
         notes.append(f'the URDF {robot.source} carries no mass: the gravity scale is not '
                      'compared')
     else:
-        carry = amp > 0.05 * amp.max()
+        from arm_dyn_id.model.robot import carries_gravity
+        carry = carries_gravity(amp)
         scale = float(np.sqrt((identified[:, carry] ** 2).sum() / (nominal[:, carry] ** 2).sum()))
         if not SCALE_LIMIT ** -1 <= scale <= SCALE_LIMIT:
             worst = int(np.argmax(np.abs(np.log(np.maximum(

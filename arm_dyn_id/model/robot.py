@@ -26,6 +26,19 @@ from arm_dyn_id.errors import JointNameError, URDFError
 GRAVITY_PARAMS = ('m', 'mx', 'my', 'mz')
 INERTIAL_PARAMS = ('m', 'mx', 'my', 'mz', 'Ixx', 'Ixy', 'Iyy', 'Ixz', 'Iyz', 'Izz')
 FRICTION_PARAMS = ('fc', 'fv')
+#: A joint carries gravity when its gravity torque's RMS is above this share of the
+#: most loaded joint's: the joints the gravity checks judge (the others' gravity is
+#: within friction and noise).
+CARRY_SHARE = 0.05
+
+
+def carries_gravity(rms):
+    """Which joints carry gravity (bool, per joint): a gravity RMS above
+    :data:`CARRY_SHARE` of the largest; none when no joint has any."""
+    rms = np.asarray(rms, dtype=float)
+    top = float(np.max(rms)) if rms.size else 0.0
+    return rms > CARRY_SHARE * top if top > 0 else np.zeros(rms.shape, dtype=bool)
+
 
 _AXES = {'X': np.array([1.0, 0.0, 0.0]), 'Y': np.array([0.0, 1.0, 0.0]),
          'Z': np.array([0.0, 0.0, 1.0])}

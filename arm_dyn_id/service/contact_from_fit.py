@@ -79,10 +79,9 @@ def held_out_thresholds(robot, model, t, q, tau, fraction=HELD_OUT_FRACTION,
                           f'{min_seconds:g} s to hold out for contact thresholds')
     train, held = t < t_split, t >= t_split
     prep = model.metadata.get('preparation') or {}
-    armature = len(model.base.parameter_names) > 10 * robot.n_bodies
     held_model, _ = fit_full(robot, t[train], q[train], tau[train], methods=('wls',),
                              cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
-                             friction=model.friction_model, armature=armature,
+                             friction=model.friction_model, armature=model.armature,
                              robot_name=model.metadata.get('robot_name'))
     served = ServedDynamics(held_model)
     if not served.fast.exact:

@@ -28,6 +28,7 @@ import numpy as np
 # Identified / nominal gravity torque ratio beyond which (or below 1 / it) a fit is
 # refused: one limit with the model gate's, which judges a saved model the same way.
 from arm_dyn_id.model.gate import SCALE_LIMIT
+from arm_dyn_id.model.robot import carries_gravity
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
 #: Held-out correlation below which a joint with signal is not predicted.
@@ -142,7 +143,7 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
     if nominal is not None:
         g = np.asarray(nominal, dtype=float)[keep]
         amp = np.sqrt((g * g).mean(axis=0))
-        carry = amp > 0.05 * amp.max() if amp.max() > 0 else np.zeros(n, bool)
+        carry = carries_gravity(amp)
         if carry.any():
             scale = float(np.sqrt((p[:, carry] ** 2).sum() / (g[:, carry] ** 2).sum()))
             checks['scale'] = scale
@@ -704,7 +705,7 @@ def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice=''):
     """
     sigma = np.asarray(sigma, dtype=float)
     nominal = np.asarray(nominal, dtype=float)
-    carry = nominal > 0.05 * nominal.max() if nominal.max() > 0 else np.zeros(len(sigma), bool)
+    carry = carries_gravity(nominal)
     ratio = np.where(carry, sigma / np.maximum(nominal, 1e-300), np.nan)
     checks = {'workspace': {j: {'uncertainty_nm': float(s), 'urdf_gravity_nm': float(g),
                                 'ratio': None if not np.isfinite(r) else float(r)}
