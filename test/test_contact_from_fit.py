@@ -65,6 +65,11 @@ def test_fit_writes_thresholds_of_its_model_from_its_held_out_block(fitted):
     assert chosen is not None, why
     np.testing.assert_allclose(chosen.standstill, th.standstill)
     assert np.all(np.isfinite(th.base)) and np.all(th.base > 0)
+    # a Fourier block never holds still: the thresholds say what they did not see, and
+    # fit prints it
+    note = th.calibration['note']
+    assert 'standstill samples' in note and 'residual MODEL BAG... --calibrate' in note, note
+    assert f'contact thresholds: {note}' in fitted['err']
 
 
 def test_no_false_alarm_on_another_run_and_a_5_nm_push_is_flagged(fitted):

@@ -397,6 +397,8 @@ def _write_thresholds(progress, robot, model, rec, paths):
     progress.phase(f'contact thresholds (false-alarm target {info["false_alarm_target"]:.2g} '
                    f'per state bin, persistence {th.persistence:g} s): standstill '
                    f'{np.round(th.standstill, 3).tolist()} N·m; {paths["thresholds"]}')
+    if th.calibration.get('note'):
+        progress.phase(f'contact thresholds: {th.calibration["note"]}')
 
 
 def _save_full_plot_data(path, rec, fitted):

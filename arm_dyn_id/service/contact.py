@@ -704,10 +704,21 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
                    'motion_samples': int(moving.sum()), 'bins': binned,
                    'floor': floor.tolist(),
                    'sources': [r.source for r in runs]}
+    notes = []
     if not in_motion:
-        calibration['note'] = (f'no motion state bin holds {min_bin} samples: the standstill '
-                               'band is used in motion too; calibrate on recordings of the '
-                               'arm moving as it will work')
+        notes.append(f'no motion state bin holds {min_bin} samples: the standstill band is '
+                     'used in motion too; calibrate on recordings of the arm moving as it '
+                     'will work')
+    if still.sum() < min_bin:
+        # a Fourier block moves all the time: a start from rest, where a joint creeps
+        # through its friction's least known speeds, was not seen (on the real UR10e the
+        # fit's own thresholds gave one 94 ms false alarm as a recording started)
+        notes.append(f'{int(still.sum())} standstill samples (fewer than {min_bin}): holds, '
+                     'starts and stops were not seen, and the standstill band is the '
+                     "motion band's base; calibrate on recordings with holds "
+                     '(arm-dyn-id residual MODEL BAG... --calibrate)')
+    if notes:
+        calibration['note'] = '; '.join(notes)
     calibration.update(settings.pop('calibration', {}))
     return ContactThresholds(joints, standstill, plane[:, 0], plane[:, 1], plane[:, 2],
                              persistence=persistence, holding_bounds=holding_bounds,

@@ -189,7 +189,9 @@ def fit_thresholds(robot, fit, t, q, tau, model_file, observer_gains):
         model_file=model_file, observer_gains=observer_gains)
     thresholds.save(thresholds_file(model_file))
     start, end = info['held_out_s']
-    return f'; contact thresholds from its last {end - start:.3g} s held out'
+    note = thresholds.calibration.get('note')
+    return f'; contact thresholds from its last {end - start:.3g} s held out' + \
+        (f' ({note})' if note else '')
 
 
 def check_held_samples(robot, config, t, q, tau):
