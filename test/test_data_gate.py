@@ -899,3 +899,33 @@ def test_a_wiring_refusal_is_not_pointed_to_a_rotor_inertia():
         reasons[rho] = verdict.reason
     assert hint not in reasons[-0.5], reasons[-0.5]
     assert reasons[0.5].endswith(f'. Or {hint}'), reasons[0.5]
+
+
+def test_a_swap_with_a_joint_the_urdf_cannot_test_is_refused_by_its_friction_free_scale():
+    """The humanoid's joints 3 and 4 swapped (joint 4 carries mostly friction): neither
+    column follows its URDF torque (ρ ≈ 0), so neither is tested, and the model followed
+    both within 25 % on held-out blocks; it was written with exit 0, 103 % off. With
+    friction and rotor inertia fitted apart, joint 3's column reads a scale near 0 where
+    its URDF torque varies 3x what its centres of mass can get wrong: refused as a swap.
+    The right recording's untested joints read near 1 and pass."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    from arm_dyn_id.validation.plausibility import SCALE_FLOOR
+    arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(URDF, joints=arm.joints)
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
+    swapped = tau.copy()
+    swapped[:, [2, 3]] = swapped[:, [3, 2]]
+    verdicts = {}
+    for name, effort in (('right', tau), ('swapped', swapped)):
+        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
+        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    assert verdicts['right'].ok, verdicts['right'].reason
+    verdict = verdicts['swapped']
+    assert not verdict.ok and verdict.cause == 'swap', verdict
+    assert "joint_3's torque does not follow the URDF's" in verdict.reason
+    assert '--joint-map' in verdict.reason
+    judged = verdict.checks['untested_scales']['joint_3']
+    assert judged['scale'] + 3 * judged['std_error'] < judged['floor']
+    assert judged['floor'] > 0.5 * SCALE_FLOOR

@@ -489,6 +489,42 @@ def _se(X, rms, n_eff):
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
+def nuisance_scales(measured, nominal, velocity, acceleration, options=None):
+    """Each joint's scale against the URDF's torque with friction and rotor inertia fitted
+    apart, as :func:`check_dynamics` fits it, from arrays.
+
+    Per joint i, a robust least-squares fit ``τ_i ≈ s_i τ_nominal,i + b_i + fc_i tanh(q̇_i /
+    v) + fv_i q̇_i + Ia_i q̈_i`` on samples already filtered alike.
+
+    Parameters
+    ----------
+    measured, nominal, velocity, acceleration : array_like, (M, n)
+        N·m, N·m, rad/s, rad/s² (non-finite rows skipped).
+    options : dict, optional
+        Overrides of :data:`DEFAULTS` (``coulomb_velocity``, ``effective_samples``,
+        ``robust``).
+
+    Returns
+    -------
+    scale, std_error : ndarray, (n,)
+        ``inf`` standard errors where a joint's columns are degenerate.
+    """
+    opt = dict(DEFAULTS, **(options or {}))
+    arrays = [np.asarray(a, dtype=float) for a in (measured, nominal, velocity, acceleration)]
+    rows = np.all([np.all(np.isfinite(a), axis=1) for a in arrays], axis=0)
+    y, g, dq, ddq = (a[rows] for a in arrays)
+    n = y.shape[1]
+    scale, se = np.full(n, np.nan), np.full(n, np.inf)
+    if len(y) < 10:
+        return scale, se
+    for i in range(n):
+        columns = [g[:, i], np.ones(len(y)), np.tanh(dq[:, i] / opt['coulomb_velocity']),
+                   dq[:, i], ddq[:, i]]
+        coef, rms, X, _ = _fit(y[:, i], columns, robust=opt['robust'])
+        scale[i], se[i] = coef[0], _se(X, rms, opt['effective_samples'])[0]
+    return scale, se
+
+
 def _validate(joints, nominal, tau, torque_constants, effort):
     joints = tuple(joints)
     G = np.asarray(nominal, dtype=float)
@@ -1331,4 +1367,5 @@ __all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError
            'friction_features', 'holding_friction', 'held_still', 'STILL_SPAN',
            'BEYOND_HOLDING',
            'vertical_axes', 'roughness_ratio',
-           'check_gravity', 'check_samples', 'check_dynamics', 'default_load_frame']
+           'check_gravity', 'check_samples', 'check_dynamics', 'default_load_frame',
+           'nuisance_scales']

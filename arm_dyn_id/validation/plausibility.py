@@ -230,6 +230,12 @@ PAIR_FRICTION = 0.2
 #: A joint the 5 % rule leaves untested has its sign judged on its own sweeps where the
 #: URDF's gravity torque there (RMS) exceeds this many times what the URDF may get wrong.
 SIGN_MARGIN = 2.0
+#: A full fit's joint the URDF left untested whose URDF torque varies more than
+#: SIGN_MARGIN times what its centres of mass can get wrong is refused when its scale
+#: with friction and rotor inertia fitted apart stands, 3 standard errors up, below this
+#: share of the least a right joint reads, ``1 − b/σ`` (the other half: masses and torque
+#: constants a little off). Right simulated records read 0.84-1.2, swapped ones -0.3-0.38.
+SCALE_FLOOR = 0.5
 #: With the cut-off at the rate limit, a held-out RMSE above this many noise σ ...
 CUTOFF_NOISE_LIMIT = 10.0
 #: ... and above this percentage of the joint's largest torque is refused.
@@ -678,6 +684,65 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     return Plausibility(True, None, checks)
 
 
+def untested_scales(measured, nominal, velocity, acceleration, bound, joints, candidates):
+    """The wiring of joints :func:`judge_data` left untested, by their scale with friction
+    and rotor inertia fitted apart (:func:`arm_dyn_id.validation.check.nuisance_scales`).
+
+    Friction lowers a joint's correlation with the URDF's torque, but cannot make a right
+    joint's torque stop following it once fitted apart: where the URDF's torque varies
+    (σ) by more than :data:`SIGN_MARGIN` × what its centres of mass can get wrong (b), a
+    right joint reads a scale of at least about ``1 − b/σ``. One whose scale stands, 3
+    standard errors up, below :data:`SCALE_FLOOR` of that is another joint's column (or
+    flipped). Judge it only where the derivatives are not noise (a URDF torque of noise
+    reads a scale near 0 whatever the wiring).
+
+    Parameters
+    ----------
+    measured, nominal, velocity, acceleration : array_like, (M, n)
+        Measured torque, the URDF's inverse dynamics, q̇ and q̈ at the same samples.
+    bound : array_like, (n,)
+        :func:`com_error_bound` (N·m).
+    joints : sequence of str, (n,)
+    candidates : iterable of str
+        The joints to judge.
+
+    Returns
+    -------
+    Plausibility
+        ``checks``: per judged joint ``scale``, ``std_error``, ``floor``, ``urdf_std``;
+        refused with cause ``swap`` (``sign`` for a scale ≤ −:data:`AGREE_RHO`).
+    """
+    from arm_dyn_id.validation.check import nuisance_scales
+    y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
+    bound = np.asarray(bound, dtype=float)
+    joints = list(joints)
+    index = [joints.index(name) for name in candidates if name in joints]
+    spread = np.nanstd(g, axis=0)
+    strong = [j for j in index if spread[j] > SIGN_MARGIN * bound[j]]
+    checks = {}
+    if not strong:
+        return Plausibility(True, None, checks)
+    # the humanoid's joints 3 and 4 swapped: joint 3 read -0.17 ± 0.08 (ρ -0.07), and was
+    # written 103 % off; right simulated records read 0.84-1.2
+    scale, se = nuisance_scales(y[:, strong], g[:, strong], np.asarray(velocity)[:, strong],
+                                np.asarray(acceleration)[:, strong])
+    for k, j in enumerate(strong):
+        least = SCALE_FLOOR * (1.0 - bound[j] / spread[j])
+        checks[joints[j]] = {'scale': float(scale[k]), 'std_error': float(se[k]),
+                             'floor': float(least), 'urdf_std': float(spread[j])}
+    for k, j in enumerate(strong):
+        if scale[k] + 3.0 * se[k] < checks[joints[j]]['floor']:
+            return Plausibility(
+                False, f"{joints[j]}'s torque does not follow the URDF's once friction and "
+                f'rotor inertia are fitted apart (scale {scale[k]:.2f} ± {se[k]:.2g}, where '
+                f"the URDF's torque varies {spread[j]:.3g} N·m, "
+                f'{spread[j] / bound[j]:.1f}x what its centres of mass can get wrong, and a '
+                "right joint reads about 1): is its column another joint's (--joint-map), "
+                'or its sign flipped (current_signs)? `arm-dyn-id check` tests each joint',
+                checks, 'sign' if scale[k] <= -AGREE_RHO else 'swap')
+    return Plausibility(True, None, checks)
+
+
 def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice=''):
     """Refuse a model that its data determines only near the poses it visited.
 
@@ -1080,6 +1145,14 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     if worst is not None and (worst > DERIVATIVE_NOISE_ANY or
                               (at_limit and worst > DERIVATIVE_NOISE)):
         return Plausibility(False, cutoff_message(cutoff, rate, worst), checks, 'cutoff')
+    if robot is not None and not at_limit:
+        # derivatives that are not noise: the untested joints' wiring by their scale
+        wiring = untested_scales(y[rows], nominal[rows], prepared.dq[rows],
+                                 prepared.ddq[rows], com_error_bound(robot), joints,
+                                 [j for j, t in zip(joints, tested) if not t])
+        checks['untested_scales'] = wiring.checks
+        if not wiring.ok:
+            return Plausibility(False, wiring.reason, checks, wiring.cause)
     # held-out quality against the noise level: on the joints the URDF explains, and on
     # every other joint whose torque the motion varies well above its noise (and above
     # the friction it may hold, if still). The fitted model carries friction: it follows
@@ -1142,8 +1215,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
 
 
 __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'JOINT_SCALE_LIMIT',
-           'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_LIMIT', 'SCALE_RHO',
+           'MAX_RMSE_PERCENT', 'MIN_RHO', 'Plausibility', 'RATE_LIMIT', 'SCALE_FLOOR',
+           'SCALE_LIMIT', 'SCALE_RHO',
            'WORKSPACE_UNCERTAINTY', 'com_error_bound', 'cutoff_message', 'derivative_noise',
            'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'judge_level',
            'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
-           'swap_message', 'torque_agreement', 'unidentified', 'units_message']
+           'swap_message', 'torque_agreement', 'unidentified', 'units_message', 'untested_scales']
