@@ -1304,6 +1304,73 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
     return judge_workspace(sigma, nominal, joints, moved, weak, advice)
 
 
+#: A joint the model does not follow on held-out blocks is named swapped with another
+#: when, their effort columns exchanged, the same fit's held-out RMSE % falls to at most
+#: this share of the fit's as recorded, on both joints and on the mean over all joints
+#: (simulated wrists swapped: 0.23-0.37x on the mean, the worst of the pair 0.14-0.31x;
+#: exchanging another pair of the same records: 1.2x and worse).
+SWAP_GAIN = 0.5
+
+
+def _swap_explains(fitted, robot, joint):
+    """``(message, scores)`` when exchanging ``joint``'s effort column with another's makes
+    the model follow its held-out blocks (:data:`SWAP_GAIN`), else None.
+
+    The same fit (WLS, the model's friction, rotor inertia and cut-off) of the prepared
+    samples as recorded and with each other joint's column exchanged in turn: one refit
+    per joint, made only for a refused fit.
+    """
+    from arm_dyn_id.errors import RankDeficientError
+    from arm_dyn_id.identification.full_dynamics import fit_full
+    model, data = fitted.model, fitted.prepared
+    if data.tau_raw is None or len(data.t) < 10:
+        return None
+    joints = list(robot.joint_names)
+    i = joints.index(joint)
+    prep = model.metadata.get('preparation') or {}
+
+    def held_out(tau):
+        try:
+            _, validation = fit_full(robot, data.t, data.q, tau, methods=('wls',),
+                                     cutoff_hz=prep.get('cutoff_hz'),
+                                     order=int(prep.get('order', 4)),
+                                     friction=model.friction_model, armature=model.armature)
+        except (RankDeficientError, DataError):
+            return None
+        scores = validation.get('held_out') or {}
+        return np.array([scores[j]['rmse_percent'] for j in joints]) if scores else None
+
+    before = held_out(data.tau_raw)
+    if before is None:
+        return None
+    best = None
+    for k in range(len(joints)):
+        if k == i:
+            continue
+        tau = data.tau_raw.copy()
+        tau[:, [i, k]] = tau[:, [k, i]]
+        after = held_out(tau)
+        if after is None:
+            continue
+        gain = float(np.mean(after) / max(np.mean(before), 1e-12))
+        both = max(after[i] / max(before[i], 1e-12), after[k] / max(before[k], 1e-12))
+        if gain <= SWAP_GAIN and both <= SWAP_GAIN and (best is None or gain < best[1]):
+            best = (k, gain, after)
+    if best is None:
+        return None
+    k, gain, after = best
+    a, b = sorted((i, k))
+    scores = {'joints': [joints[a], joints[b]], 'before': before.tolist(),
+              'after': after.tolist(), 'gain': gain}
+    return (f'{joints[a]}\'s and {joints[b]}\'s efforts look swapped: on held-out time blocks '
+            f'the model does not follow {joint} (RMSE {before[i]:.3g} % of its largest '
+            f'torque), and with the two columns exchanged the same fit follows both '
+            f'({joints[a]} {before[a]:.3g} -> {after[a]:.3g} %, {joints[b]} {before[b]:.3g} '
+            f'-> {after[b]:.3g} %; every joint {np.mean(before):.3g} -> {np.mean(after):.3g} '
+            '% on average): joint order of the effort (joint_map, the driver\'s joint names); '
+            '`arm-dyn-id check` tests each joint', scores)
+
+
 def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     """The data gate of a full-dynamics fit, the same for ``arm-dyn-id fit`` and a node.
 
@@ -1345,6 +1412,12 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                          values=model.parameter_values, std_errors=model.std_errors,
                          condition=fit.get('condition_number'), raw=raw, effort=effort,
                          gains=gains, unmodelled=unmodelled)
+    if not verdict.ok and verdict.cause in ('excitation', 'held_out') and \
+            verdict.checks.get('held_out_failed') in robot.joint_names:
+        swapped = _swap_explains(fitted, robot, verdict.checks['held_out_failed'])
+        if swapped is not None:
+            return type(verdict)(False, swapped[0], {**verdict.checks, 'swap_test': swapped[1]},
+                                 'swap')
     if not verdict.ok or model.covariance is None:
         return verdict
     # held-out time blocks of the same motion: is the model determined elsewhere?

@@ -1185,6 +1185,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
             continue
         what = (f'on held-out time blocks the model does not follow {joints[i]} (rho = '
                 f'{rho:.2f}, RMSE {pct:.3g} % of its largest torque, {over:.0f}x its noise)')
+        checks['held_out_failed'] = joints[i]
         if at_limit and (bad_rho or bad_rmse or bad_cut):
             return Plausibility(False, f'{what}; {cutoff_message(cutoff, rate, worst)}',
                                 checks, 'cutoff')
