@@ -423,19 +423,8 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
             beta = np.linalg.lstsq(total.A, total.b, rcond=None)[0]
             w = _weights(np.maximum(np.sqrt(_row_rss(total, beta) / total.count),
                                     1e-6 * peak.max()), n)
-        nonneg = np.zeros(T.shape[1], dtype=bool)
-        nonneg[r:] = [name.rstrip('0123456789') in FrictionModel.POSITIVE
-                      for name in model.names(n)]
-        rss, count = np.zeros(n), 0
-        for g in range(int(holdout)):
-            rest = NormalEquations.total(p for i, p in enumerate(parts) if i != g)
-            if parts[g].count == 0 or rest.count == 0:
-                continue
-            beta = _signed_solve(rest, w, nonneg)
-            rss += _row_rss(parts[g], beta)
-            count += parts[g].count
-        percent = 100 * np.sqrt(rss / max(count, 1)) / peak
-        scores[spec] = float(np.mean(percent))
+        nonneg = _signed_terms(r, model, n)
+        scores[spec] = float(np.mean(_held_out_percent(parts, w, nonneg, peak)))
         built[spec] = (model, T, parts, nonneg)
     shifts = _gravity_shifts(robot, base, prepared.q, built, w)
     simplest = scores[AUTO_FRICTION[0]]
@@ -458,6 +447,69 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                  'set_aside': [spec for spec in AUTO_FRICTION
                                if spec not in eligible and scores[spec] < simplest]}
     return prepared, W, model, selection
+
+
+def _signed_terms(r, friction, n):
+    """Which of ``r`` base + ``friction``'s coefficients are bounded ≥ 0 (bool, r + f)."""
+    nonneg = np.zeros(r + friction.per_joint * n, dtype=bool)
+    nonneg[r:] = [name.rstrip('0123456789') in FrictionModel.POSITIVE
+                  for name in friction.names(n)]
+    return nonneg
+
+
+def _held_out_percent(parts, w, nonneg, peak):
+    """Held-out RMSE % of each joint's peak: every block of moments ``parts`` predicted by
+    the signed weighted fit of the others (:func:`_signed_solve`), (n,)."""
+    rss, count = np.zeros(len(peak)), 0
+    for g in range(len(parts)):
+        rest = NormalEquations.total(p for i, p in enumerate(parts) if i != g)
+        if parts[g].count == 0 or rest.count == 0:
+            continue
+        beta = _signed_solve(rest, w, nonneg)
+        rss += _row_rss(parts[g], beta)
+        count += parts[g].count
+    return 100 * np.sqrt(rss / max(count, 1)) / peak
+
+
+def exchanged_scores(robot, model, t, q, tau, joint, holdout=HOLDOUT_FOLDS):
+    """Held-out RMSE % per joint of ``model``'s structure (its base set, friction model
+    and preparation) fitted by signed weighted least squares on time blocks of a record,
+    with the torques as recorded and with column ``joint`` exchanged with each other
+    column in turn: one preparation and one regressor for all (only the target differs;
+    each target weighted by its own first fit's residual).
+
+    Returns
+    -------
+    dict
+        ``None`` (as recorded) and each other column index -> ndarray (n,) of RMSE % of
+        that joint's peak torque.
+    """
+    n = robot.n_joints
+    prep = model.metadata.get('preparation') or {}
+    t, q, tau = _check_record(robot, t, q, tau)
+    prepared, W = _prepare(robot, model.base, model.friction_model, t, q, tau,
+                           cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
+                           decimate=prep.get('decimate'),
+                           filter_torque=prep.get('filter_torque', True))
+    nonneg = _signed_terms(model.base.count, model.friction_model, n)
+    groups = time_blocks(len(prepared.tau), int(holdout))
+    out = {}
+    for k in [None] + [k for k in range(n) if k != joint]:
+        target = prepared.tau.copy()
+        if k is not None:
+            # the filter and the resampling act column by column: exchanging the prepared
+            # columns is preparing the exchanged record
+            target[:, [joint, k]] = target[:, [k, joint]]
+        finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2))
+        parts = [sample_moments(W, target, np.ones(n), finite & (groups == g))
+                 for g in range(int(holdout))]
+        total = NormalEquations.total(parts)
+        peak = np.maximum(np.nanmax(np.abs(target), axis=0), 1e-12)
+        beta = np.linalg.lstsq(total.A, total.b, rcond=None)[0]
+        w = _weights(np.maximum(np.sqrt(_row_rss(total, beta) / max(total.count, 1)),
+                                1e-6 * peak.max()), n)
+        out[k] = _held_out_percent(parts, w, nonneg, peak)
+    return out
 
 
 def _signed_solve(neq, w, nonneg):
@@ -708,8 +760,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                   'min_pseudo_inertia_eigenvalues': sol.min_eigenvalues.tolist()})
 
     cache = {}
-    nonnegative = np.zeros(len(names), dtype=bool)
-    nonnegative[r:] = [f in FrictionModel.POSITIVE for f in fterms]
+    nonnegative = _signed_terms(r, friction, n)
 
     def fit(method, fold):
         key = (method, fold)
@@ -855,4 +906,4 @@ def predict_model(model, q, dq, ddq):
     return out + fc * np.sign(dq) + fv * dq
 
 
-__all__ += ['fit_full', 'validate_full', 'predict_model', 'FULL_METHODS']
+__all__ += ['fit_full', 'validate_full', 'predict_model', 'FULL_METHODS', 'exchanged_scores']

@@ -922,6 +922,8 @@ class FullPipelineFit:
     seconds : float
     info : dict
         ``gross_errors``.
+    record : tuple of ndarray, optional
+        ``(t, q, τ)`` as fitted (sorted, gross errors replaced): what the gate refits.
     """
 
     model: object
@@ -935,6 +937,7 @@ class FullPipelineFit:
     seed: int
     seconds: float
     info: dict = field(default_factory=dict)
+    record: tuple = None
 
     def summary(self):
         """What the fit used and found, as plain types (the CLI's ``fit_summary``)."""
@@ -1063,7 +1066,7 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
     return FullPipelineFit(model=model, validation=validation, prepared=data,
                            predicted=predicted, rigid=rigid, nominal=nominal,
                            noise_std=noise_estimate(tau), blocks=blocks, seed=seed,
-                           seconds=seconds, info={'gross_errors': gross})
+                           seconds=seconds, info={'gross_errors': gross}, record=(t, q, tau))
 
 
 def armature_choice(model):
@@ -1074,10 +1077,11 @@ def armature_choice(model):
         return None
     scores = ', '.join(f'{"with" if k == "true" else "without"} {v:.3g}'
                        for k, v in rotor['scores'].items())
+    errors = rotor.get('errors') or {}
     failed = ''.join(f'; the fit {"with" if k == "true" else "without"} them failed: {e}'
-                     for k, e in (rotor.get('errors') or {}).items())
-    return (f'{"kept" if rotor["chosen"] else "left out"}, chosen by {rotor["by"]}: '
-            f'{scores}{failed}')
+                     for k, e in errors.items())
+    how = 'the only fit that succeeded' if errors else f'chosen by {rotor["by"]}'
+    return f'{"kept" if rotor["chosen"] else "left out"}, {how}: {scores}{failed}'
 
 
 #: Samples at most for the nominal torques of the plausibility check (every k-th beyond).
@@ -1313,45 +1317,28 @@ SWAP_GAIN = 0.5
 
 
 def _swap_explains(fitted, robot, joint):
-    """``(message, scores)`` when exchanging ``joint``'s effort column with another's makes
+    """``(sentence, scores)`` when exchanging ``joint``'s effort column with another's makes
     the model follow its held-out blocks (:data:`SWAP_GAIN`), else None.
 
-    The same fit (WLS, the model's friction, rotor inertia and cut-off) of the prepared
-    samples as recorded and with each other joint's column exchanged in turn: one refit
-    per joint, made only for a refused fit.
+    The model's structure refitted on the record as fitted, as recorded and with each
+    other column exchanged in turn (:func:`.full_dynamics.exchanged_scores`: one
+    preparation, one regressor, a weighted solve per block and target); only for a
+    refused fit, and it only adds to a refusal, so a failure of its own leaves the
+    refusal as it was.
     """
-    from arm_dyn_id.errors import RankDeficientError
-    from arm_dyn_id.identification.full_dynamics import fit_full
-    model, data = fitted.model, fitted.prepared
-    if data.tau_raw is None or len(data.t) < 10:
+    from arm_dyn_id.identification.full_dynamics import exchanged_scores
+    if fitted.record is None:
         return None
     joints = list(robot.joint_names)
     i = joints.index(joint)
-    prep = model.metadata.get('preparation') or {}
-
-    def held_out(tau):
-        try:
-            _, validation = fit_full(robot, data.t, data.q, tau, methods=('wls',),
-                                     cutoff_hz=prep.get('cutoff_hz'),
-                                     order=int(prep.get('order', 4)),
-                                     friction=model.friction_model, armature=model.armature)
-        except (RankDeficientError, DataError):
-            return None
-        scores = validation.get('held_out') or {}
-        return np.array([scores[j]['rmse_percent'] for j in joints]) if scores else None
-
-    before = held_out(data.tau_raw)
-    if before is None:
+    try:
+        scores = exchanged_scores(robot, fitted.model, *fitted.record, i,
+                                  holdout=fitted.blocks)
+    except (ValueError, ArithmeticError, LookupError):   # DataError, LinAlgError among them
         return None
+    before = scores.pop(None)
     best = None
-    for k in range(len(joints)):
-        if k == i:
-            continue
-        tau = data.tau_raw.copy()
-        tau[:, [i, k]] = tau[:, [k, i]]
-        after = held_out(tau)
-        if after is None:
-            continue
+    for k, after in scores.items():
         gain = float(np.mean(after) / max(np.mean(before), 1e-12))
         both = max(after[i] / max(before[i], 1e-12), after[k] / max(before[k], 1e-12))
         if gain <= SWAP_GAIN and both <= SWAP_GAIN and (best is None or gain < best[1]):
@@ -1360,15 +1347,14 @@ def _swap_explains(fitted, robot, joint):
         return None
     k, gain, after = best
     a, b = sorted((i, k))
-    scores = {'joints': [joints[a], joints[b]], 'before': before.tolist(),
-              'after': after.tolist(), 'gain': gain}
-    return (f'{joints[a]}\'s and {joints[b]}\'s efforts look swapped: on held-out time blocks '
-            f'the model does not follow {joint} (RMSE {before[i]:.3g} % of its largest '
-            f'torque), and with the two columns exchanged the same fit follows both '
-            f'({joints[a]} {before[a]:.3g} -> {after[a]:.3g} %, {joints[b]} {before[b]:.3g} '
-            f'-> {after[b]:.3g} %; every joint {np.mean(before):.3g} -> {np.mean(after):.3g} '
-            '% on average): joint order of the effort (joint_map, the driver\'s joint names); '
-            '`arm-dyn-id check` tests each joint', scores)
+    found = {'joints': [joints[a], joints[b]], 'before': before.tolist(),
+             'after': after.tolist(), 'gain': gain}
+    return (f'{joints[a]}\'s and {joints[b]}\'s efforts look swapped: with the two columns '
+            f'exchanged the same model follows both on held-out time blocks ({joints[a]} '
+            f'{before[a]:.3g} -> {after[a]:.3g} %, {joints[b]} {before[b]:.3g} -> '
+            f'{after[b]:.3g} % RMSE of their largest torque; every joint {np.mean(before):.3g} '
+            f'-> {np.mean(after):.3g} % on average): joint order of the effort (joint_map, '
+            'the driver\'s joint names); `arm-dyn-id check` tests each joint', found)
 
 
 def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
@@ -1400,11 +1386,17 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
         # a geared arm's rotor inertia is not in the URDF either, and a model without it
         # does not follow held-out blocks (a simulated Panda with 0.3 kg·m² on each joint
         # was refused at 9 % held-out RMSE and written with it, 3 % off the true gravity)
-        tried = 'armature' in (model.metadata.get('selection') or {})
-        ask = (f'--armature yes (auto left it out: it did not lower the held-out error by '
-               f'{1 - ARMATURE_GAIN:.0%})' if tried else '--armature auto')
-        unmodelled = (f"a geared arm's rotor inertia, which this fit leaves out: {ask} "
-                      '(config key armature) fits it')
+        tried = (model.metadata.get('selection') or {}).get('armature')
+        failed = ((tried or {}).get('errors') or {}).get('true')
+        if failed:
+            # auto's fit with rotor inertia had no solution: --armature yes would not either
+            unmodelled = (f"a geared arm's rotor inertia, which this fit leaves out: the fit "
+                          f'with it found no solution ({failed})')
+        else:
+            ask = (f'--armature yes (auto left it out: it did not lower the held-out error '
+                   f'by {1 - ARMATURE_GAIN:.0%})' if tried else '--armature auto')
+            unmodelled = (f"a geared arm's rotor inertia, which this fit leaves out: {ask} "
+                          '(config key armature) fits it')
     verdict = judge_full(fitted.prepared, fitted.predicted, fitted.nominal,
                          fitted.validation.get('held_out'), fitted.noise_std,
                          joints=list(robot.joint_names), robot=robot,
@@ -1416,8 +1408,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
             verdict.checks.get('held_out_failed') in robot.joint_names:
         swapped = _swap_explains(fitted, robot, verdict.checks['held_out_failed'])
         if swapped is not None:
-            return type(verdict)(False, swapped[0], {**verdict.checks, 'swap_test': swapped[1]},
-                                 'swap')
+            return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
+                                 {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
     if not verdict.ok or model.covariance is None:
         return verdict
     # held-out time blocks of the same motion: is the model determined elsewhere?

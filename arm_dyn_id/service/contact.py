@@ -78,6 +78,9 @@ MAX_FREEZE = 3.0
 HOLDING_FACTOR = 1.5
 QUANTILE = 0.999
 MARGIN = 3.0
+#: Calibration recordings with less standstill than this (s) have not shown the arm's
+#: holds, starts and stops: the thresholds say so (``calibration['note']``).
+SEEN_STILL_SECONDS = 1.0
 
 
 def _vec(values, n, what, allow_inf=False):
@@ -635,6 +638,7 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
     if not 0.5 <= quantile < 1 or not margin >= 1:
         raise ConfigError(f'quantile {quantile} must be in [0.5, 1) and margin {margin} >= 1')
     m, v, a, still, fr = [], [], [], [], []
+    still_seconds = 0.0
     probe = ContactThresholds(joints, np.inf, np.inf, 0.0, 0.0, holding_bounds=holding_bounds,
                               **{k: x for k, x in settings.items()
                                  if k == 'breakaway_velocity'})
@@ -645,6 +649,9 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
         v.append(np.asarray(run.speed)[keep])
         a.append(np.asarray(run.acceleration)[keep])
         still.append(np.asarray(run.standstill, dtype=bool)[keep])
+        steps = np.diff(np.asarray(run.t, dtype=float))
+        if steps.size:
+            still_seconds += float(still[-1].sum() * np.median(steps))
     if not m or sum(len(x) for x in m) == 0:
         raise ConfigError('no calibration samples: give no-contact recordings of the arm')
     m, v, a, still, fr = (np.concatenate(x) for x in (m, v, a, still, fr))
@@ -701,6 +708,7 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
         standstill = plane[:, 0].copy()
     calibration = {'quantile': quantile, 'margin': margin, 'persistence_window': persistence,
                    'samples': int(len(m)), 'standstill_samples': int(still.sum()),
+                   'standstill_seconds': still_seconds,
                    'motion_samples': int(moving.sum()), 'bins': binned,
                    'floor': floor.tolist(),
                    'sources': [r.source for r in runs]}
@@ -709,14 +717,16 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
         notes.append(f'no motion state bin holds {min_bin} samples: the standstill band is '
                      'used in motion too; calibrate on recordings of the arm moving as it '
                      'will work')
-    if still.sum() < min_bin:
+    if still_seconds < SEEN_STILL_SECONDS:
         # a Fourier block moves all the time: a start from rest, where a joint creeps
         # through its friction's least known speeds, was not seen (on the real UR10e the
         # fit's own thresholds gave one 94 ms false alarm as a recording started)
-        notes.append(f'{int(still.sum())} standstill samples (fewer than {min_bin}): holds, '
-                     'starts and stops were not seen, and the standstill band is the '
-                     "motion band's base; calibrate on recordings with holds "
-                     '(arm-dyn-id residual MODEL BAG... --calibrate)')
+        notes.append(f'{still_seconds:.2g} s of standstill (less than '
+                     f'{SEEN_STILL_SECONDS:g} s): holds, starts and stops were not seen'
+                     + (", and the standstill band is the motion band's base"
+                        if still.sum() < min_bin else '') +
+                     '; calibrate on recordings with holds (arm-dyn-id residual MODEL '
+                     'BAG... --calibrate)')
     if notes:
         calibration['note'] = '; '.join(notes)
     calibration.update(settings.pop('calibration', {}))

@@ -489,9 +489,15 @@ def _se(X, rms, n_eff):
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
+#: Condition number (columns scaled to unit norm) above which :func:`nuisance_scales`
+#: leaves a joint's scale undetermined.
+NUISANCE_CONDITION = 1e6
+
+
 def nuisance_scales(measured, nominal, velocity, acceleration, options=None):
     """Each joint's scale against the URDF's torque with friction and rotor inertia fitted
-    apart, as :func:`check_dynamics` fits it, from arrays.
+    apart, with :func:`check_dynamics`' nuisance terms, from arrays: on every sample and
+    for every joint (no still or holding samples set apart, as that check does).
 
     Per joint i, a robust least-squares fit ``τ_i ≈ s_i τ_nominal,i + b_i + fc_i tanh(q̇_i /
     v) + fv_i q̇_i + Ia_i q̈_i`` on samples already filtered alike.
@@ -507,7 +513,8 @@ def nuisance_scales(measured, nominal, velocity, acceleration, options=None):
     Returns
     -------
     scale, std_error : ndarray, (n,)
-        ``inf`` standard errors where a joint's columns are degenerate.
+        NaN and ``inf`` where a joint's columns are degenerate (condition number above
+        :data:`NUISANCE_CONDITION`).
     """
     opt = dict(DEFAULTS, **(options or {}))
     arrays = [np.asarray(a, dtype=float) for a in (measured, nominal, velocity, acceleration)]
@@ -521,7 +528,13 @@ def nuisance_scales(measured, nominal, velocity, acceleration, options=None):
         columns = [g[:, i], np.ones(len(y)), np.tanh(dq[:, i] / opt['coulomb_velocity']),
                    dq[:, i], ddq[:, i]]
         coef, rms, X, _ = _fit(y[:, i], columns, robust=opt['robust'])
-        scale[i], se[i] = coef[0], _se(X, rms, opt['effective_samples'])[0]
+        norms = np.linalg.norm(X, axis=0)
+        # a URDF torque (nearly) a combination of the nuisance columns (a joint whose
+        # torque is its own inertia alone): its scale is not determined
+        if np.any(norms <= 0) or np.linalg.cond(X / norms) > NUISANCE_CONDITION:
+            continue
+        error = _se(X, rms, opt['effective_samples'])[0]
+        scale[i], se[i] = coef[0], error if error > 0 else np.inf
     return scale, se
 
 

@@ -728,17 +728,24 @@ def untested_scales(measured, nominal, velocity, acceleration, bound, joints, ca
                                 np.asarray(acceleration)[:, strong])
     for k, j in enumerate(strong):
         least = SCALE_FLOOR * (1.0 - bound[j] / spread[j])
-        checks[joints[j]] = {'scale': float(scale[k]), 'std_error': float(se[k]),
-                             'floor': float(least), 'urdf_std': float(spread[j])}
+        checks[joints[j]] = {
+            'scale': float(scale[k]) if np.isfinite(scale[k]) else None,
+            'std_error': float(se[k]) if np.isfinite(se[k]) else None,
+            'floor': float(least), 'urdf_std': float(spread[j])}
     for k, j in enumerate(strong):
         if scale[k] + 3.0 * se[k] < checks[joints[j]]['floor']:
+            times = '' if not bound[j] > 0 else \
+                f', {spread[j] / bound[j]:.1f}x what its centres of mass can get wrong'
+            # clearly positive and small: a column of another joint reads near 0, an
+            # effort scaled too small (its torque constant) reads its scale
+            constant = (f', or its torque constant (effort scale) {1 / scale[k]:.2g}x too '
+                        'small (--torque-constants)' if scale[k] - 3.0 * se[k] > 0 else '')
             return Plausibility(
                 False, f"{joints[j]}'s torque does not follow the URDF's once friction and "
                 f'rotor inertia are fitted apart (scale {scale[k]:.2f} ± {se[k]:.2g}, where '
-                f"the URDF's torque varies {spread[j]:.3g} N·m, "
-                f'{spread[j] / bound[j]:.1f}x what its centres of mass can get wrong, and a '
-                "right joint reads about 1): is its column another joint's (--joint-map), "
-                'or its sign flipped (current_signs)? `arm-dyn-id check` tests each joint',
+                f"the URDF's torque varies {spread[j]:.3g} N·m{times}, and a right joint "
+                "reads about 1): is its column another joint's (--joint-map), or its sign "
+                f'flipped (current_signs){constant}? `arm-dyn-id check` tests each joint',
                 checks, 'sign' if scale[k] <= -AGREE_RHO else 'swap')
     return Plausibility(True, None, checks)
 
@@ -1057,9 +1064,10 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     """The data gate of a full-dynamics fit, the first failure with its most likely cause.
 
     :func:`judge_data` on the prepared samples against the URDF's inverse dynamics
-    there, then the cut-off (:func:`derivative_noise`; the cut-off against the
-    Nyquist frequency), then the held-out quality against the noise level, the
-    parameters the data cannot identify named when it fails.
+    there (and :func:`light_joint_signs`), then the cut-off (:func:`derivative_noise`;
+    the cut-off against the Nyquist frequency), then, below the rate limit, the untested
+    joints' scales (:func:`untested_scales`), then the held-out quality against the noise
+    level, the parameters the data cannot identify named when it fails.
 
     Parameters
     ----------
