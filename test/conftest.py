@@ -30,6 +30,27 @@ def robot():
     return RobotModel.from_urdf(HUMANOID_URDF)
 
 
+@pytest.fixture
+def rotor_fit_fails(monkeypatch):
+    """Make every base set with rotor inertias raise RankDeficientError('no solution
+    (injected)') inside the full fit (a fault put in to test what a failed fit leaves);
+    returns a function that makes every base set raise."""
+    from arm_dyn_id.errors import RankDeficientError
+    from arm_dyn_id.identification import full_dynamics
+    rigid = full_dynamics.rigid_base_parameters
+
+    def no_solution_with_rotors(robot, armature=False):
+        if armature:
+            raise RankDeficientError('no solution (injected)')
+        return rigid(robot, armature=armature)
+
+    def no_solution(robot, armature=False):
+        raise RankDeficientError('none')
+
+    monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution_with_rotors)
+    return lambda: monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution)
+
+
 _ROS_HOME = tempfile.TemporaryDirectory(prefix='arm_dyn_id_ros_home_')
 _running = {'test': None, 'ros': True}     # the test being run, and whether it is marked ros
 

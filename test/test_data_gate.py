@@ -833,7 +833,7 @@ def test_effort_read_as_torque_names_a_load_and_the_drivers_scale_not_a_constant
 
 
 def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
-        tmp_path, capsys, monkeypatch):
+        tmp_path, capsys, request):
     """A Panda with 0.3 kg·m² of rotor inertia on each joint (URDFs have none) on a 0.2
     Hz motion: the model without it (``--armature no``) does not follow the recording on
     held-out blocks and is refused; the refusal names the rotor inertia and the option.
@@ -872,16 +872,7 @@ def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
     assert np.all(error[loaded] < 0.06 * np.abs(truth).max(axis=0)[loaded]), error
     # auto's fit with rotor inertia finding no solution: the refusal says so, and does not
     # send the user to --armature yes (which would fail the same way)
-    from arm_dyn_id.errors import RankDeficientError
-    from arm_dyn_id.identification import full_dynamics
-    rigid = full_dynamics.rigid_base_parameters
-
-    def no_solution_with_rotors(robot, armature=False):
-        if armature:
-            raise RankDeficientError('no solution (injected)')
-        return rigid(robot, armature=armature)
-
-    monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution_with_rotors)
+    request.getfixturevalue('rotor_fit_fails')
     code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'failed', *options)
     assert code == 3, err
     line = one_error_line(err)

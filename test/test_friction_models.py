@@ -244,12 +244,11 @@ def test_auto_armature_is_kept_for_a_clear_gain_only():
             assert ARMATURE_GAIN * scores['false'] < scores['true'] < scores['false'], chosen
 
 
-def test_auto_armature_keeps_the_fit_that_succeeded_and_says_its_choice(robot, monkeypatch):
+def test_auto_armature_keeps_the_fit_that_succeeded_and_says_its_choice(robot, request):
     """``armature='auto'`` fits twice: when one fit has no solution, the other is kept and
     the error recorded (before, the whole fit aborted); the pipeline prints the choice and
     both scores (before, it was only in model.yaml)."""
     from arm_dyn_id.errors import RankDeficientError
-    from arm_dyn_id.identification import full_dynamics
     d = fourier_data(seed=4, rate=200.0, periods=2, robot=robot)
     lines = []
     fitted = fit_full_samples(robot, d['t'], d['q'], d['tau'], methods=('wls',),
@@ -258,14 +257,7 @@ def test_auto_armature_keeps_the_fit_that_succeeded_and_says_its_choice(robot, m
     scores = fitted.model.metadata['selection']['armature']['scores']
     assert said and 'left out' in said[0] and f'without {scores["false"]:.3g}' in said[0] and \
         f'with {scores["true"]:.3g}' in said[0], lines
-    rigid = full_dynamics.rigid_base_parameters
-
-    def no_solution_with_rotors(robot, armature=False):
-        if armature:
-            raise RankDeficientError('no solution (injected)')
-        return rigid(robot, armature=armature)
-
-    monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution_with_rotors)
+    every_fit_fails = request.getfixturevalue('rotor_fit_fails')
     lines = []
     fitted = fit_full_samples(robot, d['t'], d['q'], d['tau'], methods=('wls',),
                               phase=lines.append, armature='auto')
@@ -274,11 +266,7 @@ def test_auto_armature_keeps_the_fit_that_succeeded_and_says_its_choice(robot, m
     assert chosen['errors'] == {'true': 'no solution (injected)'}, chosen
     said = [line for line in lines if line.startswith('rotor inertia: ')]
     assert said and 'the fit with them failed: no solution (injected)' in said[0], lines
-
-    def no_solution(robot, armature=False):
-        raise RankDeficientError('none')
-
-    monkeypatch.setattr(full_dynamics, 'rigid_base_parameters', no_solution)
+    every_fit_fails()
     with pytest.raises(RankDeficientError, match='neither fit'):
         fit_full(robot, d['t'], d['q'], d['tau'], methods=('wls',), armature='auto')
 
