@@ -419,10 +419,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                                  p.b_joint @ T, p.tau_sq, p.count, p.weights)
                  for p in union_parts]
         if w is None:   # weights of the simplest candidate's residual, shared by all
-            total = NormalEquations.total(parts)
-            beta = np.linalg.lstsq(total.A, total.b, rcond=None)[0]
-            w = _weights(np.maximum(np.sqrt(_row_rss(total, beta) / total.count),
-                                    1e-6 * peak.max()), n)
+            w = _residual_weights(parts, peak)
         nonneg = _signed_terms(r, model, n)
         scores[spec] = float(np.mean(_held_out_percent(parts, w, nonneg, peak)))
         built[spec] = (model, T, parts, nonneg)
@@ -455,6 +452,15 @@ def _signed_terms(r, friction, n):
     nonneg[r:] = [name.rstrip('0123456789') in FrictionModel.POSITIVE
                   for name in friction.names(n)]
     return nonneg
+
+
+def _residual_weights(parts, peak):
+    """Per-joint weights from the residual of a first unweighted least-squares fit of
+    the block moments ``parts`` (floored at 1e-6 of the largest ``peak``)."""
+    total = NormalEquations.total(parts)
+    beta = np.linalg.lstsq(total.A, total.b, rcond=None)[0]
+    return _weights(np.maximum(np.sqrt(_row_rss(total, beta) / max(total.count, 1)),
+                               1e-6 * peak.max()), len(peak))
 
 
 def _held_out_percent(parts, w, nonneg, peak):
@@ -503,12 +509,8 @@ def exchanged_scores(robot, model, t, q, tau, joint, holdout=HOLDOUT_FOLDS):
         finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2))
         parts = [sample_moments(W, target, np.ones(n), finite & (groups == g))
                  for g in range(int(holdout))]
-        total = NormalEquations.total(parts)
         peak = np.maximum(np.nanmax(np.abs(target), axis=0), 1e-12)
-        beta = np.linalg.lstsq(total.A, total.b, rcond=None)[0]
-        w = _weights(np.maximum(np.sqrt(_row_rss(total, beta) / max(total.count, 1)),
-                                1e-6 * peak.max()), n)
-        out[k] = _held_out_percent(parts, w, nonneg, peak)
+        out[k] = _held_out_percent(parts, _residual_weights(parts, peak), nonneg, peak)
     return out
 
 
@@ -661,9 +663,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         # score a little on any arm, and cost its gravity (simulated arms without rotor
         # inertia read 0.96-0.996x, their gravity 1.7 -> 4.2 % off; with 0.1-0.3 kg·m²
         # per joint that mattered 0.16-0.77x)
-        best = bool(False in scores and True in scores and
-                    scores[True] <= ARMATURE_GAIN * scores[False]) or \
-            (True in scores and False not in scores) or False not in fits
+        if len(scores) == 2:
+            best = bool(scores[True] <= ARMATURE_GAIN * scores[False])
+        else:   # one fit (or one score) only: that one
+            best = True in scores or False not in fits
         model, validation = fits[best]
         model.metadata['selection']['armature'] = {
             'chosen': bool(best),

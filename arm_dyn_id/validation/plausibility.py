@@ -1115,9 +1115,10 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     checks = dict(verdict.checks)
     agreement = checks.get('agreement')
     tested = None if agreement is None else np.array([agreement[j]['tested'] for j in joints])
+    untested = [] if tested is None else [j for j, t in zip(joints, tested) if not t]
     if robot is not None and tested is not None:
         light = light_joint_signs(y[rows], nominal[rows], com_error_bound(robot), joints,
-                                  [j for j, t in zip(joints, tested) if not t])
+                                  untested)
         checks['light_signs'] = light.checks
         # a swap with a light joint comes before a loaded joint's scale, as judge_data
         # names swaps before scales (a Panda's joints 4 and 5 swapped: joint 4 read
@@ -1157,7 +1158,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         # derivatives that are not noise: the untested joints' wiring by their scale
         wiring = untested_scales(y[rows], nominal[rows], prepared.dq[rows],
                                  prepared.ddq[rows], com_error_bound(robot), joints,
-                                 [j for j, t in zip(joints, tested) if not t])
+                                 untested)
         checks['untested_scales'] = wiring.checks
         if not wiring.ok:
             return Plausibility(False, wiring.reason, checks, wiring.cause)
