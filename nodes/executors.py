@@ -369,6 +369,14 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
             if not exit:
                 _destroy_nodes(node if node is not None else _half_built_node(failure))
             else:
+                # A node whose constructor raised is not destroyed either: the context's
+                # shutdown below would (it tracks every node), and destroying such a node
+                # some 20 ms after it was created crashed twice in CI in hundreds of
+                # start-up refusals (SIGSEGV in rcl_node_fini, test_excitation_limits).
+                # Its handles go with the process, as a finished node's would.
+                half_built = _half_built_node(failure) if node is None else None
+                if half_built is not None:
+                    half_built.context.untrack_node(half_built)
                 # the process ends right after: should the context's shutdown hang in
                 # the middleware, print every stack and end (exit code 1), EXIT_BUDGET s
                 # after the stop began (before launch's SIGKILL)
@@ -379,13 +387,14 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
             stop.ignore()
             faulthandler.cancel_dump_traceback_later()
     if exit:
-        # The nodes are not destroyed: rcl_node_fini (node.destroy_node) hung with the
-        # interpreter held in about 1 of 40 SIGINTs to a process group of our nodes
-        # (test_shutdown, excitation_node), and the process ends now anyway. Nor is a node
-        # whose constructor raised: ``failure``'s traceback holds it until the process
-        # ends. Left to the garbage collector, its rclpy handles (clocks, time source,
-        # parameter services) were freed in no set order, and one start-up refusal in
-        # CI ended with SIGSEGV instead of exit code 2.
+        # run_node destroyed no node itself (the context's shutdown above destroyed the
+        # nodes it tracks, under EXIT_BUDGET's dump): an explicit destroy_node hung with
+        # the interpreter held in about 1 of 40 SIGINTs to a process group of our nodes
+        # (test_shutdown, excitation_node), and the process ends now anyway. A node whose
+        # constructor raised, untracked above, is held by ``failure``'s traceback until
+        # the process ends: left to the garbage collector, its rclpy handles (clocks,
+        # time source, parameter services) were freed in no set order, and one start-up
+        # refusal in CI ended with SIGSEGV instead of exit code 2.
         return exit_process(code)
     del failure
     return code
