@@ -973,6 +973,42 @@ def test_two_wrists_swapped_are_named_swapped_not_a_poor_excitation(arm_name, pa
     assert np.all(after[list(pair)] < 2.0 * right[list(pair)] + 2.0), (after, right)
 
 
+@pytest.mark.parametrize('arm_name, pair', [('humanoid', (1, 2)), ('ur5', (2, 3))])
+def test_a_swap_that_reads_as_a_flipped_sign_is_named_swapped(arm_name, pair):
+    """Two joints swapped whose refusal blamed a sign: the humanoid's joints 2 and 3 (joint
+    3's column runs against its URDF torque, rho = -0.83) and the UR5's elbow and wrist_1
+    (the fit pinned the elbow's friction at 0 to follow wrist_1's torque). The exchange
+    refit names the swap before the refusal as recorded; the same joint's sign flipped
+    is still named a sign, with no swap found."""
+    from arm_bags import Arm, example_robot, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = URDF if arm_name == 'humanoid' else \
+        str(example_robot('ur_description/urdf/ur5_robot.urdf'))
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0), 200.0)
+    swapped = tau.copy()
+    swapped[:, list(pair)] = swapped[:, list(pair[::-1])]
+    flipped = tau.copy()
+    flipped[:, pair[1]] *= -1
+    verdicts = {}
+    for name, effort in (('swapped', swapped), ('flipped', flipped)):
+        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
+        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    a, b = (robot.joint_names[j] for j in pair)
+    verdict = verdicts['swapped']
+    assert not verdict.ok and verdict.cause == 'swap', verdict
+    assert f"{a}'s and {b}'s efforts look swapped" in verdict.reason, verdict.reason
+    # what the gate saw as recorded still follows
+    assert 'As recorded: ' in verdict.reason and 'current_signs' in verdict.reason
+    found = verdict.checks['swap_test']
+    assert found['joints'] == [a, b] and found['gain'] <= 0.5, found
+    verdict = verdicts['flipped']
+    assert not verdict.ok and verdict.cause == 'sign', verdict
+    assert 'swap_test' not in verdict.checks and 'look swapped' not in verdict.reason
+
+
 def test_an_untested_joint_read_at_a_third_of_its_urdf_torque_also_names_its_constant():
     """A joint whose effort follows its URDF torque at a clearly positive, small scale
     (0.3) is refused; a column of another joint reads near 0, an effort scaled too small
