@@ -88,3 +88,20 @@ def test_scs_agrees_with_clarabel(robot):
     assert np.sqrt(np.mean((ta - tb) ** 2)) < 0.02 * np.sqrt(np.mean(ta ** 2))
     with pytest.raises(ConfigError, match='solver'):
         fit_full(robot, t, q, tau, methods=('consistent',), solver='MOSEK_PLEASE')
+
+
+def test_consistent_standard_errors_follow_each_joints_residual_like_least_squares(robot):
+    """Weights that are wrong for one joint (its noise given 100x too small) must not set
+    every parameter's variance: the consistent fit's standard errors take each joint's
+    residual variance as least squares' do (they agree within 10 % on rich data, where
+    its constraints are inactive). With one variance pooled over the joints they were up
+    to 5.6x least squares' here."""
+    t, q, _, _, _, tau = simulate(robot, amplitude=1.0, seconds=20.0, noise=0.2, seed=1)
+    noise = np.full(robot.n_joints, 0.2)
+    noise[0] = 0.002
+    errors = {}
+    for method in ('wls', 'consistent'):
+        model, _ = fit_full(robot, t, q, tau, methods=(method,), harmonic_hz=1.0,
+                            noise=noise)
+        errors[method] = np.asarray(model.std_errors)
+    np.testing.assert_allclose(errors['consistent'], errors['wls'], rtol=0.1)

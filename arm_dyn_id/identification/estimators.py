@@ -836,9 +836,13 @@ def fit_irls(Yb, tau, names, noise=None, c=4.685, max_iter=50, tol=1e-10, mask=N
             break
     inliers = use.copy()
     inliers[use] = np.all(rw > 0, axis=1)
+    # the covariance of the weighted fit on the samples kept, each joint's residual
+    # variance its own (joint_variance_covariance), as the other estimators report it
+    A, _ = _normal_equations(Yb, tau, w, inliers)
+    _, cov_unit, _ = solve_normal_equations(A, np.zeros(len(beta)), names)
     return _finish('irls', names, Yb, tau, beta, cov_unit, condition, inliers, w, t0,
                    info={'iterations': iteration + 1,
-                         'rejected': int(use.sum() - inliers.sum())})
+                         'rejected': int(use.sum() - inliers.sum())}, per_joint=True)
 
 
 def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, k=3.0,
@@ -906,7 +910,7 @@ def fit_pso(Yb, tau, names, noise=None, rng=None, particles=40, iterations=300, 
     _, cov_unit, condition = solve_normal_equations(A, np.zeros(dim), names)
     return _finish('pso', names, Yb, tau, beta, cov_unit, condition, inliers, w, t0,
                    info={'particles': particles, 'iterations': iterations, 'rounds': rounds,
-                         'rejected': int(use.sum() - inliers.sum())})
+                         'rejected': int(use.sum() - inliers.sum())}, per_joint=True)
 
 
 ESTIMATORS = {

@@ -46,7 +46,7 @@ from arm_dyn_id.identification import consistent as cons
 from arm_dyn_id.identification.estimators import (
     ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS, IdentificationResult, NormalEquations,
     _predict, _row_rss, _weights, bounded_solve, fit_best, identifiability,
-    nonnegative_friction,
+    joint_variance_covariance, nonnegative_friction,
     sample_moments, select, time_blocks)
 from arm_dyn_id.model.base_parameters import inertial_base_parameters
 from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, base_matrix,
@@ -747,12 +747,14 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         resid = target - _predict(W, sol.x)
         resid[~mask] = np.nan
         rss = _row_rss(neq, sol.x)
-        dof = max(neq.count * n - len(sol.x), 1)
         condition, _ = identifiability(neq.A, names)
         try:
-            cov = np.linalg.inv(neq.A) * float(w @ rss / dof)
+            cov_unit = np.linalg.inv(neq.A)
         except np.linalg.LinAlgError:
-            cov = np.linalg.pinv(neq.A) * float(w @ rss / dof)
+            cov_unit = np.linalg.pinv(neq.A)
+        # each joint's residual variance its own, as the least-squares candidates report
+        # it (the constraints' own effect on the spread is not counted)
+        cov = joint_variance_covariance(cov_unit, neq.A_joint, w, rss, neq.count)
         return IdentificationResult(
             method='consistent', names=names, beta=sol.x,
             std_errors=np.sqrt(np.clip(np.diag(cov), 0, None)), covariance=cov,
