@@ -29,6 +29,10 @@ URDFs have none; 0 for the arm without) the model may lack, at 200 Hz,
 the same motion at 0.1 and 0.2 Hz: the friction ``auto`` chose (and set aside), the
 exit and the gravity error. A friction term that trades for gravity shows there.
 
+``--part mistakes``: each joint's sign flipped, each neighbouring pair's efforts swapped
+and each joint's effort 2x (its torque constant), at 200 Hz: written or refused, the
+cause named, per kind of mistake.
+
 ``--tree PATH`` runs another checkout's ``arm_dyn_id`` (``git archive REV | tar -x -C
 PATH``) on the same bags: the before.
 """
@@ -104,7 +108,8 @@ def true_arm(urdf, seed):
 
 
 def mistakes(tmp, args):
-    """Each joint's sign flipped and each neighbouring pair's torques swapped, 200 Hz."""
+    """Each joint's sign flipped, each neighbouring pair's torques swapped and each joint's
+    torque scaled 2x (its constant), 200 Hz."""
     rows = []
     for key in args.arms.split(','):
         urdf = ARMS[key]()
@@ -121,6 +126,10 @@ def mistakes(tmp, args):
             swapped[:, [j, j + 1]] = swapped[:, [j + 1, j]]
             cases.append((f'{arm.joints[j]} and {arm.joints[j + 1]} swapped', 'swap',
                           swapped))
+        for j in range(arm.n):
+            doubled = tau.copy()
+            doubled[:, j] *= 2.0
+            cases.append((f'{arm.joints[j]} constant 2x', 'torque_constant', doubled))
         for k, (label, kind, effort) in enumerate(cases):
             code, what, _, err, reason = fit_case(tmp, f'{key}_m{k}', arm, urdf, t, q,
                                                   effort, args.tree)
@@ -130,10 +139,15 @@ def mistakes(tmp, args):
     for key, label, _, code, what, err, _ in rows:
         print(f'| {key} | {label} | {code} | {what} | '
               f'{"—" if err is None else f"{err:.1f}"} |')
-    written = [f'{r[0]} {r[1]}' for r in rows if r[3] == 0]
-    named = [r for r in rows if r[3] != 0 and r[4].endswith(f': {r[2]}')]
-    print(f'\nmistakes written with exit 0: {len(written)} of {len(rows)} {written}; '
-          f'refused naming the mistake (sign / swap): {len(named)}')
+    for kind in ('sign', 'swap', 'torque_constant'):
+        mine = [r for r in rows if r[2] == kind]
+        written = [f'{r[0]} {r[1]} ({"—" if r[5] is None else f"{r[5]:.1f} %"})'
+                   for r in mine if r[3] == 0]
+        # a constant is named by the scale checks: torque_constant or units
+        named = [r for r in mine if r[3] != 0 and (r[4].endswith(f': {kind}') or (
+            kind == 'torque_constant' and r[4].endswith(': units')))]
+        print(f'\n{kind}: written with exit 0 {len(written)} of {len(mine)} {written}; '
+              f'refused naming it: {len(named)}')
 
 
 def geared(tmp, args):
