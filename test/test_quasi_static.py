@@ -202,3 +202,18 @@ def test_fourier_like_recording_says_full_dynamics_applies():
                       segments='quasi_static', quasi_static={'min_samples': 10})
     assert 'full-dynamics fit applies' in fit.summary()['full_dynamics']
     assert 'identify_full' in fit.summary()['full_dynamics']
+
+
+def test_all_the_joints_of_a_two_joint_arm_moving_is_rich_motion():
+    """A double pendulum's Fourier motion moved 1.8 joints at once on average: below the
+    two of a six-joint arm's rule, so it was fitted (and refused) as gravity. An arm of
+    fewer than three joints needs 0.75 of its joints at once; a six-joint arm still two."""
+    from arm_dyn_id.identification.quasi_static import motion_profile
+    t = np.linspace(0.0, 30.0, 3000)[:, None]
+    both = 0.5 * np.cos(2 * np.pi * np.array([0.1, 0.13]) * t)      # 2 joints, fast
+    profile = motion_profile(both)
+    assert 1.5 <= profile['joints_moving'] < 2.0 and profile['rich'], profile
+    # the same two joints moving on a six-joint arm whose other joints hold still
+    six = np.hstack([both, np.zeros((len(t), 4))])
+    assert not motion_profile(six)['rich']
+    assert not motion_profile(both[:, :1].repeat(2, axis=1) * [1.0, 0.0])['rich']

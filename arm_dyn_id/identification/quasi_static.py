@@ -50,9 +50,12 @@ REST_FRICTION_FRACTION = 0.02
 
 #: A recording is *rich* (full dynamics applies) when more than this fraction of
 #: its samples move faster than the quasi-static speed, with on average at least
-#: RICH_JOINTS joints moving at once.
+#: RICH_JOINTS joints moving at once (on an arm of fewer joints, RICH_SHARE of them: a
+#: double pendulum's Fourier motion moved 1.8 joints at once and was fitted, and refused,
+#: as gravity).
 RICH_FRACTION = 0.5
 RICH_JOINTS = 2.0
+RICH_SHARE = 0.75
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,10 @@ def motion_profile(v, max_speed=QUASI_STATIC_SPEED):
     any_fast = fast.any(axis=1)
     frac = float(any_fast.mean()) if len(v) else 0.0
     joints = float(fast[any_fast].sum(axis=1).mean()) if any_fast.any() else 0.0
+    at_once = min(RICH_JOINTS, RICH_SHARE * v.shape[1]) if v.ndim == 2 else RICH_JOINTS
     return {'fast_fraction': frac, 'joints_moving': joints,
             'peak_speed': np.abs(v).max(axis=0).tolist() if len(v) else [],
-            'rich': bool(frac > RICH_FRACTION and joints >= RICH_JOINTS)}
+            'rich': bool(frac > RICH_FRACTION and joints >= at_once)}
 
 
 def quasi_static_samples(t, q, tau, dq=None, max_speed=QUASI_STATIC_SPEED,
