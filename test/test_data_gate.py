@@ -1082,6 +1082,35 @@ def test_a_loaded_joints_constant_2x_in_a_full_fit_is_refused(arm_name, joint):
     assert 1.6 < judged['scale'] < 2.6, judged
 
 
+def test_a_plain_scale_made_by_friction_is_judged_again_with_friction_fitted_apart():
+    """A right Z1 record (seed 1): its third joint's friction follows the URDF's torque,
+    and the plain scale against the full inverse dynamics read x4.45 (rho 0.91): refused as
+    a torque constant. With friction and rotor inertia fitted apart it reads 1.18: the
+    refusal is withdrawn (kept in the evidence). The same joint with its effort 2x reads
+    2.35 that way: still refused."""
+    from arm_bags import Arm, example_robot, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = str(example_robot('z1_description/urdf/z1.urdf'))
+    arm = Arm(urdf).perturb(np.random.default_rng(101), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(1), 200.0)
+    doubled = tau.copy()
+    doubled[:, 2] *= 2.0
+    verdicts = {}
+    for name, effort in (('right', tau), ('doubled', doubled)):
+        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
+        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    right = verdicts['right']
+    assert right.ok, right.reason
+    assert 'joint3 x4' in right.checks['scale_refusal_withdrawn']
+    assert 0.8 < right.checks['friction_free_scales']['joint3']['scale'] < 1.4, right.checks
+    verdict = verdicts['doubled']
+    assert not verdict.ok and verdict.cause == 'torque_constant', verdict
+    assert 'scale_refusal_withdrawn' not in verdict.checks
+    assert verdict.checks['friction_free_scales']['joint3']['scale'] > 1.6
+
+
 def test_an_untested_joint_read_at_a_third_of_its_urdf_torque_also_names_its_constant():
     """A joint whose effort follows its URDF torque at a clearly positive, small scale
     (0.3) is refused; a column of another joint reads near 0, an effort scaled too small
