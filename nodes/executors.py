@@ -374,13 +374,14 @@ def run_node(node_class, args=None, split=False, threads=2, exit=True):
                 # some 20 ms after it was created crashed twice in CI in hundreds of
                 # start-up refusals (SIGSEGV in rcl_node_fini, test_excitation_limits).
                 # Its handles go with the process, as a finished node's would.
-                half_built = _half_built_node(failure) if node is None else None
-                if half_built is not None:
-                    half_built.context.untrack_node(half_built)
                 # the process ends right after: should the context's shutdown hang in
                 # the middleware, print every stack and end (exit code 1), EXIT_BUDGET s
                 # after the stop began (before launch's SIGKILL)
                 faulthandler.dump_traceback_later(stop.remaining(EXIT_BUDGET), exit=True)
+                half_built = _half_built_node(failure) if node is None else None
+                for made in (half_built, getattr(half_built, 'commands', None)):
+                    if made is not None:        # and its companion, if it was made
+                        made.context.untrack_node(made)
             # the DDS participant leaves the graph here: peers saw the endpoints of a
             # node ended this way go within 0.05 s (20 s, its lease, without it)
             rclpy.try_shutdown()

@@ -1033,10 +1033,23 @@ def test_one_constant_off_is_judged_against_the_joints_beyond_and_before_it():
         measured = urdf * scales + friction + rng.normal(0, 0.05, urdf.shape)
         return constant_scales(measured, urdf, dq, ddq, bound, joints, effort, gains)
 
-    for scales in ([1.0, 1.0, 1.0], [0.9, 1.1, 1.2], [1.15, 1.4, 2.0], [1.0, 1.0, 2.0]):
+    # right; loads the URDF lacks: raising the joints toward the flange (a real UR10e
+    # with 2.6 kg), off the flange's axis raising two joints together (a Kinova with
+    # 1.5 kg: the last joint low against them, yet near 1); 2x on the last joint
+    for scales in ([1.0, 1.0, 1.0], [0.9, 1.1, 1.2], [1.15, 1.4, 2.0], [1.53, 1.63, 0.88],
+                   [1.0, 1.0, 2.0]):
         verdict = judge(np.array(scales))
         assert verdict.ok, (scales, verdict.reason)
         assert set(verdict.checks) == set(joints), verdict.checks
+    # the chain's order, not the list's: the load pattern listed from the flange passes
+    # with the chain given, and the constant 2x on the shoulder listed last is still named
+    flange_first = np.tril(np.ones((3, 3), dtype=bool), -1)     # beyond[k, i]: i < k
+    for scales, ok in (([2.0, 1.4, 1.15], True), ([1.0, 1.0, 2.0], False)):
+        measured = urdf[:, ::-1] * scales + friction[:, ::-1]
+        verdict = constant_scales(measured, urdf[:, ::-1], dq[:, ::-1], ddq[:, ::-1],
+                                  bound[::-1], joints[::-1], beyond=flange_first)
+        assert verdict.ok is ok, (scales, verdict.reason)
+    assert verdict.reason.startswith('shoulder reads x'), verdict.reason
     verdict = judge(np.array([2.0, 1.0, 1.0]))
     assert not verdict.ok and verdict.cause == 'torque_constant', verdict
     assert verdict.reason.startswith(('shoulder reads x2', 'shoulder reads x1.9')), verdict.reason
@@ -1141,3 +1154,20 @@ def test_an_untested_joint_read_at_a_third_of_its_urdf_torque_also_names_its_con
     verdict = untested_scales(inertial * [1.0, 0.3] + friction, inertial, dq, ddq, [0.2, 0.1],
                               ['a', 'b'], ['b'])
     assert verdict.ok and verdict.checks['b']['std_error'] is None, verdict.checks
+
+
+def test_the_joints_beyond_each_joint_follow_the_tree_not_the_configured_order():
+    """``RobotModel.beyond``: the humanoid arm is one chain, so with its joints listed from
+    the base each joint has the later ones beyond it, and listed from the flange the
+    earlier ones; the biped's two legs are neither beyond nor before each other."""
+    names = list(RobotModel.from_urdf(URDF).joint_names)
+    n = len(names)
+    assert np.array_equal(RobotModel.from_urdf(URDF).beyond,
+                          np.triu(np.ones((n, n), dtype=bool), 1))
+    assert np.array_equal(RobotModel.from_urdf(URDF, joints=names[::-1]).beyond,
+                          np.tril(np.ones((n, n), dtype=bool), -1))
+    biped = RobotModel.from_urdf(str(URDF).replace('humanoid_arm', 'biped'))
+    legs = [[i for i, j in enumerate(biped.joint_names) if j.endswith(side)]
+            for side in ('_l', '_r')]
+    assert all(legs) and not biped.beyond[np.ix_(legs[0], legs[1])].any()
+    assert biped.beyond[legs[0][0], legs[0][1:]].all()

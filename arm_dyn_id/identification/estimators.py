@@ -839,7 +839,10 @@ def fit_irls(Yb, tau, names, noise=None, c=4.685, max_iter=50, tol=1e-10, mask=N
     # the covariance of the weighted fit on the samples kept, each joint's residual
     # variance its own (joint_variance_covariance), as the other estimators report it
     A, _ = _normal_equations(Yb, tau, w, inliers)
-    _, cov_unit, _ = solve_normal_equations(A, np.zeros(len(beta)), names)
+    try:
+        _, cov_unit, _ = solve_normal_equations(A, np.zeros(len(beta)), names)
+    except RankDeficientError:
+        pass        # the kept samples alone do not determine it: the weighted one stays
     return _finish('irls', names, Yb, tau, beta, cov_unit, condition, inliers, w, t0,
                    info={'iterations': iteration + 1,
                          'rejected': int(use.sum() - inliers.sum())}, per_joint=True)

@@ -278,6 +278,16 @@ class RobotModel:
         return np.array([data.mass[int(j)] for j in self._jid])
 
     @property
+    def beyond(self):
+        """bool (n, n): ``beyond[k, i]``, configured joint i lies beyond joint k in the
+        kinematic tree (k moves it), whatever order the joints were configured in; a joint
+        on another branch is neither beyond nor before."""
+        ancestors = self._ancestors()
+        body = [int(j) - 1 for j in self._jid]      # the body each joint moves first
+        return np.array([[i != k and body[k] in ancestors[body[i]] for i in range(len(body))]
+                         for k in range(len(body))])
+
+    @property
     def position_limits(self):
         """(lower, upper) of each joint from the URDF (rad, (n,) each); a continuous joint,
         or one without finite limits, gets (-π, π)."""

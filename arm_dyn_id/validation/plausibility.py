@@ -750,8 +750,14 @@ def untested_scales(measured, nominal, velocity, acceleration, bound, joints, ca
     return Plausibility(True, None, checks)
 
 
+#: A joint reading high against the joints beyond it is a load's pattern, not its own
+#: constant, when the joints before it read within this factor of it (a load off the
+#: flange's axis raised a Kinova's joints 2 and 3 to x1.53 and x1.63, its wrists not)
+SHARED_RISE = 1.25
+
+
 def constant_scales(measured, nominal, velocity, acceleration, bound, joints, effort=None,
-                    gains=None, limit=RELATIVE_SCALE_LIMIT):
+                    gains=None, limit=RELATIVE_SCALE_LIMIT, beyond=None):
     """One joint's torque constant off, in a full fit: each joint's scale with friction and
     rotor inertia fitted apart (:func:`arm_dyn_id.validation.check.nuisance_scales`),
     against the joints beyond it and before it in the chain.
@@ -760,21 +766,25 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
     inertia the URDF gets wrong, so :func:`judge_data` leaves the joints' scales relative
     to one another unjudged there; with those fitted apart, a right joint reads within
     1.25x of the others (simulated arms, 3 seeds each: 0.82-1.24; a real UR10e's Fourier
-    runs 0.81-1.21). A load the URDF lacks, though, raises the joints near the flange
-    most (a real UR10e with 2.6 kg: wrist_1 x1.99, elbow x1.39, shoulder_lift x1.15), so
-    only what a load cannot do is judged, on the joints whose URDF torque varies more
-    than :data:`SIGN_MARGIN` × what their centres of mass can get wrong (in ``joints``
-    order, from the base):
+    runs 0.81-1.21). A load the URDF lacks, though, raises joints unevenly (a real UR10e
+    with 2.6 kg: wrist_1 x1.99, elbow x1.39, shoulder_lift x1.15; a Kinova with 1.5 kg
+    off the flange's axis: joints 2 and 3 x1.53 and x1.63, its wrists x1.04 and x0.88),
+    so only what a load does not do is judged, on the joints whose URDF torque varies
+    more than :data:`SIGN_MARGIN` × what their centres of mass can get wrong:
 
-    * a joint reading more than ``limit`` × the median of the joints beyond it (a load
-      raises those more), or
-    * less than 1 / ``limit`` × the median of the joints before it (a load raises it
-      more than them).
+    * a joint reading more than ``limit`` × the median of the joints beyond it and more
+      than ``limit`` itself, unless a joint before it reads within :data:`SHARED_RISE`
+      of it (a rise shared along the chain), or
+    * less than 1 / ``limit`` × the median of the joints before it and less than
+      1 / ``limit`` itself (a load lifts the joints it weighs on, so the joints beyond a
+      heavily loaded one read low against it, yet near 1: the Kinova's fifth x0.88).
 
-    A constant 2x on the last such joint, or 0.5x on the first, is a load's pattern and
-    is not judged here (the absolute limits still apply). Before this, a constant 2x on
-    a loaded joint of a full fit was written with exit 0, 51-72 % off (Kinova, xArm,
-    UR10 shoulders).
+    ``beyond``: bool (n, n), joint i beyond joint k (:attr:`RobotModel.beyond`); default:
+    ``joints`` run from the base to the flange. A constant 2x on the last such joint, or
+    0.5x on the first, is a load's pattern and is not judged here (the absolute limits
+    still apply); the message names a load as the other cause. Before this, a constant
+    2x on a loaded joint of a full fit was written with exit 0, 51-72 % off (Kinova,
+    xArm, UR10 shoulders).
 
     Returns
     -------
@@ -798,18 +808,27 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
            if np.isfinite(scale[k]) and scale[k] > 0 and 3.0 * se[k] < 0.2 * scale[k]]
     for k in use:
         checks[joints[strong[k]]] = {'scale': float(scale[k]), 'std_error': float(se[k])}
+    n = len(joints)
+    if beyond is None:
+        beyond = np.arange(n)[None, :] > np.arange(n)[:, None]
+    beyond = np.asarray(beyond, dtype=bool)
     off = []
     for k in use:
-        beyond = [scale[i] for i in use if i > k]
-        before = [scale[i] for i in use if i < k]
-        high = bool(beyond) and scale[k] > limit * np.median(beyond)
-        low = bool(before) and scale[k] < np.median(before) / limit
+        after = [scale[i] for i in use if beyond[strong[k], strong[i]]]
+        before = [scale[i] for i in use if beyond[strong[i], strong[k]]]
+        # out of line with the others and off on its own (a load lifts the joints it
+        # weighs on, so those beyond a heavy one read low against it, yet near 1)
+        high = bool(after) and scale[k] > limit * max(1.0, np.median(after)) and not (
+            before and scale[k] <= SHARED_RISE * max(before))
+        low = bool(before) and scale[k] < min(1.0, np.median(before)) / limit
         if high or low:
-            off.append((abs(np.log(scale[k])), k, high, beyond if high else before))
+            others = [scale[i] for i in use if i != k]
+            off.append((abs(np.log(scale[k] / np.median(others))), k, high,
+                        after if high else before))
     if off:
         # a constant 0.5x on the last joint also sets the one before it 2x above it: of
-        # the joints out of line, the one farthest from the URDF's own torque is named
-        _, k, high, group = max(off)
+        # the joints out of line, the one farthest from all the others is named
+        _, k, high, group = max(off, key=lambda o: (o[0], o[1]))
         j = strong[k]
         others = float(np.median(group))
         r = float(scale[k] / others)
@@ -822,14 +841,14 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
                 f'its torque constant (--torque-constants{fix}; arm-dyn-id calibrate '
                 'measures it)')
         where = ('the joints beyond it' if high else 'the joints before it')
-        load = ('a load the URDF lacks raises the joints beyond a joint more than the joint '
-                'itself' if high else 'a load the URDF lacks raises a joint more than the '
-                'joints before it')
+        load = ('or a load the URDF lacks that weighs on it far more than on the joints '
+                'beyond it (a heavy tool off the flange\'s axis: add it to the URDF)' if high
+                else 'a load the URDF lacks does not lower a joint\'s own scale')
         return Plausibility(
             False, f"{joints[j]} reads x{scale[k]:.3g} of the URDF's torque once friction and "
             f'rotor inertia are fitted apart, {max(r, 1 / r):.2g}x {"above" if high else "below"}'
-            f' {where} (x{others:.3g}), where a right arm stays within {limit:g}x and {load}: '
-            f'{what} looks off', checks, 'torque_constant')
+            f' {where} (x{others:.3g}), where a right arm stays within {limit:g}x: {what} looks '
+            f'off{", " if high else "; "}{load}', checks, 'torque_constant')
     return Plausibility(True, None, checks)
 
 
@@ -1288,7 +1307,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         # one joint's torque constant off, judged against the joints beyond and before it
         constants = constant_scales(y[rows], nominal[rows], prepared.dq[rows],
                                     prepared.ddq[rows], com_error_bound(robot), joints,
-                                    effort, gains)
+                                    effort, gains, beyond=robot.beyond)
         checks['constant_scales'] = constants.checks
         if not constants.ok:
             return Plausibility(False, constants.reason, checks, constants.cause)
