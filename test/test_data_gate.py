@@ -974,6 +974,40 @@ def test_two_wrists_swapped_are_named_swapped_not_a_poor_excitation(arm_name, pa
     assert np.all(after[list(pair)] < 2.0 * right[list(pair)] + 2.0), (after, right)
 
 
+def _full_verdicts(urdf, mistakes, seed=0):
+    """A perturbed arm's (arm seed 100 + ``seed``) 200 Hz Fourier record
+    (``arm_bags.realistic_fourier``), fitted in full (WLS) and judged as
+    ``judge_full_fit`` does, right and with each mistake (name -> function of the torque
+    array returning the effort recorded): ``(robot, {'right' and each name: verdict})``."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    arm = Arm(urdf).perturb(np.random.default_rng(100 + seed), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(seed),
+                                  200.0)
+    verdicts = {}
+    for name, make in {'right': lambda x: x, **mistakes}.items():
+        effort = make(tau.copy())
+        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
+        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    return robot, verdicts
+
+
+def _exchanged(a, b):
+    def make(tau):
+        tau[:, [a, b]] = tau[:, [b, a]]
+        return tau
+    return make
+
+
+def _scaled(j, factor):
+    def make(tau):
+        tau[:, j] *= factor
+        return tau
+    return make
+
+
 @pytest.mark.parametrize('arm_name, pair', [('humanoid', (1, 2)), ('ur5', (2, 3))])
 def test_a_swap_that_reads_as_a_flipped_sign_is_named_swapped(arm_name, pair):
     """Two joints swapped whose refusal blamed a sign: the humanoid's joints 2 and 3 (joint
@@ -981,23 +1015,13 @@ def test_a_swap_that_reads_as_a_flipped_sign_is_named_swapped(arm_name, pair):
     (the fit pinned the elbow's friction at 0 to follow wrist_1's torque). The exchange
     refit names the swap before the refusal as recorded; the same joint's sign flipped
     is still named a sign, with no swap found."""
-    from arm_bags import Arm, example_robot, realistic_fourier
-    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
-    from arm_dyn_id.validation.check import holding_friction
+    from arm_bags import example_robot
     urdf = URDF if arm_name == 'humanoid' else \
         str(example_robot('ur_description/urdf/ur5_robot.urdf'))
-    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0), 200.0)
-    swapped = tau.copy()
-    swapped[:, list(pair)] = swapped[:, list(pair[::-1])]
-    flipped = tau.copy()
-    flipped[:, pair[1]] *= -1
-    verdicts = {}
-    for name, effort in (('swapped', swapped), ('flipped', flipped)):
-        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
-        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    robot, verdicts = _full_verdicts(urdf, {'swapped': _exchanged(*pair),
+                                            'flipped': _scaled(pair[1], -1.0)})
     a, b = (robot.joint_names[j] for j in pair)
+    assert verdicts['right'].ok, verdicts['right'].reason
     verdict = verdicts['swapped']
     assert not verdict.ok and verdict.cause == 'swap', verdict
     assert f"{a}'s and {b}'s efforts look swapped" in verdict.reason, verdict.reason
@@ -1071,20 +1095,10 @@ def test_a_loaded_joints_constant_2x_in_a_full_fit_is_refused(arm_name, joint):
     follows the doubled torque on held-out blocks and was written with exit 0 (a Kinova's
     second joint 51-68 % off, an xArm's 53 %). Its friction-free scale reads about 2x the
     joints beyond it: refused, cause torque_constant. The right record passes."""
-    from arm_bags import Arm, example_robot, realistic_fourier
-    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
-    from arm_dyn_id.validation.check import holding_friction
+    from arm_bags import example_robot
     urdf = str(example_robot({'panda': 'panda_description/urdf/panda.urdf',
                               'kinova': 'kinova_description/robots/kinova.urdf'}[arm_name]))
-    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0), 200.0)
-    doubled = tau.copy()
-    doubled[:, joint] *= 2.0
-    verdicts = {}
-    for name, effort in (('right', tau), ('doubled', doubled)):
-        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
-        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    robot, verdicts = _full_verdicts(urdf, {'doubled': _scaled(joint, 2.0)})
     assert verdicts['right'].ok, verdicts['right'].reason
     verdict = verdicts['doubled']
     assert not verdict.ok and verdict.cause == 'torque_constant', verdict
@@ -1101,19 +1115,9 @@ def test_a_plain_scale_made_by_friction_is_judged_again_with_friction_fitted_apa
     a torque constant. With friction and rotor inertia fitted apart it reads 1.18: the
     refusal is withdrawn (kept in the evidence). The same joint with its effort 2x reads
     2.35 that way: still refused."""
-    from arm_bags import Arm, example_robot, realistic_fourier
-    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
-    from arm_dyn_id.validation.check import holding_friction
+    from arm_bags import example_robot
     urdf = str(example_robot('z1_description/urdf/z1.urdf'))
-    arm = Arm(urdf).perturb(np.random.default_rng(101), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(1), 200.0)
-    doubled = tau.copy()
-    doubled[:, 2] *= 2.0
-    verdicts = {}
-    for name, effort in (('right', tau), ('doubled', doubled)):
-        fitted = fit_full_samples(robot, t, q, effort, methods=('wls',))
-        verdicts[name] = judge_full_fit(fitted, robot, effort, effort='torque')
+    _, verdicts = _full_verdicts(urdf, {'doubled': _scaled(2, 2.0)}, seed=1)
     right = verdicts['right']
     assert right.ok, right.reason
     assert 'joint3 x4' in right.checks['scale_refusal_withdrawn']

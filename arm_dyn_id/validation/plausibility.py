@@ -442,6 +442,19 @@ def units_message(scales, joints, effort=None, gains=None, subject='torque',
                      '--torque-constants, or --effort torque/current mixed up')
 
 
+def _constant_advice(gain, ratio, effort):
+    """``(what, why)`` naming one joint's effort scale read ``ratio`` x the others': the
+    driver's scale (effort in N·m) or its torque constant, with the constant that would
+    bring it in line when ``gain`` (N·m/A) is known."""
+    if effort == 'torque':
+        return ('the scale the driver applies to its effort',
+                '(its torque constant or gear ratio there)')
+    fix = ''
+    if gain is not None and np.isfinite(gain) and gain > 0:
+        fix = f': about {gain / ratio:.4g} N·m/A instead of {gain:.4g} if the others are right'
+    return 'its torque constant', f'(--torque-constants{fix}; arm-dyn-id calibrate measures it)'
+
+
 def odd_scale_message(scales, joints, gains=None, subject='torque',
                       reference='the URDF\'s', limit=RELATIVE_SCALE_LIMIT, effort=None):
     """The message of a joint whose |scale| stands apart from the other tested joints' by
@@ -473,14 +486,8 @@ def odd_scale_message(scales, joints, gains=None, subject='torque',
     r = float(rel[worst])
     if max(r, 1.0 / r) <= limit:
         return None
-    fix = ''
-    if gains is not None and np.isfinite(gains[worst]) and gains[worst] > 0:
-        fix = (f': about {gains[worst] / r:.4g} N·m/A instead of {gains[worst]:.4g} if the '
-               'others are right')
-    what = ('the scale the driver applies to its effort off (its torque constant or gear '
-            'ratio there)' if effort == 'torque' else
-            f'its torque constant off (--torque-constants{fix}; arm-dyn-id calibrate '
-            'measures it)')
+    what, why = _constant_advice(None if gains is None else gains[worst], r, effort)
+    what = f'{what} off {why}'
     return (f'{joints[worst]} reads x{s[worst]:.3g} of {reference} {subject}, {r:.2g}x the '
             f'other joints\' (x{others[worst]:.3g}), where a URDF\'s own errors keep a right '
             f'arm within {limit:g}x: {what}, or the URDF\'s masses beyond it that far off')
@@ -832,14 +839,8 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
         j = strong[k]
         others = float(np.median(group))
         r = float(scale[k] / others)
-        fix = ''
-        if gains is not None and np.isfinite(gains[j]) and gains[j] > 0:
-            fix = (f': about {gains[j] / r:.4g} N·m/A instead of {gains[j]:.4g} if the others '
-                   'are right')
-        what = ('the scale the driver applies to its effort (its torque constant or gear '
-                'ratio there)' if effort == 'torque' else
-                f'its torque constant (--torque-constants{fix}; arm-dyn-id calibrate '
-                'measures it)')
+        what, why = _constant_advice(None if gains is None else gains[j], r, effort)
+        what = f'{what} {why}'
         where = ('the joints beyond it' if high else 'the joints before it')
         load = ('or a load the URDF lacks that weighs on it far more than on the joints '
                 'beyond it (a heavy tool off the flange\'s axis: add it to the URDF)' if high
