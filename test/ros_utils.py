@@ -373,11 +373,13 @@ class RosHarness:
         self.executor = None
         self._thread = None
         self._stop = threading.Event()
+        self._clients = {}
 
     def __enter__(self):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         self.context = rclpy.Context()
+        self._clients = {}
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.node = rclpy.create_node(self.name, context=self.context)
         # Not the EventsExecutor: with the rclpy wheels used here, creating entities
@@ -415,14 +417,25 @@ class RosHarness:
         wait_for(future.done, timeout, what=f'response of {client.srv_name}')
         return future.result()
 
+    def client(self, service, srv_type=None):
+        """The harness's client of ``service`` (``std_srvs/Trigger`` by default), made on
+        first use and kept until the harness ends. A client made just before its call can
+        lose the request: the server is discovered (``wait_for_service``) before it has
+        matched the client's request writer, and a volatile request sent then is dropped
+        (one ``~/start`` call in CI, on a busy machine, got no answer in 20 s). Made early
+        and reused, the client is matched by the time it calls."""
+        if srv_type is None:
+            from std_srvs.srv import Trigger as srv_type
+        key = (service, srv_type)
+        if key not in self._clients:
+            self._clients[key] = self.node.create_client(srv_type, service)
+        return self._clients[key]
+
     def trigger(self, service, timeout=10.0):
-        """Call a ``std_srvs/Trigger`` service by name; returns the response."""
+        """Call a ``std_srvs/Trigger`` service by name (:meth:`client`); returns the
+        response."""
         from std_srvs.srv import Trigger
-        client = self.node.create_client(Trigger, service)
-        try:
-            return self.call(client, Trigger.Request(), timeout)
-        finally:
-            self.node.destroy_client(client)
+        return self.call(self.client(service), Trigger.Request(), timeout)
 
     def __exit__(self, *exc):
         import rclpy

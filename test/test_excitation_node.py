@@ -260,6 +260,7 @@ def _start_run(ros, arm, proc):
     On a busy machine the fake arm (this process) can fall silent for longer than a short
     joint_state_timeout between the node's ready and the call: the node then rightly
     refuses ("no recent joint_states"), and the call is made again once it is ready."""
+    ros.client('/excitation_node/start')        # discovered while the node gets ready
     ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
     deadline = time.monotonic() + 60.0
     while True:
