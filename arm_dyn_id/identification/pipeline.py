@@ -1339,8 +1339,7 @@ def _swap_suspects(verdict, joints):
         suspects += sorted((j for j, c in against.items() if c['rho'] < 0),
                            key=lambda j: against[j]['rho'])
         scales = checks.get('untested_scales') or {}
-        suspects += [j for j, c in scales.items() if c.get('scale') is not None and
-                     c['scale'] + 3.0 * (c.get('std_error') or 0.0) < c['floor']]
+        suspects += [j for j, c in scales.items() if c.get('below_floor')]
     found = []
     for joint in suspects:
         if joint in joints and joint not in found:

@@ -282,10 +282,10 @@ class RobotModel:
         """bool (n, n): ``beyond[k, i]``, configured joint i lies beyond joint k in the
         kinematic tree (k moves it), whatever order the joints were configured in; a joint
         on another branch is neither beyond nor before."""
-        ancestors = self._ancestors()
-        body = [int(j) - 1 for j in self._jid]      # the body each joint moves first
-        return np.array([[i != k and body[k] in ancestors[body[i]] for i in range(len(body))]
-                         for k in range(len(body))])
+        # joint k moves the body joint i moves first (_moves_mask), i itself aside
+        beyond = self._moves_mask[:, self._jid - 1] > 0
+        np.fill_diagonal(beyond, False)
+        return beyond
 
     @property
     def position_limits(self):

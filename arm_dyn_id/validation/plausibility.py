@@ -716,8 +716,9 @@ def untested_scales(measured, nominal, velocity, acceleration, bound, joints, ca
     Returns
     -------
     Plausibility
-        ``checks``: per judged joint ``scale``, ``std_error``, ``floor``, ``urdf_std``;
-        refused with cause ``swap`` (``sign`` for a scale ≤ −:data:`AGREE_RHO`).
+        ``checks``: per judged joint ``scale``, ``std_error``, ``floor``, ``urdf_std``,
+        ``below_floor`` (3 standard errors up, below the floor); refused with cause
+        ``swap`` (``sign`` for a scale ≤ −:data:`AGREE_RHO`).
     """
     from arm_dyn_id.validation.check import nuisance_scales
     y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
@@ -738,9 +739,10 @@ def untested_scales(measured, nominal, velocity, acceleration, bound, joints, ca
         checks[joints[j]] = {
             'scale': float(scale[k]) if np.isfinite(scale[k]) else None,
             'std_error': float(se[k]) if np.isfinite(se[k]) else None,
-            'floor': float(least), 'urdf_std': float(spread[j])}
+            'floor': float(least), 'urdf_std': float(spread[j]),
+            'below_floor': bool(scale[k] + 3.0 * se[k] < least)}
     for k, j in enumerate(strong):
-        if scale[k] + 3.0 * se[k] < checks[joints[j]]['floor']:
+        if checks[joints[j]]['below_floor']:
             times = '' if not bound[j] > 0 else \
                 f', {spread[j] / bound[j]:.1f}x what its centres of mass can get wrong'
             # clearly positive and small: a column of another joint reads near 0, an
