@@ -1109,6 +1109,109 @@ def test_a_loaded_joints_constant_2x_in_a_full_fit_is_refused(arm_name, joint):
     assert 1.6 < judged['scale'] < 2.6, judged
 
 
+def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin():
+    """The judgement of each joint's effort scale against the others': refused only for a
+    scale above 1.6x by 3 standard errors, inside the searched range, whose freeing
+    removes 2 % of the residual, in a well-conditioned fit, unless a joint's sign flipped
+    explains the record better; the joint named is the one whose scale removes the most,
+    with any joint removing half as much beside it."""
+    from arm_dyn_id.validation.plausibility import effort_scales
+    joints = ['a', 'b', 'c']
+
+    def scales(*rows):
+        return {j: {'scale': s, 'std_error': se, 'drop': d, 'at_end': s in (0.2, 5.0)}
+                for j, (s, se, d) in zip(joints, rows)}
+
+    right = scales((1.1, None, 0.004), (0.9, None, 0.01), (1.3, None, 0.0))
+    assert effort_scales(right, joints).ok
+    assert effort_scales(None, joints).ok
+    for odd in ((2.0, 0.2, 0.5),      # 3 standard errors reach 1.6
+                (2.0, 0.05, 0.01),    # freeing it changes nothing
+                (5.0, 0.0, 0.5),      # the profile ran out of the range
+                (0.2, 0.0, 0.5),
+                (0.3, 0.01, 0.5)):    # low: errors in the prediction shrink it
+        assert effort_scales(scales(odd, (1.0, None, 0.0), (1.0, None, 0.0)), joints).ok, odd
+    doubled = scales((2.0, 0.05, 0.3), (1.0, None, 0.0), (1.0, None, 0.0))
+    # a sign flipped elsewhere (a negative scale inside the range fits better) throws the
+    # others off: left to the sign checks; a negative at the range's end is no flip
+    flipped = {**doubled, 'c': {**doubled['c'], 'flip_scale': -1.1, 'flip_drop': 0.4,
+                                'flip_at_end': False}}
+    assert effort_scales(flipped, joints).ok
+    flipped['c'].update(flip_scale=-0.2, flip_at_end=True)
+    assert not effort_scales(flipped, joints).ok
+    # a negative scale that explains less than the constant: a joint thrown off by it
+    flipped['c'].update(flip_scale=-0.3, flip_drop=0.05, flip_at_end=False)
+    assert not effort_scales(flipped, joints).ok
+    # a motion that leaves the parameters undetermined: nothing pins a scale
+    assert effort_scales(doubled, joints, condition=1e4).ok
+    assert not effort_scales(doubled, joints, condition=50.0).ok
+    verdict = effort_scales(doubled, joints, effort='current', gains=[10.0, 9.0, 8.0])
+    assert not verdict.ok and verdict.cause == 'torque_constant', verdict
+    assert verdict.reason.startswith("a's effort reads x2 ± 0.05"), verdict.reason
+    assert 'about 5 N·m/A instead of 10' in verdict.reason and ' or ' not in verdict.reason
+    verdict = effort_scales(scales((0.5, 0.01, 0.9), (2.0, 0.02, 1.0), (1.0, None, 0.02)),
+                            joints, effort='torque')
+    assert verdict.reason.startswith("b's effort reads x2 "), verdict.reason
+    assert "or a's, read x0.5, which the data tell apart poorly" in verdict.reason
+    assert 'the scale the driver applies' in verdict.reason
+
+
+@pytest.mark.parametrize('arm_name, joint, twin', [('panda', 5, None), ('ur5', 2, 1)])
+def test_a_constant_2x_the_urdf_cannot_see_is_read_from_the_coupling_between_joints(
+        arm_name, joint, twin):
+    """A constant 2x on a joint the checks against the URDF let through: the Panda's sixth
+    (its URDF torque varies less than 2x what its centres of mass can get wrong; written
+    52 % off) and the UR5's elbow (its URDF torque barely varies about a large mean;
+    written 75 % off). Each joint's effort scale against the others', from the fit alone,
+    reads it about 2x: refused, naming it (and the UR5's shoulder_lift beside it: the two
+    carry the same links). The right record reads within 1.25x where its scale is pinned
+    and matters, and passes."""
+    from arm_bags import example_robot
+    urdf = str(example_robot({'panda': 'panda_description/urdf/panda.urdf',
+                              'ur5': 'ur_description/urdf/ur5_robot.urdf'}[arm_name]))
+    robot, verdicts = _full_verdicts(urdf, {'doubled': _scaled(joint, 2.0)})
+    right = verdicts['right']
+    assert right.ok, right.reason
+    read = right.checks['effort_scales']
+    # where the coupling predicts a joint's torque (its scale moves the residual) and pins
+    # it (a wrist's scale the blocks do not agree on is not)
+    loaded = [j for j in read.values() if j['drop'] >= 0.005 and (
+        j['std_error'] is None or j['std_error'] < 0.2 * j['scale'])]
+    assert loaded and all(0.8 < j['scale'] < 1.25 for j in loaded), read
+    verdict = verdicts['doubled']
+    name = robot.joint_names[joint]
+    assert not verdict.ok and verdict.cause == 'torque_constant', verdict
+    assert verdict.reason.startswith(f"{name}'s effort reads x"), verdict.reason
+    assert 1.7 < verdict.checks['effort_scales'][name]['scale'] < 2.6, verdict.checks
+    if twin is not None:
+        assert f"or {robot.joint_names[twin]}'s, read x0.5" in verdict.reason, verdict.reason
+
+
+def test_a_load_the_urdf_lacks_leaves_the_effort_scales_in_line():
+    """A UR5 carrying 2 kg off the flange's axis that its URDF lacks: the fit identifies the
+    load, so each joint's effort scale against the others' stays near 1 where the
+    friction-free scales against the URDF read it (shoulder_lift to wrist_1 above 1)."""
+    import pinocchio as pin
+    from arm_bags import Arm, example_robot, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = str(example_robot('ur_description/urdf/ur5_robot.urdf'))
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    last = arm.model.getJointId(arm.joints[-1])
+    arm.model.inertias[last] = arm.model.inertias[last] + pin.Inertia(
+        2.0, np.array([0.03, 0.02, 0.08]), np.eye(3) * 2e-4)
+    arm.data = arm.model.createData()
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  200.0)
+    fitted = fit_full_samples(robot, t, q, tau, methods=('wls',))
+    read = fitted.model.metadata['fit']['effort_scales']
+    for name in robot.joint_names[1:4]:
+        assert 0.8 < read[name]['scale'] < 1.25, read
+    verdict = judge_full_fit(fitted, robot, tau, effort='torque')
+    assert verdict.ok, verdict.reason
+
+
 def test_a_plain_scale_made_by_friction_is_judged_again_with_friction_fitted_apart():
     """A right Z1 record (seed 1): its third joint's friction follows the URDF's torque,
     and the plain scale against the full inverse dynamics read x4.45 (rho 0.91): refused as

@@ -43,6 +43,7 @@ import scipy.signal
 from arm_dyn_id.data.preparation import prepare
 from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 from arm_dyn_id.identification import consistent as cons
+from arm_dyn_id.identification.effort_scales import relative_effort_scales
 from arm_dyn_id.identification.estimators import (
     ESTIMATORS, HOLDOUT_FOLDS, MOMENT_ESTIMATORS, IdentificationResult, NormalEquations,
     _predict, _row_rss, _weights, bounded_solve, fit_best, identifiability,
@@ -58,6 +59,9 @@ from arm_dyn_id.model.robot import carries_gravity
 from arm_dyn_id.validation.metrics import joint_metrics
 
 DEFAULT_METHODS = ('wls',)
+#: Joints whose effort scale against the others' reads beyond this (or below its
+#: inverse) get a standard error (the only ones the data gate may refuse).
+EFFORT_SCALE_SE_FROM = 1.5
 
 
 @dataclass(frozen=True)
@@ -841,6 +845,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                 'residual_rms': result.residual_rms().tolist(),
                 'seconds': float(time.perf_counter() - started),
                 'nominal_weight': nominal_weight, 'solver': solver,
+                # each joint's effort scale against the others', pinned by the rigid body's
+                # coupling (the data gate judges it: one torque constant off)
+                'effort_scales': relative_effort_scales(list(raw_parts.values()), w, joints,
+                                                        limit=EFFORT_SCALE_SE_FROM),
                 'candidates': candidates,
                 'consistent_fit': (None if 'consistent' not in choice.candidates or
                                    isinstance(choice.candidates['consistent'], str) else

@@ -1434,7 +1434,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                          parameter_names=model.parameter_names,
                          values=model.parameter_values, std_errors=model.std_errors,
                          condition=fit.get('condition_number'), raw=raw, effort=effort,
-                         gains=gains, unmodelled=unmodelled)
+                         gains=gains, unmodelled=unmodelled,
+                         scales=fit.get('effort_scales'))
     for joint in ([] if verdict.ok else _swap_suspects(verdict, robot.joint_names)):
         swapped = _swap_explains(fitted, robot, joint)
         if swapped is not None:

@@ -855,6 +855,104 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
     return Plausibility(True, None, checks)
 
 
+#: A joint's effort scale against the other joints' (:func:`arm_dyn_id.identification.
+#: effort_scales.relative_effort_scales`) is judged only where freeing it removes at
+#: least this share of the fit's weighted residual: a joint whose torque the rigid body's
+#: coupling hardly predicts (a wrist's friction) reads a scale that changes nothing.
+#: Right simulated records (11 arms) removed at most 0.028 (a Kinova's wrist, at
+#: 0.33 ± 0.10, not determined), a real UR10e's Fourier runs 0.044; one constant 2x
+#: that was judged removed 0.029-3.8.
+EFFORT_SCALE_DROP = 0.02
+#: ... and only in a fit this well conditioned (scaled regressor): a motion that leaves
+#: the parameters undetermined leaves the coupling that pins a scale undetermined too (a
+#: real UR10e's single-joint runs: 930 to 5.6e6, wrist_1's reading shoulder_lift x2.7;
+#: its Fourier runs 8-10, simulated Fourier records 37-64).
+EFFORT_SCALE_CONDITION = 300.0
+
+
+def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT,
+                  condition=None):
+    """One joint's torque constant off, read from the fit itself: each joint's effort
+    scale against the other joints' (:func:`arm_dyn_id.identification.effort_scales.
+    relative_effort_scales`, in the fit's metadata), pinned by the rigid body's coupling
+    between joints, with no URDF: a load the URDF lacks is fitted, not read as a scale
+    (a real UR10e with 2.6 kg: 0.88-1.13).
+
+    A joint is refused when its scale lies above ``limit`` by 3 standard errors (jackknife
+    over the held-out time blocks), not at the searched range's ends (``at_end``), and
+    freeing it removes :data:`EFFORT_SCALE_DROP` of the weighted residual. Not below its
+    inverse: errors in the prediction shrink a scale toward 0, as in any regression, and
+    right simulated joints read down to 0.3 with small standard errors, where none read
+    above 1.6 by 3 of them. Of such joints the one whose scale removes the most is named,
+    and every joint whose scale removes at least half as much beside it: two joints that
+    carry the same links (a double pendulum, a UR's shoulder and elbow) read one's 2x as
+    the other's 0.5x about equally well.
+
+    Parameters
+    ----------
+    scales : dict
+        joint -> ``{scale, std_error, drop}``; None: nothing judged.
+    joints : sequence of str
+    effort, gains, limit
+        As :func:`constant_scales`.
+    condition : float, optional
+        The fit's condition number: above :data:`EFFORT_SCALE_CONDITION` nothing is
+        judged (a motion that leaves the parameters undetermined).
+
+    Returns
+    -------
+    Plausibility
+        ``checks``: the scales; refused with cause ``torque_constant``.
+    """
+    checks = {'effort_scales': dict(scales or {})}
+    if condition is not None and not condition <= EFFORT_SCALE_CONDITION:
+        return Plausibility(True, None, checks)
+
+    def inside(d):
+        s = d.get('scale')
+        return s is not None and np.isfinite(s) and not d.get('at_end', True)
+
+    def off(d):
+        s, se = d.get('scale'), d.get('std_error')
+        # high only: a prediction with errors of its own (derivatives with encoder noise,
+        # friction the model gets wrong) shrinks the scale toward 0, so a right joint can
+        # read low (a UR5's shoulder_pan at 100 Hz with 5e-4 rad encoder noise, x0.32 ±
+        # 0.04) but not high
+        return (inside(d) and se is not None and np.isfinite(se) and
+                np.log(s) - 3.0 * se / s > np.log(limit) and
+                d.get('drop', 0.0) >= EFFORT_SCALE_DROP)
+
+    table = checks['effort_scales']
+    found = [j for j in joints if j in table and off(table[j])]
+    if not found:
+        return Plausibility(True, None, checks)
+    # a sign flipped (a negative scale inside the range explaining the record better than
+    # any joint's positive one; one at the range's end is a profile running out) throws
+    # the others' scales off too: left to the checks that name a sign
+    flips = [d.get('flip_drop', 0.0) for d in table.values()
+             if not d.get('flip_at_end', True)]
+    if flips and max(flips) > max(table[j]['drop'] for j in found):
+        return Plausibility(True, None, checks)
+    name = max(found, key=lambda j: table[j]['drop'])
+    d = table[name]
+    s = d['scale']
+    i = list(joints).index(name)
+    what, why = _constant_advice(None if gains is None else gains[i], s, effort)
+    alike = [j for j in joints if j != name and j in table and inside(table[j]) and
+             table[j].get('drop', 0.0) >= 0.5 * d['drop']]
+    also = ''.join(f"; or {j}'s, read x{table[j]['scale']:.3g}" for j in alike)
+    if alike:
+        also += (', which the data tell apart poorly: these joints carry the same links, '
+                 "and one's scale high reads as the other's low")
+    return Plausibility(
+        False, f"{name}'s effort reads x{s:.3g} ± {d['std_error']:.2g} of what the other "
+        f"joints' efforts make of the arm (the rigid body's coupling between joints, fitted "
+        f"with no URDF; freeing this one scale removes {100 * d['drop']:.0f} % of the fit's "
+        f'residual), where a right arm reads within {limit:g}x: {what} looks off {why}'
+        f'{also}. A load the URDF lacks does not move this scale: the fit identifies it',
+        checks, 'torque_constant')
+
+
 def _scales_in_line(measured, nominal, velocity, acceleration, joints, tested, checks):
     """Whether every tested joint's scale, with friction and rotor inertia fitted apart
     (:func:`arm_dyn_id.validation.check.nuisance_scales`), is determined and within
@@ -1191,7 +1289,7 @@ def _friction_at_bound(names, values, joint):
 
 def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
                parameter_names=None, values=None, std_errors=None, condition=None,
-               raw=None, effort=None, gains=None, unmodelled=None):
+               raw=None, effort=None, gains=None, unmodelled=None, scales=None):
     """The data gate of a full-dynamics fit, the first failure with its most likely cause.
 
     :func:`judge_data` on the prepared samples against the URDF's inverse dynamics
@@ -1227,6 +1325,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         held-out refusal that is not a wiring mistake (a joint's friction pinned at its
         bound, or an untested joint anti-correlated on held-out blocks: a term left out
         loosens a fit, it does not invert it).
+    scales : dict, optional
+        Each joint's effort scale against the others' (the fit's ``effort_scales``),
+        judged by :func:`effort_scales` below the rate limit.
 
     Returns
     -------
@@ -1314,6 +1415,13 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         checks['constant_scales'] = constants.checks
         if not constants.ok:
             return Plausibility(False, constants.reason, checks, constants.cause)
+    if scales is not None and not at_limit:
+        # one joint's effort against the others', from the fit alone (a load the URDF
+        # lacks does not move it): derivatives that are not noise
+        relative = effort_scales(scales, joints, effort, gains, condition=condition)
+        checks.update(relative.checks)
+        if not relative.ok:
+            return Plausibility(False, relative.reason, checks, relative.cause)
     # held-out quality against the noise level: on the joints the URDF explains, and on
     # every other joint whose torque the motion varies well above its noise (and above
     # the friction it may hold, if still). The fitted model carries friction: it follows
@@ -1383,4 +1491,4 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'judge_level',
            'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message', 'untested_scales',
-           'constant_scales']
+           'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP']
