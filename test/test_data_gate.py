@@ -1278,3 +1278,23 @@ def test_the_joints_beyond_each_joint_follow_the_tree_not_the_configured_order()
             for side in ('_l', '_r')]
     assert all(legs) and not biped.beyond[np.ix_(legs[0], legs[1])].any()
     assert biped.beyond[legs[0][0], legs[0][1:]].all()
+
+
+def test_a_full_fit_of_a_recording_with_a_locked_joint_names_the_joint():
+    """A joint held still (locked) through a rich recording: its friction columns are zero
+    and the full fit has no solution. Before, `fit` ended with "neither fit of
+    armature='auto' succeeded ... the data cannot identify fc3, fv3 ... or fix them from
+    the URDF"; now a DataError names the joint that does not move, before any fit."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.errors import DataError
+    from arm_dyn_id.identification.pipeline import fit_full_samples
+    from arm_dyn_id.validation.check import holding_friction
+    arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(URDF, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  100.0)
+    q[:, 2] = 0.3 + np.random.default_rng(1).normal(0.0, 2e-5, len(t))    # encoder noise
+    with pytest.raises(DataError, match=r'^joint_3 \(0\.0\d+°\) does not move in this recording'):
+        fit_full_samples(robot, t, q, tau, methods=('wls',))
+    q[:, 2] += np.linspace(0.0, 0.1, len(t))         # moving 6°: fitted
+    assert fit_full_samples(robot, t, q, tau, methods=('wls',)).model is not None

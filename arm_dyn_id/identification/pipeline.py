@@ -967,6 +967,29 @@ class FullPipelineFit:
         }
 
 
+#: A joint whose recorded angle spans less than this (rad) is held still or locked: its
+#: friction columns are zero and a full fit cannot be solved.
+LOCKED_SPAN = np.radians(0.5)
+
+
+def _every_joint_moves(q, joints):
+    """DataError naming the joints a full-dynamics recording holds still (their angle spans
+    less than :data:`LOCKED_SPAN`): their friction is seen only in their own motion, so
+    the fit has no solution (a Kinova with its third joint locked failed with "the data
+    cannot identify fc3, fv3 ... or fix them from the URDF")."""
+    finite = np.where(np.isfinite(q), q, np.nan)
+    span = np.nanmax(finite, axis=0) - np.nanmin(finite, axis=0)
+    still = [(j, s) for j, s in zip(joints, span) if np.isfinite(s) and s < LOCKED_SPAN]
+    if still:
+        which = ', '.join(f'{j} ({np.degrees(s):.2g}°)' for j, s in still)
+        raise DataError(
+            f'{which} {"does" if len(still) == 1 else "do"} not move in this recording '
+            f'(held still or locked?): a full-dynamics fit needs every joint to move, as a '
+            "joint's friction shows only in its own motion, and the inertia of the links "
+            'beyond it about its axis only in its motion too. Record again with every joint '
+            'moving (`arm-dyn-id design` plans such an excitation)')
+
+
 def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEFAULT_HOLDOUT,
                      seed=0, cutoff_hz=None, harmonic_hz=None, robot_name=None,
                      provenance=None, phase=None, friction=None, armature=None):
@@ -1016,6 +1039,7 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
         order = np.argsort(t, kind='stable')
         t, q, tau = t[order], q[order], tau[order]
     joints = list(robot.joint_names)
+    _every_joint_moves(q, joints)
     tau, flagged = despike(tau)
     gross = {j: int(c) for j, c in zip(joints, flagged.sum(axis=0)) if c}
     if gross:
