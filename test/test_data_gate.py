@@ -1112,15 +1112,15 @@ def test_a_loaded_joints_constant_2x_in_a_full_fit_is_refused(arm_name, joint):
 def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin():
     """The judgement of each joint's effort scale against the others': refused only for a
     scale above 1.6x by 3 standard errors, inside the searched range, whose freeing
-    removes 2 % of the residual, in a well-conditioned fit, unless a joint's sign flipped
-    explains the record better; the joint named is the one whose scale removes the most,
-    with any joint removing half as much beside it."""
+    removes 2 % of the residual (some on the other joints' rows), in a well-conditioned
+    fit, unless a joint's sign flipped explains the record better; the joint named is the
+    one whose scale removes the most, with any joint removing half as much beside it."""
     from arm_dyn_id.validation.plausibility import effort_scales
     joints = ['a', 'b', 'c']
 
     def scales(*rows):
-        return {j: {'scale': s, 'std_error': se, 'drop': d, 'at_end': s in (0.2, 5.0)}
-                for j, (s, se, d) in zip(joints, rows)}
+        return {j: {'scale': s, 'std_error': se, 'drop': d, 'drop_others': d / 2,
+                    'at_end': s in (0.2, 5.0)} for j, (s, se, d) in zip(joints, rows)}
 
     right = scales((1.1, None, 0.004), (0.9, None, 0.01), (1.3, None, 0.0))
     assert effort_scales(right, joints).ok
@@ -1132,6 +1132,9 @@ def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin()
                 (0.3, 0.01, 0.5)):    # low: errors in the prediction shrink it
         assert effort_scales(scales(odd, (1.0, None, 0.0), (1.0, None, 0.0)), joints).ok, odd
     doubled = scales((2.0, 0.05, 0.3), (1.0, None, 0.0), (1.0, None, 0.0))
+    # freeing it helps its own row alone: a misread through errors of its own
+    own = {**doubled, 'a': {**doubled['a'], 'drop_others': -0.02}}
+    assert effort_scales(own, joints).ok
     # a sign flipped elsewhere (a negative scale inside the range fits better) throws the
     # others off: left to the sign checks; a negative at the range's end is no flip
     flipped = {**doubled, 'c': {**doubled['c'], 'flip_scale': -1.1, 'flip_drop': 0.4,

@@ -24,7 +24,9 @@ Reported per joint: ``scale`` (the minimum over 0.2-5x), ``std_error`` (jackknif
 the fit's held-out time blocks: the spread of the scale read without each block, so
 neighbouring samples' shared errors count), ``at_end`` (the minimum at the range's ends,
 :data:`END_MARGIN`: not a scale read), ``drop`` (the share of the whole weighted
-loss that freeing it removes, ``(L(1) − L(s)) / L(s)``), ``flip_scale`` and ``flip_drop``
+loss that freeing it removes, ``(L(1) − L(s)) / L(s)``), ``drop_others`` (the part of
+that removed on the other joints' rows: a constant off bends the shared parameters, so
+their residual falls too), ``flip_scale`` and ``flip_drop``
 (the best negative scale and the share of the loss it removes: a sign flipped, when that
 explains the record better than any joint's positive scale).
 """
@@ -61,6 +63,20 @@ def _profile(neq, w, j, s):
     return float(w @ neq.tau_sq - b @ x)
 
 
+def _rows(neq, w, j, s):
+    """Each joint's weighted residual sum of squares at joint j's scale s, (n,)."""
+    A = np.einsum('j,jrs->rs', w, neq.A_joint) + (s * s - 1.0) * w[j] * neq.A_joint[j]
+    b = w @ neq.b_joint + (s - 1.0) * w[j] * neq.b_joint[j]
+    try:
+        x = np.linalg.solve(A, b)
+    except np.linalg.LinAlgError:
+        x = np.linalg.lstsq(A, b, rcond=None)[0]
+    a = np.ones(len(w))
+    a[j] = s
+    quad = np.einsum('r,jrs,s->j', x, neq.A_joint, x)
+    return w * (neq.tau_sq - 2.0 * a * (neq.b_joint @ x) + a * a * quad)
+
+
 def _best_scale(neq, w, j, sign=1.0):
     """The scale minimising :func:`_profile` over :data:`SCALE_RANGE` (times ``sign``)."""
     grid = np.linspace(np.log(SCALE_RANGE[0]), np.log(SCALE_RANGE[1]), GRID)
@@ -92,8 +108,8 @@ def relative_effort_scales(parts, w, joints, limit=None):
     Returns
     -------
     dict
-        joint -> ``{scale, std_error, drop, at_end, flip_scale, flip_drop,
-        flip_at_end}`` (``std_error`` None where not
+        joint -> ``{scale, std_error, drop, drop_others, at_end, flip_scale,
+        flip_drop, flip_at_end}`` (``std_error`` None where not
         computed).
     """
     w = np.asarray(w, dtype=float)
@@ -104,6 +120,8 @@ def relative_effort_scales(parts, w, joints, limit=None):
         s = _best_scale(total, w, j)
         at = _profile(total, w, j, s)
         drop = (_profile(total, w, j, 1.0) - at) / max(at, 1e-300)
+        gain = _rows(total, w, j, 1.0) - _rows(total, w, j, s)
+        others = float((gain.sum() - gain[j]) / max(at, 1e-300))
         se = None
         if len(parts) >= 2 and (limit is None or max(s, 1.0 / s) > limit):
             rest = [_best_scale(NormalEquations.total(p for i, p in enumerate(parts) if i != g),
@@ -115,6 +133,7 @@ def relative_effort_scales(parts, w, joints, limit=None):
         negative = _profile(total, w, j, flip)
         flipped = (_profile(total, w, j, 1.0) - negative) / max(negative, 1e-300)
         out[name] = {'scale': s, 'std_error': se, 'drop': float(max(drop, 0.0)),
+                     'drop_others': others,
                      'at_end': _at_end(s), 'flip_scale': flip,
                      'flip_drop': float(max(flipped, 0.0)), 'flip_at_end': _at_end(flip)}
     return out

@@ -868,6 +868,12 @@ EFFORT_SCALE_DROP = 0.02
 #: real UR10e's single-joint runs: 930 to 5.6e6, wrist_1's reading shoulder_lift x2.7;
 #: its Fourier runs 8-10, simulated Fourier records 37-64).
 EFFORT_SCALE_CONDITION = 300.0
+#: ... and only where freeing it also removes this share of the loss on the other joints'
+#: rows: a constant off bends the parameters the joints share, so the others' residual
+#: falls too (one constant 2x judged: 0.007-0.73), where a joint misread through errors
+#: of its own improves its own row alone (a right Kinova's fourth joint at 500 Hz with
+#: 1e-4 rad encoder noise read x3.85 ± 0.37, removing 4.5 %, the others' -1.8 %).
+EFFORT_SCALE_OTHERS = 0.005
 
 
 def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT,
@@ -880,13 +886,14 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
 
     A joint is refused when its scale lies above ``limit`` by 3 standard errors (jackknife
     over the held-out time blocks), not at the searched range's ends (``at_end``), and
-    freeing it removes :data:`EFFORT_SCALE_DROP` of the weighted residual. Not below its
-    inverse: errors in the prediction shrink a scale toward 0, as in any regression, and
-    right simulated joints read down to 0.3 with small standard errors, where none read
-    above 1.6 by 3 of them. Of such joints the one whose scale removes the most is named,
-    and every joint whose scale removes at least half as much beside it: two joints that
-    carry the same links (a double pendulum, a UR's shoulder and elbow) read one's 2x as
-    the other's 0.5x about equally well.
+    freeing it removes :data:`EFFORT_SCALE_DROP` of the weighted residual, some of it
+    (:data:`EFFORT_SCALE_OTHERS`) on the other joints' rows. Not below its inverse:
+    errors in a joint's own prediction shrink its scale toward 0, as in any regression,
+    and right simulated joints read down to 0.3 with small standard errors. Of such
+    joints the one whose scale removes the most is named, and every joint whose scale
+    removes at least half as much beside it: two joints that carry the same links (a
+    double pendulum, a UR's shoulder and elbow) read one's 2x as the other's 0.5x about
+    equally well.
 
     Parameters
     ----------
@@ -915,12 +922,13 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     def off(d):
         s, se = d.get('scale'), d.get('std_error')
         # high only: a prediction with errors of its own (derivatives with encoder noise,
-        # friction the model gets wrong) shrinks the scale toward 0, so a right joint can
-        # read low (a UR5's shoulder_pan at 100 Hz with 5e-4 rad encoder noise, x0.32 ±
-        # 0.04) but not high
+        # friction the model gets wrong) shrinks the scale toward 0, so a right joint
+        # reads low (a UR5's shoulder_pan at 100 Hz with 5e-4 rad encoder noise, x0.32 ±
+        # 0.04); one read high through such errors improves its own row alone
         return (inside(d) and se is not None and np.isfinite(se) and
                 np.log(s) - 3.0 * se / s > np.log(limit) and
-                d.get('drop', 0.0) >= EFFORT_SCALE_DROP)
+                d.get('drop', 0.0) >= EFFORT_SCALE_DROP and
+                d.get('drop_others', 0.0) >= EFFORT_SCALE_OTHERS)
 
     table = checks['effort_scales']
     found = [j for j in joints if j in table and off(table[j])]
@@ -1491,4 +1499,5 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'excitation_message', 'judge_data', 'judge_fit', 'judge_full', 'judge_level',
            'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message', 'untested_scales',
-           'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP']
+           'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP',
+           'EFFORT_SCALE_OTHERS']
