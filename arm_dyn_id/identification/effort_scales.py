@@ -52,25 +52,26 @@ def _at_end(s):
     return not SCALE_RANGE[0] * END_MARGIN < s < SCALE_RANGE[1] / END_MARGIN
 
 
-def _profile(neq, w, j, s):
-    """L(s) of joint j's effort scale s on moments ``neq`` with weights ``w``."""
+def _solve(neq, w, j, s):
+    """``(b(s), β(s))``: the normal equations' right side and solution at joint j's scale
+    s, on moments ``neq`` with weights ``w``."""
     A = np.einsum('j,jrs->rs', w, neq.A_joint) + (s * s - 1.0) * w[j] * neq.A_joint[j]
     b = w @ neq.b_joint + (s - 1.0) * w[j] * neq.b_joint[j]
     try:
-        x = np.linalg.solve(A, b)
+        return b, np.linalg.solve(A, b)
     except np.linalg.LinAlgError:
-        x = np.linalg.lstsq(A, b, rcond=None)[0]
+        return b, np.linalg.lstsq(A, b, rcond=None)[0]
+
+
+def _profile(neq, w, j, s):
+    """L(s) of joint j's effort scale s on moments ``neq`` with weights ``w``."""
+    b, x = _solve(neq, w, j, s)
     return float(w @ neq.tau_sq - b @ x)
 
 
 def _rows(neq, w, j, s):
     """Each joint's weighted residual sum of squares at joint j's scale s, (n,)."""
-    A = np.einsum('j,jrs->rs', w, neq.A_joint) + (s * s - 1.0) * w[j] * neq.A_joint[j]
-    b = w @ neq.b_joint + (s - 1.0) * w[j] * neq.b_joint[j]
-    try:
-        x = np.linalg.solve(A, b)
-    except np.linalg.LinAlgError:
-        x = np.linalg.lstsq(A, b, rcond=None)[0]
+    _, x = _solve(neq, w, j, s)
     a = np.ones(len(w))
     a[j] = s
     quad = np.einsum('r,jrs,s->j', x, neq.A_joint, x)
@@ -109,8 +110,7 @@ def relative_effort_scales(parts, w, joints, limit=None):
     -------
     dict
         joint -> ``{scale, std_error, drop, drop_others, at_end, flip_scale,
-        flip_drop, flip_at_end}`` (``std_error`` None where not
-        computed).
+        flip_drop, flip_at_end}`` (``std_error`` None where not computed).
     """
     w = np.asarray(w, dtype=float)
     parts = [p for p in parts if p.count > 0]

@@ -898,7 +898,8 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     Parameters
     ----------
     scales : dict
-        joint -> ``{scale, std_error, drop}``; None: nothing judged.
+        joint -> the keys of :func:`arm_dyn_id.identification.effort_scales.
+        relative_effort_scales`; None: nothing judged.
     joints : sequence of str
     effort, gains, limit
         As :func:`constant_scales`.
