@@ -1301,3 +1301,19 @@ def test_a_full_fit_of_a_recording_with_a_locked_joint_names_the_joint():
         fit_full_samples(robot, t, q, tau, methods=('wls',))
     q[:, 2] += np.linspace(0.0, 0.1, len(t))         # moving 6°: fitted
     assert fit_full_samples(robot, t, q, tau, methods=('wls',)).model is not None
+
+
+def test_two_joints_mirroring_each_others_urdf_torque_are_not_called_swapped():
+    """A right UR3 record (seed 3): its shoulder_pan's torque (inertia about a vertical
+    axis) follows the URDF's elbow torque the opposite way (rho = -0.71) and the elbow's
+    follows shoulder_pan's (0.64). Judged on |rho|, the full fit's gate refused it as the
+    two efforts swapped; a swap makes each follow the other's URDF torque the same way,
+    so the full fit's gate judges swaps by their signed rho. The right record is written;
+    the two columns swapped are still named swapped."""
+    from arm_bags import example_robot
+    urdf = str(example_robot('ur_description/urdf/ur3_robot.urdf'))
+    _, verdicts = _full_verdicts(urdf, {'swapped': _exchanged(0, 2)}, seed=3)
+    assert verdicts['right'].ok, verdicts['right'].reason
+    verdict = verdicts['swapped']
+    assert not verdict.ok and verdict.cause == 'swap', verdict
+    assert 'shoulder_pan_joint' in verdict.reason and 'elbow_joint' in verdict.reason

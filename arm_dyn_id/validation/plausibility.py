@@ -1197,7 +1197,7 @@ def judge_level(measured, expected, joints=None, floor=None, effort=None, gains=
 
 def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None,
                gains=None, subject='torque', limit=JOINT_SCALE_LIMIT, reference='the URDF\'s',
-               floor=None, relative=RELATIVE_SCALE_LIMIT):
+               floor=None, relative=RELATIVE_SCALE_LIMIT, signed_swaps=False):
     """The data gate: is the measured torque the URDF's arm's, in N·m, joint by joint?
 
     Checked in turn, the first failure refused with its cause: constant effort,
@@ -1232,6 +1232,13 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
         A tested joint whose scale is this many times the others' is refused
         (:func:`odd_scale_message`); None: not judged (a payload adds torque to the
         outer joints by design).
+    signed_swaps : bool
+        Two joints look swapped by their shapes only when each follows the other's URDF
+        torque the same way (signed ρ), not also the opposite way (a swap with a sign
+        flipped). A full fit's inverse dynamics gives two joints' torques a chance to
+        mirror each other: a right UR3 record's shoulder_pan followed the URDF's elbow at
+        ρ = −0.71 and was refused as swapped; there the refit with the columns exchanged
+        names swaps, and the sign checks flips.
 
     Returns
     -------
@@ -1250,7 +1257,7 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
               'untested': [j for j, t in zip(joints, a['tested']) if not t]}
     if a['samples'] < 3:
         return Plausibility(True, None, dict(checks, note='too few samples to judge'))
-    cross, loaded = np.abs(a['cross']), a['loaded']
+    cross, loaded = (a['cross'] if signed_swaps else np.abs(a['cross'])), a['loaded']
     own = np.abs(a['rho'])
     for i in range(n):
         for k in range(i + 1, n):
@@ -1352,7 +1359,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     # inverse dynamics a right Panda's fourth joint read 1.8x (friction and inertia the
     # URDF gets wrong weigh in), where its gravity scales stay within 1.4x
     verdict = judge_data(y[rows], nominal[rows], joints, noise=noise, raw=raw, effort=effort,
-                         gains=gains, floor=floor, relative=None)
+                         gains=gains, floor=floor, relative=None, signed_swaps=True)
     checks = dict(verdict.checks)
     agreement = checks.get('agreement')
     tested = None if agreement is None else np.array([agreement[j]['tested'] for j in joints])
