@@ -69,13 +69,14 @@ def _profile(neq, w, j, s):
     return float(w @ neq.tau_sq - b @ x)
 
 
-def _rows(neq, w, j, s):
-    """Each joint's weighted residual sum of squares at joint j's scale s, (n,)."""
-    _, x = _solve(neq, w, j, s)
+def _evaluate(neq, w, j, s):
+    """``(L(s), each joint's weighted residual sum of squares (n,))`` from one solve."""
+    b, x = _solve(neq, w, j, s)
     a = np.ones(len(w))
     a[j] = s
     quad = np.einsum('r,jrs,s->j', x, neq.A_joint, x)
-    return w * (neq.tau_sq - 2.0 * a * (neq.b_joint @ x) + a * a * quad)
+    rows = w * (neq.tau_sq - 2.0 * a * (neq.b_joint @ x) + a * a * quad)
+    return float(w @ neq.tau_sq - b @ x), rows
 
 
 def _best_scale(neq, w, j, sign=1.0):
@@ -118,9 +119,10 @@ def relative_effort_scales(parts, w, joints, limit=None):
     out = {}
     for j, name in enumerate(joints):
         s = _best_scale(total, w, j)
-        at = _profile(total, w, j, s)
-        drop = (_profile(total, w, j, 1.0) - at) / max(at, 1e-300)
-        gain = _rows(total, w, j, 1.0) - _rows(total, w, j, s)
+        at, rows = _evaluate(total, w, j, s)
+        plain, rows_plain = _evaluate(total, w, j, 1.0)
+        drop = (plain - at) / max(at, 1e-300)
+        gain = rows_plain - rows
         others = float((gain.sum() - gain[j]) / max(at, 1e-300))
         se = None
         if len(parts) >= 2 and (limit is None or max(s, 1.0 / s) > limit):
@@ -131,7 +133,7 @@ def relative_effort_scales(parts, w, joints, limit=None):
         # a flipped effort reads a negative scale best: another mistake than a constant
         flip = _best_scale(total, w, j, -1.0)
         negative = _profile(total, w, j, flip)
-        flipped = (_profile(total, w, j, 1.0) - negative) / max(negative, 1e-300)
+        flipped = (plain - negative) / max(negative, 1e-300)
         out[name] = {'scale': s, 'std_error': se, 'drop': float(max(drop, 0.0)),
                      'drop_others': others,
                      'at_end': _at_end(s), 'flip_scale': flip,

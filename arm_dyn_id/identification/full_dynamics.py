@@ -60,7 +60,8 @@ from arm_dyn_id.validation.metrics import joint_metrics
 
 DEFAULT_METHODS = ('wls',)
 #: Joints whose effort scale against the others' reads beyond this (or below its
-#: inverse) get a standard error (the only ones the data gate may refuse).
+#: inverse) get a standard error: the data gate judges the high ones, the low ones' is
+#: evidence in model.yaml.
 EFFORT_SCALE_SE_FROM = 1.5
 
 

@@ -977,8 +977,8 @@ def _every_joint_moves(q, joints):
     less than :data:`LOCKED_SPAN`): their friction is seen only in their own motion, so
     the fit has no solution (a Kinova with its third joint locked failed with "the data
     cannot identify fc3, fv3 ... or fix them from the URDF")."""
-    finite = np.where(np.isfinite(q), q, np.nan)
-    span = np.nanmax(finite, axis=0) - np.nanmin(finite, axis=0)
+    from arm_dyn_id.validation.check import joint_spans
+    span = joint_spans(np.where(np.isfinite(q), q, np.nan))
     still = [(j, s) for j, s in zip(joints, span) if np.isfinite(s) and s < LOCKED_SPAN]
     if still:
         which = ', '.join(f'{j} ({np.degrees(s):.2g}°)' for j, s in still)

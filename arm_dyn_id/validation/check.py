@@ -410,10 +410,10 @@ def held_still(q):
     q = np.asarray(q, dtype=float)
     if q.ndim != 2 or not len(q):
         return np.zeros(q.shape[-1] if q.ndim else 0, dtype=bool)
-    return _spans(q) < STILL_SPAN
+    return joint_spans(q) < STILL_SPAN
 
 
-def _spans(q):
+def joint_spans(q):
     """rad (n,): how far a recording ``q`` (N, n) moves each joint (NaN samples left out)."""
     q = np.asarray(q, dtype=float)
     return np.nanmax(q, axis=0) - np.nanmin(q, axis=0)
@@ -1169,7 +1169,7 @@ def check_samples(robot, q, tau, mask=None, velocity=None, torque_constants=None
                          torque_constants=torque_constants, effort=effort, options=options,
                          holding=holding_friction(robot, fraction),
                          load=None if frame is None else payload_regressor(robot, q[idx], frame),
-                         load_frame=frame, spans=_spans(q))
+                         load_frame=frame, spans=joint_spans(q))
 
 
 def default_load_frame(robot, frame='auto'):
@@ -1367,14 +1367,14 @@ def check_dynamics(robot, q, dq, ddq, tau, columns, features=None, torque_consta
                     context=context, still=np.abs(dq) <= opt['moving_speed'],
                     holding=holding_friction(robot, opt['holding_friction']),
                     coulomb=[bool(moving[i] and features is not None) for i in range(n)],
-                    spans=_spans(q))
+                    spans=joint_spans(q))
     checks, found = _load_explains(checks, G, T, nuisance, load, load_frame, opt,
                                    robust=opt['robust'], still_torque=gravity)
     status, verdict = _overall(checks, effort, 'full')
     return CheckResult(tuple(checks), status, verdict, G.shape[0], effort, opt, 'full', found)
 
 
-__all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError',
+__all__ = ['OK', 'WARN', 'FAIL', 'UNTESTABLE', 'DEFAULTS', 'ImplausibleURDFError', 'joint_spans',
            'JointCheck', 'CheckResult',
            'urdf_problem', 'check_urdf', 'nominal_gravity', 'nominal_columns',
            'friction_features', 'holding_friction', 'held_still', 'STILL_SPAN',
