@@ -133,6 +133,29 @@ def slow_push_cost(model, thresholds, bag, joint=1, start=3.0,
     return out
 
 
+def closest_approach(model, thresholds, bags):
+    """{recording: (largest |r| / band held for the persistence, joint, s into it, during a
+    start)}: how near each free-motion recording comes to a flag (1 would be one)."""
+    from arm_dyn_id.data.bag_reader import read_bag
+    from arm_dyn_id.model import load_model
+    from arm_dyn_id.service.contact import ContactThresholds, persisted
+    from arm_dyn_id.service.dynamics import ResidualStream, ServedDynamics, run_stream
+    served = ServedDynamics(load_model(model))
+    th = ContactThresholds.load(thresholds)
+    out = {}
+    for bag in bags:
+        rec = read_bag(bag, config={'joints': list(served.joints),
+                                    'torque_constants': [float(x) for x in K.split(',')]})
+        series = run_stream(ResidualStream(served, 25.0, th), rec.t, rec.q, rec.dq, rec.tau)
+        ratio = persisted(rec.t, np.abs(series['residual']) / series['band'], th.persistence)
+        ratio[series['settling']] = 0.0
+        k, j = np.unravel_index(np.argmax(ratio), ratio.shape)
+        out[Path(bag).name] = (round(float(ratio[k, j]), 2), served.joints[j],
+                               round(float(rec.t[k] - rec.t[0]), 2),
+                               bool(series['starting'][k]))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--keep', type=Path, help='work in this folder (outside the repository)')
@@ -202,6 +225,14 @@ def main(argv=None):
         print(f'  visible starts (s): {[round(float(s) - EPOCH, 3) for s, _, _ in spans]}')
         print(f'false-alarm episodes on {len(free)} free-motion recordings not used for the '
               f'thresholds: {sum(fa.values())}  {fa}')
+        if label in ('calibrated', 'from the fit'):
+            near = closest_approach(model, thresholds, ev)
+            worst = max(near, key=lambda k: near[k][0])
+            print('closest approach to a flag on the free-motion recordings (|r| / band held '
+                  f'for the persistence; 1 flags): worst {near[worst][0]} on {worst} '
+                  f'({near[worst][1]} at {near[worst][2]} s'
+                  f'{", the arm starting" if near[worst][3] else ""}); all '
+                  f'{ {k: v[0] for k, v in near.items()} }')
         if label != 'persistence 0':
             cost = slow_push_cost(model, thresholds, tmp / 'ur-20_01_17-p2')
             print('slow push on shoulder_lift at p2: ramp ρ (N·m/s) -> its torque at the flag '

@@ -10,13 +10,16 @@ either too low in motion or at rest, or too high to see a push. This module hold
 **The band** (:class:`ContactThresholds`), per joint i, N·m::
 
     standstill (the whole arm still, |q̇_j| < still_velocity, for settle_time):  s_i
-    otherwise:  c0_i + cv_i ‖q̇‖ + ca_i ‖q̈‖  [+ h_i while |q̇_i| < breakaway_velocity]
+    otherwise:  c0_i + cv_i ‖q̇‖ + ca_i ‖q̈‖  [+ h_i while |q̇_i| < breakaway_velocity,
+                                              or while the arm starts]
 
 with ‖·‖ the Euclidean norm over the joints (rad/s, rad/s²): model errors on one joint
 come from the motion of all of them. q̈ is a causal estimate (first-order low-pass of the
 difference of q̇, ``acceleration_cutoff_hz``). h_i is the holding bound below (the static
 friction level): a joint that is slow or still while the arm moves holds a friction torque
-the model cannot know (stiction, breakaway), up to that level.
+the model cannot know (stiction, breakaway), up to that level; and for ``settle_time``
+after a standstill (a start) every joint's friction passes from what it held to sliding,
+a step the observer follows with its lag.
 
 **Persistence.** A joint is over its band when ``|r_i| > band_i``; contact is flagged
 when some joint has stayed over its band for ``persistence`` seconds, and released when
@@ -175,17 +178,21 @@ class ContactThresholds:
         return cls(tuple(joints), v, v, np.zeros(n), np.zeros(n), persistence=persistence,
                    holding_bounds=np.zeros(n), settle_time=0.0)
 
-    def band(self, dq, speed, acceleration, standstill):
-        """The band (N·m), (n,), in a state: q̇ (n,) rad/s, ‖q̇‖, ‖q̈‖ (rad/s²), arm still."""
+    def band(self, dq, speed, acceleration, standstill, starting=False):
+        """The band (N·m), (n,), in a state: q̇ (n,) rad/s, ‖q̇‖, ‖q̈‖ (rad/s²), arm still,
+        arm starting (within ``settle_time`` of leaving a standstill)."""
         if standstill:
             return self.standstill
         return self.base + self.per_velocity * speed + self.per_acceleration * acceleration \
-            + self.friction_term(dq)
+            + self.friction_term(dq, starting)
 
-    def friction_term(self, dq):
-        """The holding bound of every joint slower than ``breakaway_velocity`` (N·m); dq
-        (n,) or (N, n)."""
-        return np.where(np.abs(dq) < self.breakaway_velocity, self.holding_bounds, 0.0)
+    def friction_term(self, dq, starting=False):
+        """The holding bound of every joint slower than ``breakaway_velocity``, and of
+        every joint while the arm starts (N·m); dq (n,) or (N, n), starting bool or (N,)."""
+        slow = np.abs(dq) < self.breakaway_velocity
+        if np.ndim(starting):
+            starting = np.asarray(starting, dtype=bool)[:, None]
+        return np.where(slow | starting, self.holding_bounds, 0.0)
 
     def with_settings(self, **changes):
         """A copy with some fields changed (e.g. ``persistence``)."""
@@ -366,7 +373,11 @@ class ContactDetector:
     contact : bool
     speed, acceleration : float
         ‖q̇‖ (rad/s), ‖q̈‖ (rad/s²).
-    standstill, settling : bool
+    allowance : ndarray, (n,)
+        The friction allowance in the band (N·m): the holding bound of each joint slower
+        than ``breakaway_velocity``, and of every joint while the arm starts (the first
+        ``settle_time`` after a standstill).
+    standstill, settling, starting : bool
     """
 
     def __init__(self, thresholds):
@@ -385,6 +396,7 @@ class ContactDetector:
         self._t0 = self._t = self._dq = None
         self._ddq = np.zeros(n)
         self._still_since = None
+        self._moving_since = None
         self._over_since = np.full(n, np.nan)
         self._over_start = None
         self._under_since = None
@@ -396,7 +408,8 @@ class ContactDetector:
         self.joints_flagged = np.zeros(n, dtype=bool)
         self.contact = False
         self.speed = self.acceleration = 0.0
-        self.standstill = self.settling = False
+        self.allowance = np.zeros(n)
+        self.standstill = self.settling = self.starting = False
 
     def update(self, t, dq, r):
         """One sample: (external torque estimate (n,), contact) out.
@@ -422,6 +435,9 @@ class ContactDetector:
         abs_dq = np.abs(dq)
         still = float(abs_dq.max()) < th.still_velocity
         if not still:
+            if self.standstill:
+                # a start: the joints' friction passes from what they held to sliding
+                self._moving_since = t
             self._still_since = None
         elif self._still_since is None:
             self._still_since = t
@@ -443,14 +459,16 @@ class ContactDetector:
                 offset = self.offset * math.exp(-dt / th.release_time)
             self.offset = np.clip(offset, self._neg_bounds, th.holding_bounds, out=offset)
         self.residual = r - self.offset
+        self.starting = not self.standstill and self._moving_since is not None and \
+            t - self._moving_since < th.settle_time
         if self.standstill:
+            self.allowance = np.zeros(th.n)
             self.band = th.standstill
         else:
-            band = th.base + th.per_velocity * self.speed + \
-                th.per_acceleration * self.acceleration
-            if self._tracking:
-                band += np.where(abs_dq < th.breakaway_velocity, th.holding_bounds, 0.0)
-            self.band = band
+            self.allowance = th.friction_term(abs_dq, self.starting) if self._tracking \
+                else np.zeros(th.n)
+            self.band = th.base + th.per_velocity * self.speed + \
+                th.per_acceleration * self.acceleration + self.allowance
         over = np.abs(self.residual) > self.band
         if self.settling:
             over[:] = False
@@ -574,7 +592,9 @@ def persisted(t, residual, window):
 class CalibrationRun:
     """What :func:`calibrate` needs of one no-contact recording, per sample (N,):
     ``t``, ``residual`` (N, n) after the holding tracker, ``velocity`` (N, n) rad/s,
-    ``speed``, ``acceleration``, ``standstill``, ``settling`` (bool), ``source``."""
+    ``speed``, ``acceleration``, ``standstill``, ``settling`` (bool), ``source``,
+    ``starting`` (bool, the arm within ``settle_time`` of leaving a standstill; None:
+    never)."""
 
     t: np.ndarray
     residual: np.ndarray
@@ -584,6 +604,7 @@ class CalibrationRun:
     standstill: np.ndarray
     settling: np.ndarray
     source: str = ''
+    starting: np.ndarray = None
 
 
 def _envelope(v_mid, a_mid, v_low, a_low, need):
@@ -645,7 +666,8 @@ def calibrate(runs, joints, holding_bounds=None, quantile=QUANTILE, margin=MARGI
     for run in runs:
         keep = ~np.asarray(run.settling, dtype=bool)
         m.append(persisted(run.t, run.residual, persistence)[keep])
-        fr.append(probe.friction_term(np.asarray(run.velocity))[keep])
+        starting = False if run.starting is None else np.asarray(run.starting, dtype=bool)
+        fr.append(probe.friction_term(np.asarray(run.velocity), starting)[keep])
         v.append(np.asarray(run.speed)[keep])
         a.append(np.asarray(run.acceleration)[keep])
         still.append(np.asarray(run.standstill, dtype=bool)[keep])

@@ -565,7 +565,8 @@ def run_stream(stream, t, q, dq, tau):
     dict of ndarray
         ``residual`` (N, n) N·m, ``contact`` (N,) bool, ``velocity`` (N, n); with a
         detector also ``band`` (N, n), ``flagged`` (N, n) bool, ``offset`` (N, n),
-        ``speed``, ``acceleration`` (N,), ``standstill``, ``settling`` (N,) bool.
+        ``speed``, ``acceleration`` (N,), ``standstill``, ``settling``, ``starting`` (N,)
+        bool.
     """
     N, n = np.shape(q)
     out = {'residual': np.empty((N, n)), 'contact': np.zeros(N, dtype=bool),
@@ -577,7 +578,7 @@ def run_stream(stream, t, q, dq, tau):
         out['flagged'] = np.zeros((N, n), dtype=bool)
         for key in ('speed', 'acceleration'):
             out[key] = np.empty(N)
-        for key in ('standstill', 'settling'):
+        for key in ('standstill', 'settling', 'starting'):
             out[key] = np.zeros(N, dtype=bool)
     for k in range(N):
         v = None if dq is None or not np.all(np.isfinite(dq[k])) else dq[k]
@@ -593,6 +594,7 @@ def run_stream(stream, t, q, dq, tau):
             out['acceleration'][k] = det.acceleration
             out['standstill'][k] = det.standstill
             out['settling'][k] = det.settling
+            out['starting'][k] = det.starting
     return out
 
 
@@ -617,7 +619,7 @@ def calibration_run(served, gains, t, q, dq, tau, settings=None, max_gap=0.05,
     return CalibrationRun(np.asarray(t, dtype=float), out['residual'], out['velocity'],
                           out['speed'],
                           out['acceleration'], out['standstill'], out['settling'],
-                          source=source)
+                          source=source, starting=out['starting'])
 
 
 def answer_dynamics_query(served, names, positions, velocities, accelerations):
