@@ -33,6 +33,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from arm_dyn_id.nodes.excitation_node import NOT_READY
 from arm_dyn_id.nodes.ros_domain import claim_domain
 
 NODES = ('sim_arm_node', 'recorder_node', 'identifier_node', 'excitation_node')
@@ -204,7 +205,7 @@ def _start_excitation(monitor, executor, procs, timeout, log=print):
         _wait_until_ready(monitor, executor, procs, max(deadline - time.monotonic(), 1.0),
                           log=log)
         response = monitor.call(monitor.start_client, 60.0, executor)
-        if response.success or 'no recent joint_states' not in response.message \
+        if response.success or not response.message.startswith(NOT_READY) \
                 or time.monotonic() > deadline:
             return response
         monitor.excitation_ready = False

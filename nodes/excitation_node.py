@@ -47,6 +47,9 @@ from arm_dyn_id.nodes.qos import MARKER_QOS
 from arm_dyn_id.nodes.params import Param, arm_config, declare_arm_parameters, declare_parameters
 
 NODE_NAME = 'excitation_node'
+#: How ~/start's refusal begins while the node has not heard the arm (or, under
+#: use_sim_time, the simulated clock) recently: a caller may ask again once it is ready.
+NOT_READY = 'not ready'
 _CORE_ERRORS = (ConfigError, DataError, JointNameError, URDFError, OSError, ValueError)
 
 
@@ -286,6 +289,12 @@ class ExcitationNode(Node):
                 return (f'joint_states stopped arriving (last {wall_age:.3f} s ago, '
                         f'joint_state_timeout {timeout} s)')
             return None
+        if self._now() <= 0.0:
+            # no /clock heard yet: a plan anchored now would start at time 0, seconds
+            # behind the arm's stamps (the quick demo's arm ran 11 s ahead and was
+            # stopped at once for a tracking error)
+            return ('no simulated time yet (use_sim_time, /clock not heard): is the '
+                    'simulator publishing /clock?')
         sim_age = self._now() - (self.js_receipt_time or 0.0)
         stall = self._param('clock_stall_timeout')
         if sim_age > timeout:
@@ -308,8 +317,10 @@ class ExcitationNode(Node):
                                 'call ~/start again once stopped')
             return response
         if not self._has_recent_state():
-            response.message = ('no recent joint_states with every configured joint; is the '
-                                'arm driver running?')
+            why = None if self.q_meas is None else self._stale_states()
+            response.message = (f'{NOT_READY}: ' + (
+                'no recent joint_states with every configured joint; is the arm driver '
+                'running?' if why is None or why.startswith('joint_states') else why))
             return response
         p = self._param
         try:

@@ -383,7 +383,7 @@ def _start(bench, name, proc):
     while True:
         assert proc.poll() is None, node_output(proc)
         res = _trigger(bench, f'/{name}/start')
-        if res.success or not res.message.startswith('no recent joint_states') or \
+        if res.success or not res.message.startswith('not ready') or \
                 time.monotonic() > deadline:
             return res
         time.sleep(0.1)     # poll interval of a retry bounded by the deadline above

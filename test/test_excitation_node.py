@@ -219,6 +219,45 @@ def test_sim_time_watchdog_waits_for_a_paused_simulator_and_holds_on_silent_stat
     assert stop(proc) == 0, node_output(proc)
 
 
+def test_under_sim_time_start_waits_for_the_simulated_clock(ros_env, tmp_path):
+    """The quick demo failed once: ~/start came before any /clock reached the node, its
+    plan was anchored at time 0 while the simulated arm's joint_states were stamped 11 s
+    on, and the first tracking check stopped the arm. Without /clock the node is not
+    ready and ~/start is refused naming the clock; once /clock runs the start succeeds
+    and the plan begins after the arm's stamps."""
+    proc, plan = _start(ros_env, tmp_path, {'use_sim_time': True})
+    with RosHarness(ros_env.domain_id) as ros:
+        fake_time = [1000.0]
+        arm = FakeArm(ros, plan.start_position + 0.05, clock=lambda: fake_time[0])
+        clock = None
+        try:
+            ros.client('/excitation_node/start')
+            ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
+            deadline = time.monotonic() + 60.0
+            while True:       # the node hears the arm; the clock alone is missing
+                res = ros.trigger('/excitation_node/start', timeout=20)
+                if res.success or 'simulated time' in res.message or \
+                        time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)     # poll interval of a retry bounded by the deadline
+            assert not res.success and res.message.startswith('not ready: no simulated '
+                                                              'time yet'), res.message
+            assert '/clock' in res.message
+            clock = SimClock(ros)
+            arm._clock = clock.now
+            _start_run(ros, arm, proc)
+            ros.wait_for(lambda: _marker(arm, 'start') is not None, 30, what='start marker')
+            start = _marker(arm, 'start')
+            assert start['t'] >= 1000.0, start
+            ros.wait_for(lambda: len(arm.commands) > 20, 30, what='commands')
+            assert 'stopped' not in arm.phases(), str(arm.markers) + node_output(proc)
+        finally:
+            arm.close()
+            if clock is not None:
+                clock.close()
+    assert stop(proc) == 0, node_output(proc)
+
+
 def _braking_rest(plan, q_start, t0, braking_from, cfg_path, params):
     """The stop the node must command: the run (plan after its approach from
     ``q_start``, starting at node time ``t0``) braked from ``braking_from``
@@ -259,14 +298,14 @@ def _start_run(ros, arm, proc):
 
     On a busy machine the fake arm (this process) can fall silent for longer than a short
     joint_state_timeout between the node's ready and the call: the node then rightly
-    refuses ("no recent joint_states"), and the call is made again once it is ready."""
+    refuses ("not ready: no recent joint_states"), and the call is made again once it is ready."""
     ros.client('/excitation_node/start')        # discovered while the node gets ready
     ros.wait_for(lambda: arm.pub.get_subscription_count() > 0, 20)
     deadline = time.monotonic() + 60.0
     while True:
         _wait_until_ready(ros)
         res = ros.trigger('/excitation_node/start', timeout=20)
-        if res.success or 'no recent joint_states' not in res.message or \
+        if res.success or not res.message.startswith('not ready') or \
                 time.monotonic() > deadline:
             break
     assert res.success, res.message + node_output(proc)
