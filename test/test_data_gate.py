@@ -297,10 +297,15 @@ def test_sweeps_of_every_joint_are_determined_over_the_workspace(sweeps):
     assert ratios and max(ratios) < 0.1 * WORKSPACE_UNCERTAINTY
 
 
-def test_full_fit_of_one_joint_swinging_is_refused_as_not_determined():
+@pytest.mark.parametrize('friction', ['auto', 'coulomb,viscous,sign'])
+def test_full_fit_of_one_joint_swinging_is_refused_as_not_determined(friction):
     """Fourier motion of joint_3 alone (the others within 0.01 rad): the held-out time
     blocks are the same motion, so only the workspace check sees the model is right
-    near these poses only. Before it, this fit passed the gate."""
+    near these poses only. Before it, this fit passed the gate. With the sharp Coulomb
+    sign (the simulated friction's shape) the residual shrinks and so does the formal
+    uncertainty (0.064 of the URDF's gravity, under the 0.1 limit) while the model is
+    30.6 % off on joint_1 over the range: the uncertainty over the range against that
+    at the poses visited (112x) refuses it."""
     from test_cli_full import HARMONICS, OMEGA, Q0, VISCOUS
     from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
     from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
@@ -318,10 +323,13 @@ def test_full_fit_of_one_joint_swinging_is_refused_as_not_determined():
     tau = np.array([robot.inverse_dynamics(*s) for s in zip(q, dq, ddq)]) + \
         COULOMB * np.tanh(dq / 1e-3) + VISCOUS * dq + rng.standard_normal(q.shape) * NOISE
     fitted = fit_full_samples(robot, 1000.0 + t, q + rng.normal(0, 1e-5, q.shape), tau,
-                              methods=('wls',))
+                              methods=('wls',), friction=friction)
     verdict = judge_full_fit(fitted, robot, tau, effort='torque')
     assert not verdict.ok and verdict.cause == 'excitation', verdict.reason
     assert 'only near the poses it visited' in verdict.reason
+    far = [c['extrapolation'] for c in verdict.checks['workspace'].values()
+           if c['extrapolation'] is not None]
+    assert max(far) > 20, verdict.checks['workspace']
     assert 'the data moves joint_3 over' in verdict.reason
     # a model that follows its held-out blocks: no rotor inertia is missing
     assert 'rotor inertia' not in verdict.reason

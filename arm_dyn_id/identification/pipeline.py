@@ -1316,9 +1316,18 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
     else:
         from arm_dyn_id.model.dynamics import gravity_base_regressor
         Y = gravity_base_regressor(robot, base, poses)
-    sigma, nominal, weak = workspace_uncertainty(robot, Y, np.asarray(covariance)[:r, :r],
-                                                 base.names, poses)
-    verdict = judge_workspace(sigma, nominal, joints)
+    cov = np.asarray(covariance)[:r, :r]
+    sigma, nominal, weak = workspace_uncertainty(robot, Y, cov, base.names, poses)
+    far = None
+    if not gravity:
+        # a full fit: its uncertainty over the range against that at the poses visited
+        # (the residual's size, which scales both, cancels)
+        from arm_dyn_id.model.dynamics import gravity_base_regressor
+        visited = np.asarray(q_all)[::max(1, len(q_all) // len(poses))]
+        near, _, _ = workspace_uncertainty(
+            robot, gravity_base_regressor(robot, base, visited), cov, base.names, visited)
+        far = sigma / np.maximum(near, 1e-300)
+    verdict = judge_workspace(sigma, nominal, joints, extrapolation=far)
     if verdict.ok:
         return verdict
     from arm_dyn_id.validation.check import held_still
@@ -1329,7 +1338,7 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
         from arm_dyn_id.identification.quasi_static import motion_advice
         advice = motion_advice(robot, base, q_all[::max(1, len(q_all) // 400)],
                                weak[:1]).get(weak[0], '')
-    return judge_workspace(sigma, nominal, joints, moved, weak, advice)
+    return judge_workspace(sigma, nominal, joints, moved, weak, advice, extrapolation=far)
 
 
 #: A joint the model does not follow on held-out blocks is named swapped with another
