@@ -171,6 +171,38 @@ def test_a_right_light_joint_of_a_full_fit_is_never_called_flipped(
         assert not flipped.ok and flipped.cause == 'sign'
 
 
+def test_a_joint_whose_friction_follows_the_urdf_torque_the_opposite_way_is_judged_without_it():
+    """A joint whose torque is mostly friction can run against the URDF's small torque
+    through its friction alone (a simulated SO-101's gripper, wired right, read ρ = −0.70
+    and was refused as flipped). With q̇ given, both torques lose what the joint's
+    friction shapes explain first: the right joint follows its URDF torque, a flipped
+    one still runs against it."""
+    t = np.linspace(0.0, 60.0, 6000)
+    v = np.cos(t)
+    u = -0.01 * np.sin(t + 1.2)                # runs against cos t, so against the friction
+    friction = 0.3 * np.tanh(v / 0.01) + 0.09 * v
+    right = (u + friction)[:, None]
+    bound = [0.001]
+    assert not light_joint_signs(right, u[:, None], bound, ['gripper'], ['gripper']).ok
+    verdict = light_joint_signs(right, u[:, None], bound, ['gripper'], ['gripper'],
+                                velocity=v[:, None])
+    assert verdict.ok, verdict.reason
+    read = verdict.checks['gripper']
+    assert read['judged'] and read['rho'] <= -0.6, read
+    assert read['judged_without_friction'] and read['rho_without_friction'] > 0.9, read
+    # friction that explains the URDF's torque's variation down to the bound leaves
+    # nothing to judge: not flipped
+    shaped = 0.3 * np.tanh(v / 1e-3) - 0.002 * np.tanh(v / 0.01) + 0.0005 * np.sin(3 * t)
+    urdf = -0.002 * np.tanh(v / 0.01) + 0.0005 * np.sin(3 * t)
+    verdict = light_joint_signs(shaped[:, None], urdf[:, None], bound, ['gripper'],
+                                ['gripper'], velocity=v[:, None])
+    read = verdict.checks['gripper']
+    assert verdict.ok and read['judged'] and not read['judged_without_friction'], read
+    flipped = light_joint_signs((friction - u)[:, None], u[:, None], bound, ['gripper'],
+                                ['gripper'], velocity=v[:, None])
+    assert not flipped.ok and flipped.cause == 'sign', flipped
+
+
 def test_a_light_joint_within_the_bound_is_not_judged():
     u = np.sin(np.linspace(0.0, 20.0, 500))
     verdict = light_joint_signs(-u[:, None], u[:, None], [2.0 * u.std()], ['wrist'],

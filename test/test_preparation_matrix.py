@@ -162,6 +162,8 @@ CELLS = [('humanoid', 100.0, 5e-4, None),
          ('humanoid', 2000.0, 5e-4, None)]
 #: The sweep's cut-offs (Hz; those below 0.4 x the rate). The benchmark sweeps 1-40 Hz.
 SWEEP = (1.6, 2.5, 4.0, 6.3, 10.0)
+#: Records per cell (their errors averaged).
+SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope='module')
@@ -178,9 +180,18 @@ def test_default_cutoff_is_within_ratio_of_the_best_of_a_sweep(arms, arm, rate, 
         robot = RobotModel.from_urdf(ARMS[arm])
         arms[arm] = robot, held_out(robot)
     robot, held = arms[arm]
-    record = simulate(robot, rate, noise, bits=bits)
-    default, prep = fit_error(robot, record, held)
-    sweep = {c: fit_error(robot, record, held, c)[0] for c in SWEEP if c < 0.4 * rate}
+    # errors averaged over three records, as the benchmark scores a cell: near the best
+    # cut-off one record's error moves 10-20 % from cut-off to cut-off (the humanoid at
+    # 100 Hz with 5e-4 rad: one record 1.40x its own best, the three 1.10x theirs)
+    defaults, sweeps = [], []
+    for seed in SEEDS:
+        record = simulate(robot, rate, noise, bits=bits, seed=seed)
+        error, prep = fit_error(robot, record, held)
+        defaults.append(error)
+        sweeps.append({c: fit_error(robot, record, held, c)[0] for c in SWEEP
+                       if c < 0.4 * rate})
+    default = float(np.mean(defaults))
+    sweep = {c: float(np.mean([s[c] for s in sweeps])) for c in sweeps[0]}
     best = min(sweep, key=sweep.get)
     assert default <= RATIO * sweep[best], (
         f'default {prep["cutoff_hz"]:.3g} Hz: {default:.3g} %; best {best} Hz: '
@@ -207,7 +218,11 @@ def test_the_band_comes_from_the_motion_not_the_encoder_noise(rate, noise):
     assert 3 * choice.band_hz <= choice.cutoff_hz <= 20 * choice.band_hz, choice
     assert choice.warning is None
     if noise == 5e-4 and rate == 100.0:
-        assert choice.cutoff_hz == 3 * choice.band_hz, choice
+        # the noise of q̈ sets it, well below the clean record's 20x
+        assert choice.cutoff_hz < 6 * choice.band_hz, choice
+        # more noise takes it down to its floor
+        noisier = choose_band(sines(rate, 30.0, [0.3, 0.8], 4e-3)[1], rate)
+        assert noisier.cutoff_hz == 3 * noisier.band_hz, noisier
     if noise == 0.0:
         assert choice.cutoff_hz == 20 * choice.band_hz, choice
     if noise:

@@ -262,7 +262,7 @@ def _joint_grams(H):
     return np.stack([H[:, j, :].T @ H[:, j, :] for j in range(H.shape[1])])
 
 
-def sample_moments(Yb, tau, w, mask):
+def sample_moments(Yb, tau, w, mask, keep=None):
     """:class:`NormalEquations` of stacked samples.
 
     Parameters
@@ -281,6 +281,9 @@ def sample_moments(Yb, tau, w, mask):
     """
     H, y = Yb[mask], tau[mask]
     n = tau.shape[1]
+    if keep is not None:
+        k = keep[mask]
+        H, y = H * k[:, :, None], y * k
     A_joint = _joint_grams(H)
     b_joint = np.stack([H[:, i, :].T @ y[:, i] for i in range(n)])
     return NormalEquations(np.einsum('j,jrs->rs', w, A_joint), w @ b_joint, A_joint, b_joint,

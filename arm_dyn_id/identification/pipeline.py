@@ -1354,17 +1354,29 @@ def _swap_suspects(verdict, joints):
     :func:`_swap_explains` (at most two, so that a refusal costs at most two refits).
 
     A joint the model does not follow on held-out blocks (the excitation, the held-out
-    quality, or its friction pinned at a bound), then, for a refusal that blames a flipped
+    quality, or its friction pinned at a bound), a joint whose effort reads far off
+    against the other joints' (a torque constant), then, for a refusal that blames a flipped
     sign, the joints whose torque runs against the URDF's: two joints swapped read as a
     sign when one's torque is the other's mirror (the humanoid's joints 2 and 3: joint 3
     at rho = -0.83), or when the fit pins a friction to follow another joint's torque
     (the UR5's elbow and wrist_1). A genuine flip, tried the same way, is no exchange's
     gain (every simulated one of 19 on three arms).
     """
-    if verdict.cause not in ('excitation', 'held_out', 'sign'):
+    if verdict.cause not in ('excitation', 'held_out', 'sign', 'torque_constant'):
         return []
     checks = verdict.checks
     suspects = [checks.get('held_out_failed')]
+    if verdict.cause == 'torque_constant':
+        # a joint whose effort reads far off against the others' (effort_scales) may
+        # carry another joint's effort (the humanoid's joints 4 and 5 swapped: joint 4
+        # read as a constant off); a constant off is no exchange's gain
+        from arm_dyn_id.validation.plausibility import RELATIVE_SCALE_LIMIT
+        table = checks.get('effort_scales') or {}
+        suspects += sorted((j for j, c in table.items() if isinstance(c, dict) and
+                            c.get('scale') is not None and
+                            abs(np.log(max(abs(c['scale']), 1e-9))) >
+                            np.log(RELATIVE_SCALE_LIMIT)),
+                           key=lambda j: -table[j].get('drop', 0.0))
     if verdict.cause == 'sign':
         against = dict((checks.get('agreement') or {}).items())
         against.update((j, c) for j, c in (checks.get('light_signs') or {}).items()
@@ -1468,7 +1480,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                          values=model.parameter_values, std_errors=model.std_errors,
                          condition=fit.get('condition_number'), raw=raw, effort=effort,
                          gains=gains, unmodelled=unmodelled,
-                         scales=fit.get('effort_scales'))
+                         scales=fit.get('effort_scales'),
+                         rigid_condition=fit.get('rigid_condition_number'))
     for joint in ([] if verdict.ok else _swap_suspects(verdict, robot.joint_names)):
         swapped = _swap_explains(fitted, robot, joint)
         if swapped is not None:

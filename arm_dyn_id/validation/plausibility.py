@@ -636,7 +636,17 @@ def judge_sweep_signs(measured, nominal, moving, bound, joints, candidates,
     return Plausibility(True, None, {'own_sweeps': checks})
 
 
-def light_joint_signs(measured, nominal, bound, joints, candidates):
+def _without_friction(y, g, v):
+    """A joint's measured and URDF torques ``y``, ``g`` (M,) at velocity ``v`` (M,) less
+    their least-squares fits on its friction shapes: an offset, the sharp and the smooth
+    sign (``tanh(v / 0.01 rad/s)``) and ``v``."""
+    F = np.column_stack([np.ones_like(v), np.sign(v), np.tanh(v / 0.01), v])
+    both = np.column_stack([y, g])
+    rest = both - F @ np.linalg.lstsq(F, both, rcond=None)[0]
+    return rest[:, 0], rest[:, 1]
+
+
+def light_joint_signs(measured, nominal, bound, joints, candidates, velocity=None):
     """The sign and wiring of joints :func:`judge_data` left untested, over a whole rich
     recording.
 
@@ -659,6 +669,14 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     joints : sequence of str, (n,)
     candidates : iterable of str
         The joints to judge.
+    velocity : array_like, (M, n), optional
+        q̇ at the same samples: a joint's sign is then judged on both torques less what
+        its friction shapes explain (:func:`_without_friction`; swaps as without). A
+        joint whose torque is mostly friction can follow the URDF's small torque the
+        opposite way through its friction alone (a simulated SO-101's gripper, 0.3 N·m of
+        friction against a URDF torque of 0.0016 N·m, read ρ = −0.70 wired right), and
+        where its friction shapes explain the URDF's torque's variation down to the
+        bound there is nothing left to judge.
 
     Returns
     -------
@@ -669,6 +687,11 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
     """
     y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
     ok = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(g), axis=1)
+    v = None
+    if velocity is not None:
+        v = np.asarray(velocity, dtype=float)
+        ok &= np.all(np.isfinite(v), axis=1)
+        v = v[ok]
     y, g = y[ok], g[ok]
     bound = np.asarray(bound, dtype=float)
     joints = list(joints)
@@ -683,6 +706,14 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
                         'judged': bool(spread > bound[j])}
         if checks[name]['judged']:
             judged.append(j)
+        if v is not None:
+            # the same with the joint's friction shapes fitted apart (the sign is judged
+            # on it)
+            yj, gj = _without_friction(y[:, j], g[:, j], v[:, j])
+            apart = float(np.std(gj))
+            checks[name].update(urdf_std_without_friction=apart,
+                                rho_without_friction=_rho(yj, gj),
+                                judged_without_friction=bool(apart > bound[j]))
     # a judged joint and another whose URDF torque varies as much, each following the
     # other's URDF torque, not its own: swapped (judged first: a swap can turn one
     # joint's own correlation negative)
@@ -694,7 +725,12 @@ def light_joint_signs(measured, nominal, bound, joints, candidates):
             return Plausibility(False, swap_message(joints[a], joints[b], ab, ba), checks,
                                 'swap')
     for name, j in zip(candidates, index):
-        if checks[name]['judged'] and checks[name]['rho'] <= -AGREE_RHO:
+        c = checks[name]
+        # with q̇ known, on the torques less the joint's friction shapes: a joint whose
+        # friction explains the URDF's torque's variation down to the bound is not judged
+        judged, rho = ((c['judged'], c['rho']) if v is None else
+                       (c['judged_without_friction'], c['rho_without_friction']))
+        if judged and rho <= -AGREE_RHO:
             flipped.append(name)
     if flipped:
         return Plausibility(False, sign_message(flipped, [checks[j]['rho'] for j in flipped]),
@@ -1267,7 +1303,7 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
     Returns
     -------
     Plausibility
-        ``checks['agreement']``: per joint ``scale``, ``rho``, ``tested``.
+        ``checks['agreement']``: per joint ``scale``, ``rho``, ``tested``, ``loaded``.
     """
     y = np.asarray(measured, dtype=float)
     n = y.shape[1]
@@ -1276,8 +1312,10 @@ def judge_data(measured, nominal, joints=None, noise=None, raw=None, effort=None
     if refused is not None:
         return refused
     a = torque_agreement(y, nominal, joints, floor)
-    checks = {'agreement': {j: {'scale': float(s), 'rho': float(r), 'tested': bool(t)}
-                            for j, s, r, t in zip(joints, a['scale'], a['rho'], a['tested'])},
+    checks = {'agreement': {j: {'scale': float(s), 'rho': float(r), 'tested': bool(t),
+                                'loaded': bool(ld)}
+                            for j, s, r, t, ld in zip(joints, a['scale'], a['rho'], a['tested'],
+                                                      a['loaded'])},
               'untested': [j for j, t in zip(joints, a['tested']) if not t]}
     if a['samples'] < 3:
         return Plausibility(True, None, dict(checks, note='too few samples to judge'))
@@ -1329,7 +1367,8 @@ def _friction_at_bound(names, values, joint):
 
 def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
                parameter_names=None, values=None, std_errors=None, condition=None,
-               raw=None, effort=None, gains=None, unmodelled=None, scales=None):
+               raw=None, effort=None, gains=None, unmodelled=None, scales=None,
+               rigid_condition=None):
     """The data gate of a full-dynamics fit, the first failure with its most likely cause.
 
     :func:`judge_data` on the prepared samples against the URDF's inverse dynamics
@@ -1368,6 +1407,11 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     scales : dict, optional
         Each joint's effort scale against the others' (the fit's ``effort_scales``),
         judged by :func:`effort_scales` below the rate limit.
+    rigid_condition : float, optional
+        Condition number of the fit's rigid body alone (its friction taken as known):
+        what :func:`effort_scales` asks of the motion (default ``condition``). A friction
+        term that trades with a rigid-body one (a direction-dependent Coulomb term is an
+        offset while the joint moves) raises the fit's condition, not the coupling's.
 
     Returns
     -------
@@ -1390,7 +1434,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     untested = [] if tested is None else [j for j, t in zip(joints, tested) if not t]
     if robot is not None and tested is not None:
         light = light_joint_signs(y[rows], nominal[rows], com_error_bound(robot), joints,
-                                  untested)
+                                  untested, velocity=prepared.dq[rows])
         checks['light_signs'] = light.checks
         # a swap with a light joint comes before a loaded joint's scale, as judge_data
         # names swaps before scales (a Panda's joints 4 and 5 swapped: joint 4 read
@@ -1413,8 +1457,13 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     # the measured torque is mostly friction, flat between reversals, and the URDF's
     # small smooth torque reads many times "rougher" with no noise at all (a humanoid
     # wrist at 1 kHz read 106x). With no joint tested (derivatives so noisy that the
-    # URDF's torque no longer follows the measured one), every joint is judged.
-    rough = np.where(tested, ratio, np.nan) if tested.any() else ratio
+    # URDF's torque no longer follows the measured one), every loaded joint is judged: an
+    # unloaded one's measured torque, put in the URDF's scale by a slope of hundreds,
+    # reads rough whatever the cut-off (a SO-101's gripper 13x at 8.8 Hz, 200 Hz).
+    loaded = None if agreement is None else np.array([agreement[j]['loaded'] for j in joints])
+    judged = tested if tested.any() else (loaded if loaded is not None and loaded.any()
+                                          else np.ones(n, bool))
+    rough = np.where(judged, ratio, np.nan)
     worst = float(np.nanmax(rough)) if np.any(np.isfinite(rough)) else None
     checks['cutoff'] = {'cutoff_hz': cutoff, 'rate_hz': rate, 'at_rate_limit': at_limit,
                         'derivative_noise': None if worst is None else worst,
@@ -1458,7 +1507,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     if scales is not None and not at_limit:
         # one joint's effort against the others', from the fit alone (a load the URDF
         # lacks does not move it): derivatives that are not noise
-        relative = effort_scales(scales, joints, effort, gains, condition=condition)
+        relative = effort_scales(scales, joints, effort, gains,
+                                 condition=condition if rigid_condition is None else
+                                 rigid_condition)
         checks.update(relative.checks)
         if not relative.ok:
             return Plausibility(False, relative.reason, checks, relative.cause)
