@@ -274,6 +274,10 @@ def sample_moments(Yb, tau, w, mask, keep=None):
         Per-joint weights 1/σ².
     mask : ndarray of bool, (M,)
         Samples to accumulate (finite ones).
+    keep : ndarray, (M, n), optional
+        0/1 per sample and joint: a 0 leaves that joint's equation of that sample out
+        (its row zeroed). ``count`` still counts the samples: a joint's residual sum over
+        ``count`` is low by the share it left out.
 
     Returns
     -------

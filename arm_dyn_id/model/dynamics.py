@@ -69,7 +69,7 @@ COULOMB_KINDS = ('sign', 'tanh')
 #: rad/s: a joint slower than this holds friction no model here knows (presliding,
 #: stiction at a reversal or a start): 3x the smooth sign's usual 0.01 rad/s, where
 #: ``tanh`` is within 0.5 % of saturated. The full fit leaves such samples out of the
-#: joint's own equations, the data gate out of its sign judgement.
+#: joint's own equations (``identification.full_dynamics.moving_rows``).
 SLOW_SPEED = 0.03
 
 

@@ -731,10 +731,11 @@ def light_joint_signs(measured, nominal, bound, joints, candidates, velocity=Non
         judged, rho = ((c['judged'], c['rho']) if v is None else
                        (c['judged_without_friction'], c['rho_without_friction']))
         if judged and rho <= -AGREE_RHO:
-            flipped.append(name)
+            flipped.append((name, rho))
     if flipped:
-        return Plausibility(False, sign_message(flipped, [checks[j]['rho'] for j in flipped]),
-                            checks, 'sign')
+        # the ρ the sign was judged on
+        return Plausibility(False, sign_message([f[0] for f in flipped],
+                                                [f[1] for f in flipped]), checks, 'sign')
     return Plausibility(True, None, checks)
 
 
