@@ -833,8 +833,12 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                   'min_pseudo_inertia_eigenvalues': sol.min_eigenvalues.tolist()})
 
     cache = {}
-    sample_rows = []      # W and τ with the slow samples zeroed, made on first need
     nonnegative = _signed_terms(r, friction, n)
+    # the sample-by-sample estimators (irls, threshold, pso) see the same equations as
+    # the moments: each joint's slow samples zeroed out
+    by_sample = keep is not None and any(m not in MOMENT_ESTIMATORS and m != 'consistent'
+                                         for m in methods)
+    W_rows, target_rows = (W * keep[:, :, None], target * keep) if by_sample else (W, target)
 
     def fit(method, fold):
         key = (method, fold)
@@ -847,12 +851,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                     p for g, p in parts.items() if g != fold), names)
             else:
                 mask = None if fold is None else groups != fold
-                if keep is not None and not sample_rows:
-                    # the sample-by-sample estimators (irls, threshold, pso) see the same
-                    # equations as the moments: each joint's slow samples zeroed out
-                    sample_rows.append((W * keep[:, :, None], target * keep))
-                Wk, tk = sample_rows[0] if sample_rows else (W, target)
-                cache[key] = ESTIMATORS[method](Wk, tk, names, noise=noise, mask=mask)
+                cache[key] = ESTIMATORS[method](W_rows, target_rows, names, noise=noise,
+                                                mask=mask)
             if method != 'consistent' and np.any(cache[key].beta[nonnegative] < 0):
                 # Coulomb, viscous, Stribeck, load friction are never negative: refit ≥ 0
                 neq = total if fold is None else NormalEquations.total(

@@ -1462,9 +1462,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     # unloaded one's measured torque, put in the URDF's scale by a slope of hundreds,
     # reads rough whatever the cut-off (a SO-101's gripper 13x at 8.8 Hz, 200 Hz).
     loaded = None if agreement is None else np.array([agreement[j]['loaded'] for j in joints])
-    judged = tested if tested.any() else (loaded if loaded is not None and loaded.any()
-                                          else np.ones(n, bool))
-    rough = np.where(judged, ratio, np.nan)
+    examined = tested if tested.any() else (loaded if loaded is not None and loaded.any()
+                                            else np.ones(n, bool))
+    rough = np.where(examined, ratio, np.nan)
     worst = float(np.nanmax(rough)) if np.any(np.isfinite(rough)) else None
     checks['cutoff'] = {'cutoff_hz': cutoff, 'rate_hz': rate, 'at_rate_limit': at_limit,
                         'derivative_noise': None if worst is None else worst,
