@@ -143,6 +143,36 @@ def test_full_fit_at_1khz_is_not_refused_for_a_wrist_the_urdf_does_not_explain(
     assert gate['ok'], gate['reason']
 
 
+def test_a_right_ur3_at_500_hz_whose_joints_friction_hides_is_not_refused_for_its_cutoff(
+        tmp_path, capsys):
+    """A right UR3 at 500 Hz with 1e-4 rad encoder noise: friction the URDF lacks keeps
+    every joint untested, and the cut-off check judged every loaded joint with the plain
+    slope, which put shoulder_pan's 10 N·m of friction over its 0.08 N·m of URDF torque
+    (x96): "22x rougher", refused as `cutoff` (the model was 0.14 % off). Judged with
+    the scale friction fitted apart determines, on the joints where it does."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = example_robot('ur_description/urdf/ur3_robot.urdf')
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  500.0, encoder=1e-4)
+    write_bag(tmp_path / 'bag', 1.7e9 + t, list(arm.joints), q, tau)
+    code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--urdf', urdf, '--effort', 'torque',
+                       '--dynamics', 'full', '--out', tmp_path / 'fit', '--no-report')
+    assert code == 0, err
+    gate = json.loads((tmp_path / 'fit' / 'validation.json').read_text())[
+        'fit_summary']['plausibility']
+    assert not any(a['tested'] for a in gate['agreement'].values())
+    # judged where friction fitted apart determines the scale (about 1 on a right arm);
+    # the joint that read "22x rougher" through the plain slope is not among them
+    scales = gate['cutoff_scales']
+    assert 'shoulder_lift_joint' in scales and 'shoulder_pan_joint' not in scales, scales
+    assert all(0.5 < s < 1.5 for s in scales.values()), scales
+    assert gate['cutoff']['derivative_noise'] < 2.0
+
+
 def test_full_fit_of_good_data_passes_the_gate(root, arm_config, fourier, capsys):
     bag = _bag(root, 'good', fourier, fourier['current'])
     code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--out', root / 'good_fit',
@@ -721,7 +751,8 @@ def test_a_full_fit_of_torque_read_as_current_names_units_where_friction_lowers_
     URDF's inverse dynamics only shoulder_lift is tested, at ρ about 0.6 (friction the URDF
     lacks), below the 0.9 its scale was judged at. Its torque read as current (x7) was
     written off to too little excitation; a scale beyond 4x on a tested joint is judged
-    whatever its ρ (friction lowers ρ, not the slope)."""
+    whatever its ρ (friction lowers ρ, not the slope). With friction fitted apart, three
+    joints read the one scale, the torque constants' own (x7)."""
     from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.data.bag_writer import write_bag
     from arm_dyn_id.validation.check import holding_friction
@@ -734,7 +765,7 @@ def test_a_full_fit_of_torque_read_as_current_names_units_where_friction_lowers_
                        '--no-report')
     assert code == 3, err
     line = one_error_line(err)
-    assert 'only shoulder_lift_joint could be judged' in line, line
+    assert 'friction fitted apart' in line and 'elbow_joint x' in line, line
     assert 'read as current (--effort torque)' in line, line
     assert 'excitation' not in line
 

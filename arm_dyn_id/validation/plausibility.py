@@ -29,6 +29,7 @@ import numpy as np
 # refused: one limit with the model gate's, which judges a saved model the same way.
 from arm_dyn_id.model.gate import SCALE_LIMIT
 from arm_dyn_id.model.robot import carries_gravity
+from arm_dyn_id.validation.missing_load import fit_missing_load, judged_scales, shared_scale
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
 #: Held-out correlation below which a joint with signal is not predicted.
@@ -1118,7 +1119,7 @@ def unidentified(names, values, std_errors):
             if not np.isfinite(b) or not np.isfinite(a) or b > UNIDENTIFIED_SE * a]
 
 
-def derivative_noise(robot, prepared, rows=1500):
+def derivative_noise(robot, prepared, rows=1500, gain=None):
     """How much noisier the URDF's torque on the filtered samples is than the measured one.
 
     The prepared q̇, q̈ are derivatives of the filtered q: with a cut-off near the
@@ -1134,6 +1135,9 @@ def derivative_noise(robot, prepared, rows=1500):
         The samples as the fit's filter prepared them (``q``, ``dq``, ``ddq``, ``tau``).
     rows : int
         Contiguous samples (the middle of the record) to look at.
+    gain : array_like, (n,), optional
+        The measured torque's scale against the URDF's per joint (NaN: the plain
+        least-squares slope over those samples, the default everywhere).
 
     Returns
     -------
@@ -1157,8 +1161,11 @@ def derivative_noise(robot, prepared, rows=1500):
     sn, sm = spread(nominal), spread(prepared.tau[sl])
     # the measured torque in the URDF's scale (a unit error is judged before this)
     yc, gc = prepared.tau[sl] - prepared.tau[sl].mean(0), nominal - nominal.mean(0)
-    gain = np.abs((yc * gc).sum(0)) / np.maximum((gc * gc).sum(0), 1e-300)
-    sm = sm / np.where(gain > 0, gain, 1.0)
+    slope = np.abs((yc * gc).sum(0)) / np.maximum((gc * gc).sum(0), 1e-300)
+    if gain is not None:
+        given = np.abs(np.asarray(gain, dtype=float))
+        slope = np.where(np.isfinite(given), given, slope)
+    sm = sm / np.where(slope > 0, slope, 1.0)
     return np.where(sm > 0, sn / np.maximum(sm, 1e-300), np.nan)
 
 
@@ -1366,6 +1373,43 @@ def _friction_at_bound(names, values, joint):
     return [name for name, _ in terms]
 
 
+#: The refusals of a full fit's plain scale that are judged again once friction (or a
+#: load the URDF lacks) is fitted apart.
+SCALE_CAUSES = ('units', 'torque_constant', 'load')
+
+
+def shared_effort_scale(measured, nominal, velocity, acceleration, bound, joints,
+                        effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT):
+    """Every judged joint off by one shared scale, friction and rotor inertia fitted apart
+    (:func:`arm_dyn_id.validation.missing_load.judged_scales`, :func:`~arm_dyn_id.
+    validation.missing_load.shared_scale`): the effort in other units, or every torque
+    constant off by one factor, refused as :func:`units_message` names it.
+
+    Returns
+    -------
+    Plausibility
+        ``checks``: per judged joint ``scale``, ``std_error``; ``shared`` (or None).
+    """
+    index, scale, se = judged_scales(measured, nominal, velocity, acceleration, bound)
+    joints = list(joints)
+    checks = {joints[j]: {'scale': float(s), 'std_error': float(e)}
+              for j, s, e in zip(index, scale, se)}
+    common = shared_scale(scale, limit)
+    checks['shared'] = common
+    if common is None:
+        return Plausibility(True, None, checks)
+    cause, text = units_message(
+        scale, [joints[j] for j in index], effort,
+        None if gains is None else np.asarray(gains, dtype=float)[index],
+        'torque (friction fitted apart)', limit)
+    if cause != 'units':
+        # one scale on every joint judged is no single joint's constant, nor a load
+        cause, text = 'units', (f'{text.split(":")[0]}: every joint judged reads one scale: '
+                                'the effort in other units, or every torque constant off by '
+                                'that factor (--torque-constants, torque_constants)')
+    return Plausibility(False, text, checks, cause)
+
+
 def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
                parameter_names=None, values=None, std_errors=None, condition=None,
                raw=None, effort=None, gains=None, unmodelled=None, scales=None,
@@ -1441,11 +1485,11 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         # names swaps before scales (a Panda's joints 4 and 5 swapped: joint 4 read
         # x0.22, a "torque constant")
         if not light.ok and (verdict.ok or (light.cause == 'swap' and
-                                            verdict.cause in ('units', 'torque_constant'))):
+                                            verdict.cause in SCALE_CAUSES)):
             return Plausibility(False, light.reason, checks, light.cause)
     held = None
     if not verdict.ok:
-        if robot is None or verdict.cause not in ('units', 'torque_constant'):
+        if robot is None or verdict.cause not in SCALE_CAUSES:
             return Plausibility(False, verdict.reason, checks, verdict.cause)
         # a scale against the full inverse dynamics: judged again below, with friction
         # and rotor inertia fitted apart, once the derivatives are known not to be noise
@@ -1453,17 +1497,32 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     rate = float(prepared.info.get('rate_hz', np.nan))
     cutoff = float(prepared.info.get('cutoff_hz', np.nan))
     at_limit = bool(np.isfinite(rate) and cutoff >= RATE_LIMIT * rate / 2)
-    ratio = derivative_noise(robot, prepared) if robot is not None else np.full(n, np.nan)
     # judged where the URDF explains the measured torque (the tested joints): elsewhere
     # the measured torque is mostly friction, flat between reversals, and the URDF's
     # small smooth torque reads many times "rougher" with no noise at all (a humanoid
     # wrist at 1 kHz read 106x). With no joint tested (derivatives so noisy that the
-    # URDF's torque no longer follows the measured one), every loaded joint is judged: an
-    # unloaded one's measured torque, put in the URDF's scale by a slope of hundreds,
-    # reads rough whatever the cut-off (a SO-101's gripper 13x at 8.8 Hz, 200 Hz).
+    # URDF's torque no longer follows the measured one, or friction the URDF lacks), the
+    # joints whose scale friction fitted apart determines are judged with that scale:
+    # the plain slope puts a friction-bound joint's torque in the URDF's scale by a factor
+    # of tens (a right UR3 at 500 Hz: shoulder_pan, its URDF torque 0.08 N·m of inertia
+    # under 10 N·m of friction, x96 and "22x rougher"). With none of those, every loaded
+    # joint is judged: an unloaded one's measured torque, put in the URDF's scale by a
+    # slope of hundreds, reads rough whatever the cut-off (a SO-101's gripper 13x at
+    # 8.8 Hz, 200 Hz).
     loaded = None if agreement is None else np.array([agreement[j]['loaded'] for j in joints])
     examined = tested if tested.any() else (loaded if loaded is not None and loaded.any()
                                             else np.ones(n, bool))
+    gain = None
+    if robot is not None and not tested.any():
+        index, scale, _ = judged_scales(y[rows], nominal[rows], prepared.dq[rows],
+                                        prepared.ddq[rows], com_error_bound(robot))
+        if index:
+            gain = np.full(n, np.nan)
+            gain[index] = scale
+            examined = np.isin(np.arange(n), index)
+            checks['cutoff_scales'] = {joints[j]: float(s) for j, s in zip(index, scale)}
+    ratio = derivative_noise(robot, prepared, gain=gain) if robot is not None else \
+        np.full(n, np.nan)
     rough = np.where(examined, ratio, np.nan)
     worst = float(np.nanmax(rough)) if np.any(np.isfinite(rough)) else None
     checks['cutoff'] = {'cutoff_hz': cutoff, 'rate_hz': rate, 'at_rate_limit': at_limit,
@@ -1483,23 +1542,47 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         if held is not None:
             return held
         return Plausibility(False, cutoff_message(cutoff, rate, worst), checks, 'cutoff')
+    reference = nominal[rows]
+    if robot is not None and not at_limit:
+        # derivatives that are not noise: every joint off by one shared scale, friction
+        # fitted apart (where friction keeps the URDF from explaining the torque, no joint
+        # is tested above: a UR5's effort 2x, 0.4x was written)
+        shared = shared_effort_scale(y[rows], reference, prepared.dq[rows],
+                                     prepared.ddq[rows], com_error_bound(robot), joints,
+                                     effort, gains)
+        checks['shared_scale'] = shared.checks
+        if not shared.ok:
+            return Plausibility(False, shared.reason, checks, shared.cause)
     if held is not None:
-        if at_limit or not _scales_in_line(y[rows], nominal[rows], prepared.dq[rows],
-                                           prepared.ddq[rows], joints, tested, checks):
+        if at_limit:
             return held
-        # friction the URDF lacks made the plain scale: the refusal is withdrawn, and kept
-        # in the evidence
+        if not _scales_in_line(y[rows], reference, prepared.dq[rows], prepared.ddq[rows],
+                               joints, tested, checks):
+            # a load the URDF lacks (its scales are not one shared scale, judged above)
+            load = fit_missing_load(robot, prepared.q[rows], y[rows], reference,
+                                    prepared.dq[rows], prepared.ddq[rows],
+                                    com_error_bound(robot))
+            torque = None if load is None else load.pop('columns')
+            if load is not None:
+                checks['missing_load'] = load
+            if load is None or not load['explains']:
+                return held
+            load.update(withdrew=held.cause, scale=held.reason.split(':')[0])
+            # the URDF with the load is the reference of the joints' wiring below
+            reference = reference + torque(prepared.q[rows])
+        # friction (or a load) the URDF lacks made the plain scale: the refusal is
+        # withdrawn, and kept in the evidence
         checks['scale_refusal_withdrawn'] = held.reason
     if robot is not None and not at_limit:
         # derivatives that are not noise: the untested joints' wiring by their scale
-        wiring = untested_scales(y[rows], nominal[rows], prepared.dq[rows],
+        wiring = untested_scales(y[rows], reference, prepared.dq[rows],
                                  prepared.ddq[rows], com_error_bound(robot), joints,
                                  untested)
         checks['untested_scales'] = wiring.checks
         if not wiring.ok:
             return Plausibility(False, wiring.reason, checks, wiring.cause)
         # one joint's torque constant off, judged against the joints beyond and before it
-        constants = constant_scales(y[rows], nominal[rows], prepared.dq[rows],
+        constants = constant_scales(y[rows], reference, prepared.dq[rows],
                                     prepared.ddq[rows], com_error_bound(robot), joints,
                                     effort, gains, beyond=robot.beyond)
         checks['constant_scales'] = constants.checks
@@ -1584,4 +1667,4 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message', 'untested_scales',
            'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP',
-           'EFFORT_SCALE_OTHERS']
+           'EFFORT_SCALE_OTHERS', 'SCALE_CAUSES', 'shared_effort_scale']
