@@ -815,7 +815,7 @@ SHARED_RISE = 1.25
 
 
 def constant_scales(measured, nominal, velocity, acceleration, bound, joints, effort=None,
-                    gains=None, limit=RELATIVE_SCALE_LIMIT, beyond=None):
+                    gains=None, limit=RELATIVE_SCALE_LIMIT, beyond=None, load=None):
     """One joint's torque constant off, in a full fit: each joint's scale with friction and
     rotor inertia fitted apart (:func:`arm_dyn_id.validation.check.nuisance_scales`),
     against the joints beyond it and before it in the chain.
@@ -838,11 +838,17 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
       heavily loaded one read low against it, yet near 1: the Kinova's fifth x0.88).
 
     ``beyond``: bool (n, n), joint i beyond joint k (:attr:`RobotModel.beyond`); default:
-    ``joints`` run from the base to the flange. A constant 2x on the last such joint, or
-    0.5x on the first, is a load's pattern and is not judged here (the absolute limits
-    still apply); the message names a load as the other cause. Before this, a constant
-    2x on a loaded joint of a full fit was written with exit 0, 51-72 % off (Kinova,
-    xArm, UR10 shoulders).
+    ``joints`` run from the base to the flange. A constant 0.5x on the first such joint
+    is a load's pattern and is not judged here (the absolute limits still apply); the
+    message names a load as the other cause. Before this, a constant 2x on a loaded
+    joint of a full fit was written with exit 0, 51-72 % off (Kinova, xArm, UR10
+    shoulders). A constant 2x on the last such joint reads as a load does (a real UR10e's
+    wrist_1 with 2.6 kg x1.99, its joints before it x1.15-1.39), so there ``load`` (a
+    callable returning :func:`arm_dyn_id.validation.missing_load.fit_missing_load`'s
+    dict, or None) decides: the last joint above ``limit`` and ``limit`` × the median of
+    the joints before it is refused unless a load explains the scales (the real UR10e's
+    wrist_1 constant 2x: x2.22 against x0.91-1.02, the load fitted to it -0.37 kg, was
+    written with exit 0). Without ``load`` it is not judged.
 
     Returns
     -------
@@ -871,6 +877,7 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
         beyond = np.arange(n)[None, :] > np.arange(n)[:, None]
     beyond = np.asarray(beyond, dtype=bool)
     off = []
+    found = []                  # the load fitted for the last joint, once
     for k in use:
         after = [scale[i] for i in use if beyond[strong[k], strong[i]]]
         before = [scale[i] for i in use if beyond[strong[i], strong[k]]]
@@ -879,6 +886,19 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
         high = bool(after) and scale[k] > limit * max(1.0, np.median(after)) and not (
             before and scale[k] <= SHARED_RISE * max(before))
         low = bool(before) and scale[k] < min(1.0, np.median(before)) / limit
+        last = load is not None and bool(before) and not after and \
+            scale[k] > limit * max(1.0, np.median(before))
+        if last:
+            # the last joint high: a load's pattern, or its own constant
+            if not found:
+                fitted = load()
+                found.append(fitted)
+                checks['last_joint_load'] = None if fitted is None else {
+                    key: fitted[key] for key in ('mass', 'mass_std_error', 'scales',
+                                                 'explains')}
+            if not (found[0] is not None and found[0]['explains']):
+                off.append((abs(np.log(scale[k] / np.median(before))), k, 'last', before))
+                continue
         if high or low:
             others = [scale[i] for i in use if i != k]
             off.append((abs(np.log(scale[k] / np.median(others))), k, high,
@@ -892,15 +912,22 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
         r = float(scale[k] / others)
         what, why = _constant_advice(None if gains is None else gains[j], r, effort)
         what = f'{what} {why}'
-        where = ('the joints beyond it' if high else 'the joints before it')
-        load = ('or a load the URDF lacks that weighs on it far more than on the joints '
-                'beyond it (a heavy tool off the flange\'s axis: add it to the URDF)' if high
-                else 'a load the URDF lacks does not lower a joint\'s own scale')
+        where = ('the joints before it' if high == 'last' or not high else
+                 'the joints beyond it')
+        if high == 'last':
+            mass = (found[0] or {}).get('mass')
+            load = ('no load at the flange explains it (the load that fits it best: '
+                    f'{mass:.3g} kg, and the joints do not agree with it)' if mass is not None
+                    else 'no load at the flange explains it')
+        else:
+            load = ('or a load the URDF lacks that weighs on it far more than on the joints '
+                    'beyond it (a heavy tool off the flange\'s axis: add it to the URDF)'
+                    if high else 'a load the URDF lacks does not lower a joint\'s own scale')
         return Plausibility(
             False, f"{joints[j]} reads x{scale[k]:.3g} of the URDF's torque once friction and "
             f'rotor inertia are fitted apart, {max(r, 1 / r):.2g}x {"above" if high else "below"}'
             f' {where} (x{others:.3g}), where a right arm stays within {limit:g}x: {what} looks '
-            f'off{", " if high else "; "}{load}', checks, 'torque_constant')
+            f'off{", " if high is True else "; "}{load}', checks, 'torque_constant')
     return Plausibility(True, None, checks)
 
 
@@ -1373,6 +1400,14 @@ def _friction_at_bound(names, values, joint):
     return [name for name, _ in terms]
 
 
+def _without_columns(load):
+    """A :func:`~arm_dyn_id.validation.missing_load.fit_missing_load` result without its
+    callable (JSON-ready), or None."""
+    if load is not None:
+        load.pop('columns', None)
+    return load
+
+
 #: The refusals of a full fit's plain scale that are judged again once friction (or a
 #: load the URDF lacks) is fitted apart.
 SCALE_CAUSES = ('units', 'torque_constant', 'load')
@@ -1582,9 +1617,12 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         if not wiring.ok:
             return Plausibility(False, wiring.reason, checks, wiring.cause)
         # one joint's torque constant off, judged against the joints beyond and before it
-        constants = constant_scales(y[rows], reference, prepared.dq[rows],
-                                    prepared.ddq[rows], com_error_bound(robot), joints,
-                                    effort, gains, beyond=robot.beyond)
+        constants = constant_scales(
+            y[rows], reference, prepared.dq[rows], prepared.ddq[rows],
+            com_error_bound(robot), joints, effort, gains, beyond=robot.beyond,
+            load=lambda: _without_columns(fit_missing_load(
+                robot, prepared.q[rows], y[rows], reference, prepared.dq[rows],
+                prepared.ddq[rows], com_error_bound(robot))))
         checks['constant_scales'] = constants.checks
         if not constants.ok:
             return Plausibility(False, constants.reason, checks, constants.cause)
