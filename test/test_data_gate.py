@@ -171,6 +171,7 @@ def test_a_right_ur3_at_500_hz_whose_joints_friction_hides_is_not_refused_for_it
     assert 'shoulder_lift_joint' in scales and 'shoulder_pan_joint' not in scales, scales
     assert all(0.5 < s < 1.5 for s in scales.values()), scales
     assert gate['cutoff']['derivative_noise'] < 2.0
+    assert 'missing_load' not in gate           # nothing attached, nothing said
 
 
 def test_full_fit_of_good_data_passes_the_gate(root, arm_config, fourier, capsys):
@@ -181,6 +182,7 @@ def test_full_fit_of_good_data_passes_the_gate(root, arm_config, fourier, capsys
     summary = json.loads((root / 'good_fit' / 'validation.json').read_text())['fit_summary']
     gate = summary['plausibility']
     assert gate['ok'] and gate['cause'] is None
+    assert 'missing_load' not in gate
     for joint in ('joint_1', 'joint_2', 'joint_3'):
         assert gate['agreement'][joint]['tested']
         assert gate['agreement'][joint]['scale'] == pytest.approx(1.0, abs=0.2)

@@ -82,20 +82,23 @@ def test_an_effort_off_by_one_scale_on_every_joint_is_refused_as_units(
     assert len(judged) >= 2 and all(s == pytest.approx(scale, rel=0.2) for s in judged), line
 
 
-@pytest.mark.parametrize('name, load', [('humanoid', 0.8), ('ur3', 1.5)])
-def test_a_load_the_urdf_lacks_is_fitted_and_the_model_written(tmp_path, capsys, name, load):
+@pytest.mark.parametrize('name, load, withdrew', [
+    ('humanoid', 0.8, 'units'), ('ur3', 1.5, 'units'), ('ur5', 1.5, None)])
+def test_a_load_the_urdf_lacks_is_fitted_and_the_model_written(
+        tmp_path, capsys, name, load, withdrew):
     """Refused before as `units` (the humanoid's joints read x1.2-x3, the UR3's x12-x20
-    against the URDF). The load fitted to what the URDF leaves explains every scale, so
-    the model, which holds the load, is written, with a warning naming it."""
+    against the URDF), or written with nothing said (the UR5: x1.1-x2). The load fitted to
+    what the URDF leaves explains every scale, so the model, which holds the load, is
+    written, with a warning naming it."""
     code, err, out, arm = _fit(tmp_path, capsys, name, load=load)
     assert code == 0, err
     assert 'a load the URDF lacks' in err and 'the model includes it' in err, err
     gate = json.loads((out / 'validation.json').read_text())['fit_summary']['plausibility']
     found = gate['missing_load']
-    assert found['explains'] and found['withdrew'] in ('units', 'load')
+    assert found['explains'] and found['withdrew'] == withdrew
     assert found['mass'] == pytest.approx(load, rel=0.2)
     assert found['mass'] > 3 * found['mass_std_error']
-    assert gate['scale_refusal_withdrawn']
+    assert bool(gate.get('scale_refusal_withdrawn')) is bool(withdrew)
     model = yaml.safe_load((out / 'model.yaml').read_text())
     assert 'a load the URDF lacks' in model['fit']['missing_load']
     # the model written is the loaded arm's: its gravity within 2 % of the true one's

@@ -178,7 +178,7 @@ def load_warning(checks):
     """The warning of a fit written with a load the URDF lacks (``checks['missing_load']``
     explaining its scales), else None."""
     load = (checks or {}).get('missing_load') or {}
-    if not load.get('explains') or not load.get('withdrew'):
+    if not load.get('explains') or 'withdrew' not in load:
         return None
     com = ', '.join('?' if c is None else f'{100 * c:.2g}' for c in load['com'])
     return (f'the recording carries a load the URDF lacks: {load["mass"]:.3g} ± '
