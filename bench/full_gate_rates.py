@@ -33,6 +33,12 @@ exit and the gravity error. A friction term that trades for gravity shows there.
 and each joint's effort 2x (its torque constant), at 200 Hz: written or refused, the
 cause named, per kind of mistake.
 
+``--part scales`` (not in ``all``): the humanoid, UR3, UR5, Panda and Kinova right, with
+a load the URDF lacks (0.8, 1.5, 3 kg on the last body) and with the effort off by one
+scale on every joint (2x, 2.69x, 3x, 0.4x), at 200 Hz: a scale written is a wrong model,
+a load refused a false refusal; the load the fit names, and the gravity error against the
+true, loaded arm.
+
 ``--tree PATH`` runs another checkout's ``arm_dyn_id`` (``git archive REV | tar -x -C
 PATH``) on the same bags: the before.
 """
@@ -65,7 +71,14 @@ from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
 ARMS = {'humanoid': lambda: benchlib.REPO / 'urdf' / 'humanoid_arm.urdf',
         'ur5': lambda: example_robot('ur_description/urdf/ur5_robot.urdf'),
-        'panda': lambda: example_robot('panda_description/urdf/panda.urdf')}
+        'panda': lambda: example_robot('panda_description/urdf/panda.urdf'),
+        'ur3': lambda: example_robot('ur_description/urdf/ur3_robot.urdf'),
+        'kinova': lambda: example_robot('kinova_description/robots/kinova.urdf')}
+#: --part scales: loads the URDF lacks (kg, on the last joint's body at LOAD_AT, m) and
+#: efforts off by one scale on every joint
+LOADS = (0.8, 1.5, 3.0)
+LOAD_AT = (0.03, 0.02, 0.08)
+SCALES = (2.0, 2.69, 3.0, 0.4)
 
 
 def gravity_error(arm, model_path, urdf):
@@ -150,6 +163,59 @@ def mistakes(tmp, args):
               f'refused naming it: {len(named)}')
 
 
+def scales_and_loads(tmp, args):
+    """Each arm right, with a load the URDF lacks and with its effort off by one scale on
+    every joint (a unit, a Dynamixel's current unit read as mA: 2.69x), at 200 Hz: written
+    or refused, the cause, the load named and the model's gravity error against the true
+    (loaded) arm."""
+    import pinocchio as pin
+    rows = []
+    for key in args.arms.split(','):
+        urdf = ARMS[key]()
+        cases = [('right', 0.0, 1.0)] + [(f'{m:g} kg', m, 1.0) for m in LOADS] + \
+            [(f'effort x{k:g}', 0.0, k) for k in SCALES]
+        for label, load, scale in cases:
+            arm, robot = true_arm(urdf, args.seed)
+            if load:
+                last = arm.model.getJointId(arm.joints[-1])
+                arm.model.inertias[last] = arm.model.inertias[last] + pin.Inertia(
+                    load, np.array(LOAD_AT), np.eye(3) * 2e-4)
+                arm.data = arm.model.createData()
+            t, q, tau = realistic_fourier(arm, holding_friction(robot),
+                                          np.random.default_rng(args.seed), 200.0)
+            name = f'{key}_{label.replace(" ", "_")}'
+            names = list(arm.joints) + list(arm.extra)
+            pad = np.full((len(t), len(arm.extra)), 0.01)
+            write_bag(tmp / name, 1.7e9 + t, names, np.hstack([q, pad]),
+                      np.hstack([scale * tau, 0 * pad]))
+            out = tmp / f'{name}_fit'
+            code, what, gate, reason = benchlib.gated_fit(
+                tmp / name, out, ['--urdf', urdf, '--effort', 'torque', '--dynamics', 'full'],
+                args.tree)
+            found = gate.get('missing_load') or {}
+            named = found.get('mass') if found.get('explains') else None
+            err = gravity_error(arm, out / 'model.yaml', urdf) if \
+                (out / 'model.yaml').is_file() else None
+            rows.append((key, label, code, what, named, err, reason))
+            print(f'{name}: exit {code} {what}', file=sys.stderr, flush=True)
+    print('| arm | case | exit | fitted / cause | load named (kg) | gravity error % (worst '
+          'loaded joint, against the true arm) |')
+    print('|---|---|---|---|---|---|')
+    for key, label, code, what, named, err, _ in rows:
+        print(f'| {key} | {label} | {code} | {what} | '
+              f'{"—" if named is None else f"{named:.3g}"} | '
+              f'{"—" if err is None else f"{err:.2f}"} |')
+    for kind, pick, right in (('right', 'right', 0), ('loads', ' kg', 0),
+                              ('efforts off by one scale', 'effort', 3)):
+        mine = [r for r in rows if pick in r[1]]
+        wrong = [f'{r[0]} {r[1]} ({r[3]})' for r in mine if (r[2] == 0) != (right == 0)]
+        print(f'\n{kind}: {"written" if right == 0 else "refused"} {len(mine) - len(wrong)} '
+              f'of {len(mine)}; not: {wrong}')
+    named = [r for r in rows if r[4] is not None]
+    print(f'\na load named on {len(named)} fits: '
+          f'{[f"{r[0]} {r[1]}: {r[4]:.3g} kg" for r in named]}')
+
+
 def geared(tmp, args):
     """Rotor inertia the URDF lacks, 200 Hz, 0.1 and 0.2 Hz motions: the friction chosen,
     the exit and the gravity error."""
@@ -196,13 +262,22 @@ def main(argv=None):
     parser.add_argument('--tree', type=Path, help='fit with this checkout\'s arm_dyn_id')
     parser.add_argument('--fit-options', default='',
                         help='more options of fit for --part geared, e.g. "--armature auto"')
-    parser.add_argument('--part', choices=('rates', 'mistakes', 'geared', 'all'),
+    parser.add_argument('--part', choices=('rates', 'mistakes', 'geared', 'scales', 'all'),
                         default='all')
     args = parser.parse_args(argv)
+    if args.part == 'scales' and args.arms == parser.get_default('arms'):
+        args.arms = 'humanoid,ur3,ur5,panda,kinova'
     started = time.perf_counter()
     rows = []
     with tempfile.TemporaryDirectory(prefix='full_gate_rates_') as tmp:
         tmp = Path(tmp)
+        if args.part == 'scales':
+            print(f'# a load the URDF lacks and an effort off by one scale, 200 Hz '
+                  f'({args.tree or "this tree"}), '
+                  f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}\n')
+            scales_and_loads(tmp, args)
+            print(f'\n{time.perf_counter() - started:.0f} s in all')
+            return 0
         if args.part == 'geared':
             print(f'# rotor inertia the URDF lacks, 200 Hz ({args.tree or "this tree"}'
                   f'{", fit " + args.fit_options if args.fit_options else ""}), '
