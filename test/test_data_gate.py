@@ -535,6 +535,8 @@ def test_a_model_is_applied_to_effort_read_as_it_was_fitted(
 @pytest.mark.parametrize('relative, expected', [
     ('ur_description/urdf/ur5_robot.urdf', 'tool0'),
     ('panda_description/urdf/panda.urdf', None),
+    # the frames rigid with the last link end with finger tips: the end effector's is named
+    ('kinova_description/robots/kinova.urdf', 'j2s6s200_end_effector'),
 ])
 def test_payload_frame_default_without_a_flange(relative, expected):
     robot = RobotModel.from_urdf(example_robot(relative))

@@ -17,6 +17,9 @@ from arm_dyn_id.errors import DataError, JointNameError
 
 #: Payload frames tried in turn when none is given (then the chain's tip link).
 DEFAULT_FRAMES = ('flange', 'tool0')
+#: Among the frames rigid with the chain's last link, one whose name holds one of these
+#: is the tool's (else the last listed).
+TOOL_WORDS = ('tcp', 'tool', 'eef', 'end_effector')
 
 
 def _frame(robot, frame):
@@ -39,8 +42,9 @@ def frame_reached(robot, frame):
 
 def payload_frame(robot, frame=None):
     """The payload frame: ``frame`` when given (checked), else ``flange`` if the URDF
-    has it, else ``tool0``, else the tip link of the chain (the child link of the last
-    joint). Called before any reading.
+    has it, else ``tool0``, else the tip link of the chain (of the frames rigid with the
+    child link of the last joint, the last named as a tool's, :data:`TOOL_WORDS`, or the
+    last listed). Called before any reading.
 
     Parameters
     ----------
@@ -79,7 +83,10 @@ def payload_frame(robot, frame=None):
     if not tips:
         raise JointNameError(f'no payload frame: {robot.source} has no flange, tool0 or link '
                              'after its last joint; pass --frame')
-    return tips[-1]
+    # of the frames rigid with the last link, one named as a tool's (a Kinova's
+    # j2s6s200_end_effector, not the last listed, a finger tip)
+    named = [t for t in tips if any(k in t.lower() for k in TOOL_WORDS)]
+    return (named or tips)[-1]
 
 
 def _skew(v):
@@ -152,5 +159,5 @@ def payload_regressor(robot, q, frame='flange', gravity=None):
     return np.concatenate([(Ym + Yh @ p)[..., None], Yh @ R], axis=-1)
 
 
-__all__ = ['DEFAULT_FRAMES', 'payload_frame', 'payload_transform', 'payload_full_regressor',
-           'payload_regressor']
+__all__ = ['DEFAULT_FRAMES', 'TOOL_WORDS', 'payload_frame', 'payload_transform',
+           'payload_full_regressor', 'payload_regressor']
