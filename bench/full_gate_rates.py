@@ -35,9 +35,9 @@ cause named, per kind of mistake.
 
 ``--part scales`` (not in ``all``): the humanoid, UR3, UR5, Panda and Kinova right, with
 a load the URDF lacks (0.8, 1.5, 3 kg on the last body) and with the effort off by one
-scale on every joint (2x, 2.69x, 3x, 0.4x), at 200 Hz: a scale written is a wrong model,
-a load refused a false refusal; the load the fit names, and the gravity error against the
-true, loaded arm.
+scale on every joint (1.7x, 2x, 2.69x, 3x, 0.55x, 0.4x), at 200 Hz: a scale written is a
+wrong model, a load refused a false refusal; the load the fit names, and the gravity error
+against the true, loaded arm.
 
 ``--tree PATH`` runs another checkout's ``arm_dyn_id`` (``git archive REV | tar -x -C
 PATH``) on the same bags: the before.
@@ -78,7 +78,7 @@ ARMS = {'humanoid': lambda: benchlib.REPO / 'urdf' / 'humanoid_arm.urdf',
 #: efforts off by one scale on every joint
 LOADS = (0.8, 1.5, 3.0)
 LOAD_AT = (0.03, 0.02, 0.08)
-SCALES = (2.0, 2.69, 3.0, 0.4)
+SCALES = (1.7, 2.0, 2.69, 3.0, 0.55, 0.4)
 
 
 def gravity_error(arm, model_path, urdf):

@@ -172,6 +172,15 @@ def test_a_right_ur3_at_500_hz_whose_joints_friction_hides_is_not_refused_for_it
     assert all(0.5 < s < 1.5 for s in scales.values()), scales
     assert gate['cutoff']['derivative_noise'] < 2.0
     assert 'missing_load' not in gate           # nothing attached, nothing said
+    # at 20 Hz the derivatives are noise: the joints whose scale friction does not
+    # determine are judged with the others' median scale (about 1), and the elbow reads
+    # it (its wrists' gravity 5.5-6.9 % off against 1.3-1.5 %)
+    code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--urdf', urdf, '--effort', 'torque',
+                       '--dynamics', 'full', '--out', tmp_path / 'fit20', '--no-report',
+                       '--cutoff', '20')
+    assert code == 3, err
+    line = one_error_line(err)
+    assert 'the cut-off (20 Hz) is too high for the encoder noise' in line, line
 
 
 def test_full_fit_of_good_data_passes_the_gate(root, arm_config, fourier, capsys):

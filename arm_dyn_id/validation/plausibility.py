@@ -29,7 +29,8 @@ import numpy as np
 # refused: one limit with the model gate's, which judges a saved model the same way.
 from arm_dyn_id.model.gate import SCALE_LIMIT
 from arm_dyn_id.model.robot import carries_gravity
-from arm_dyn_id.validation.missing_load import fit_missing_load, judged_scales, shared_scale
+from arm_dyn_id.validation.missing_load import (SHARED_LIMIT, fit_missing_load, judged_scales,
+                                                shared_scale)
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
 #: Held-out correlation below which a joint with signal is not predicted.
@@ -896,7 +897,9 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
                 checks['last_joint_load'] = None if fitted is None else {
                     key: fitted[key] for key in ('mass', 'mass_std_error', 'scales',
                                                  'explains')}
-            if not (found[0] is not None and found[0]['explains']):
+            # no load could be tried (no payload frame, too few joints it reaches): not
+            # judged, as without one
+            if found[0] is not None and not found[0]['explains']:
                 off.append((abs(np.log(scale[k] / np.median(before))), k, 'last', before))
                 continue
         if high or low:
@@ -915,10 +918,12 @@ def constant_scales(measured, nominal, velocity, acceleration, bound, joints, ef
         where = ('the joints before it' if high == 'last' or not high else
                  'the joints beyond it')
         if high == 'last':
-            mass = (found[0] or {}).get('mass')
-            load = ('no load at the flange explains it (the load that fits it best: '
-                    f'{mass:.3g} kg, and the joints do not agree with it)' if mass is not None
-                    else 'no load at the flange explains it')
+            tried = found[0]
+            best = f'{tried["mass"]:.3g} ± {tried["mass_std_error"]:.2g} kg'
+            load = ('no load at the flange explains it (the load that fits it best, '
+                    f'{best}, leaves the joints apart)' if
+                    tried['mass'] > 3.0 * tried['mass_std_error'] else
+                    f'no load at the flange explains it (the load that fits it best: {best})')
         else:
             load = ('or a load the URDF lacks that weighs on it far more than on the joints '
                     'beyond it (a heavy tool off the flange\'s axis: add it to the URDF)'
@@ -1414,18 +1419,22 @@ SCALE_CAUSES = ('units', 'torque_constant', 'load')
 
 
 def shared_effort_scale(measured, nominal, velocity, acceleration, bound, joints,
-                        effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT):
+                        effort=None, gains=None, limit=SHARED_LIMIT, judged=None):
     """Every judged joint off by one shared scale, friction and rotor inertia fitted apart
     (:func:`arm_dyn_id.validation.missing_load.judged_scales`, :func:`~arm_dyn_id.
     validation.missing_load.shared_scale`): the effort in other units, or every torque
     constant off by one factor, refused as :func:`units_message` names it.
+
+    ``judged``: :func:`~arm_dyn_id.validation.missing_load.judged_scales` of these
+    arrays, when already computed.
 
     Returns
     -------
     Plausibility
         ``checks``: per judged joint ``scale``, ``std_error``; ``shared`` (or None).
     """
-    index, scale, se = judged_scales(measured, nominal, velocity, acceleration, bound)
+    index, scale, se = judged if judged is not None else judged_scales(
+        measured, nominal, velocity, acceleration, bound)
     joints = list(joints)
     checks = {joints[j]: {'scale': float(s), 'std_error': float(e)}
               for j, s, e in zip(index, scale, se)}
@@ -1437,11 +1446,14 @@ def shared_effort_scale(measured, nominal, velocity, acceleration, bound, joints
         scale, [joints[j] for j in index], effort,
         None if gains is None else np.asarray(gains, dtype=float)[index],
         'torque (friction fitted apart)', limit)
-    if cause != 'units':
-        # one scale on every joint judged is no single joint's constant, nor a load
+    if cause != 'units' or not any(s > JOINT_SCALE_LIMIT or s < 1 / JOINT_SCALE_LIMIT
+                                   for s in scale):
+        # one scale on every joint judged is no single joint's constant, nor a load; within
+        # 2x, the URDF's masses all that far off are told too
         cause, text = 'units', (f'{text.split(":")[0]}: every joint judged reads one scale: '
-                                'the effort in other units, or every torque constant off by '
-                                'that factor (--torque-constants, torque_constants)')
+                                'the effort in other units, every torque constant off by '
+                                'that factor (--torque-constants, torque_constants), or the '
+                                'URDF\'s masses all that far off')
     return Plausibility(False, text, checks, cause)
 
 
@@ -1540,21 +1552,26 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     # joints whose scale friction fitted apart determines are judged with that scale:
     # the plain slope puts a friction-bound joint's torque in the URDF's scale by a factor
     # of tens (a right UR3 at 500 Hz: shoulder_pan, its URDF torque 0.08 N·m of inertia
-    # under 10 N·m of friction, x96 and "22x rougher"). With none of those, every loaded
-    # joint is judged: an unloaded one's measured torque, put in the URDF's scale by a
-    # slope of hundreds, reads rough whatever the cut-off (a SO-101's gripper 13x at
-    # 8.8 Hz, 200 Hz).
+    # under 10 N·m of friction, x96 and "22x rougher"); every other loaded joint is judged
+    # with their median scale (about 1: the URDF's torque and the measured one compared in
+    # N·m), so that a joint whose scale is not determined still shows derivatives of noise
+    # (the same UR3 at --cutoff 20: its elbow 140x). With none of those, every loaded
+    # joint is judged by its plain slope: an unloaded one's measured torque, put in the
+    # URDF's scale by a slope of hundreds, reads rough whatever the cut-off (a SO-101's
+    # gripper 13x at 8.8 Hz, 200 Hz).
     loaded = None if agreement is None else np.array([agreement[j]['loaded'] for j in joints])
     examined = tested if tested.any() else (loaded if loaded is not None and loaded.any()
                                             else np.ones(n, bool))
     gain = None
+    # each joint's friction-free scale, for the cut-off and the shared scale
+    judged = None if robot is None else judged_scales(
+        y[rows], nominal[rows], prepared.dq[rows], prepared.ddq[rows], com_error_bound(robot))
     if robot is not None and not tested.any():
-        index, scale, _ = judged_scales(y[rows], nominal[rows], prepared.dq[rows],
-                                        prepared.ddq[rows], com_error_bound(robot))
+        index, scale, _ = judged
         if index:
-            gain = np.full(n, np.nan)
+            gain = np.where(examined, float(np.median(scale)), np.nan)
             gain[index] = scale
-            examined = np.isin(np.arange(n), index)
+            examined = examined | np.isin(np.arange(n), index)
             checks['cutoff_scales'] = {joints[j]: float(s) for j, s in zip(index, scale)}
     ratio = derivative_noise(robot, prepared, gain=gain) if robot is not None else \
         np.full(n, np.nan)
@@ -1584,7 +1601,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         # is tested above: a UR5's effort 2x, 0.4x was written)
         shared = shared_effort_scale(y[rows], reference, prepared.dq[rows],
                                      prepared.ddq[rows], com_error_bound(robot), joints,
-                                     effort, gains)
+                                     effort, gains, judged=judged)
         checks['shared_scale'] = shared.checks
         if not shared.ok:
             return Plausibility(False, shared.reason, checks, shared.cause)
