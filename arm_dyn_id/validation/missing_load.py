@@ -80,9 +80,11 @@ def shared_scale(scales, limit=SHARED_LIMIT):
     Every joint is not asked to be beyond ``limit`` itself: a UR3's effort 1.7x read
     x1.66, x1.67 and x1.43 and was written 70 % off. Of three joints or more, one may
     stand apart from the others' spread (still beyond :data:`LOAD_AGREEMENT` the same
-    way): every constant 2x but a Panda's joint 2 1.6x read x1.54-x2.37, 1.54x apart,
-    and a 5 kg load "explained" it; a load's own rise keeps the others apart (1.7x and
-    more with any one left out)."""
+    way, within :data:`SHARED_SPREAD` squared of their scale): every constant 2x but a
+    Panda's joint 2 1.6x read x1.54-x2.37, 1.54x apart, and a 5 kg load "explained" it;
+    a load's own rise keeps the others apart (1.7x and more with any one left out), or
+    raises the one apart far beyond them (a Z1 with 1.5 kg: its gripper x24, joints 2-5
+    x1.48-x1.85, which alone would read as one scale)."""
     s = np.asarray(scales, dtype=float)
     if len(s) < 2 or not np.all(s > 0):
         return None
@@ -96,6 +98,10 @@ def shared_scale(scales, limit=SHARED_LIMIT):
     if not s.max() <= SHARED_SPREAD * s.min() and len(s) >= 3:
         apart = np.argmax(np.abs(np.log(s) - np.median(np.log(s))))
         rest = np.delete(s, apart)
+        # near the others' scale, not raised far beyond it as a load raises the joint it
+        # weighs on most (a Z1's gripper with 1.5 kg: x24 against x1.5-x1.85)
+        if abs(np.log(s[apart]) - np.mean(np.log(rest))) > 2.0 * np.log(SHARED_SPREAD):
+            return None
     if not rest.max() <= SHARED_SPREAD * rest.min():
         return None
     common = float(np.exp(np.mean(np.log(rest))))
