@@ -18,7 +18,10 @@ back (:data:`LOAD_AGREEMENT`).
 
 import numpy as np
 
-from arm_dyn_id.validation.check import DEFAULTS, default_load_frame, nuisance_scales
+# LOAD_WITNESSES: the joints that must bear a load's torque before it may explain the
+# scales (its four parameters could absorb two joints' errors), as in `check`
+from arm_dyn_id.validation.check import (DEFAULTS, LOAD_WITNESSES, default_load_frame,
+                                         nuisance_scales)
 
 #: A joint's scale is judged where the URDF's torque varies (σ) by more than this many
 #: times what its centres of mass can get wrong (:func:`~arm_dyn_id.validation.
@@ -33,9 +36,6 @@ SHARED_SPREAD = 1.5
 #: arms read 0.84-1.24 on each joint (simulated, 5 arms; the real UR10e's free run
 #: 0.89-1.15), an effort 1.7x on a UR3 x1.43-x1.67 (1.58 shared).
 SHARED_LIMIT = 1.4
-#: Joints that must bear a load's torque before it may explain the scales (its four
-#: parameters could absorb two joints' errors).
-LOAD_WITNESSES = 3
 #: Samples at most for the load's fit (evenly spread over the recording).
 LOAD_ROWS = 4000
 #: Samples at most for the judged scales (evenly spread: an hour at 1 kHz is 3.6 M).
@@ -227,7 +227,6 @@ def load_warning(checks):
             '(the config\'s payload) and fit again')
 
 
-__all__ = ['LOAD_AGREEMENT', 'LOAD_ROWS', 'LOAD_WITNESSES', 'SCALE_MARGIN', 'SCALE_ROWS',
-           'SHARED_LIMIT',
-           'SHARED_SPREAD',
-           'fit_missing_load', 'judged_scales', 'load_warning', 'shared_scale']
+__all__ = ['LOAD_AGREEMENT', 'LOAD_ROWS', 'SCALE_MARGIN', 'SCALE_ROWS', 'SHARED_LIMIT',
+           'SHARED_SPREAD', 'fit_missing_load', 'judged_scales', 'load_warning',
+           'shared_scale']
