@@ -18,6 +18,7 @@ back (:data:`LOAD_AGREEMENT`).
 
 import numpy as np
 
+from arm_dyn_id.model.payload import payload_regressor
 # LOAD_WITNESSES: the joints that must bear a load's torque before it may explain the
 # scales (its four parameters could absorb two joints' errors), as in `check`
 from arm_dyn_id.validation.check import (DEFAULTS, LOAD_WITNESSES, default_load_frame,
@@ -141,12 +142,11 @@ def fit_missing_load(robot, q, measured, nominal, velocity, acceleration, bound,
     -------
     dict or None
         None when the URDF has no such frame or fewer than :data:`LOAD_WITNESSES`
-        witnesses; else ``frame``, ``mass``, ``mass_std_error`` (kg), ``com`` (m, in
-        ``frame``), ``witnesses``, ``scales`` (per witness with the load, None where
-        not determined), ``explains`` (bool), and ``columns`` (callable: q (K, n) -> the
-        load's torque (K, n), not JSON: pop it before saving).
+        witnesses; else (JSON-ready) ``frame``, ``mass``, ``mass_std_error`` (kg),
+        ``com`` (m, in ``frame``), ``parameters`` (m, m·c: for :func:`load_torque`),
+        ``witnesses``, ``scales`` (per witness with the load, None where not
+        determined), ``explains`` (bool).
     """
-    from arm_dyn_id.model.payload import payload_regressor
     where = default_load_frame(robot, frame)
     if where is None:
         return None
@@ -196,21 +196,25 @@ def fit_missing_load(robot, q, measured, nominal, velocity, acceleration, bound,
                  judged.max() <= LOAD_AGREEMENT * judged.min())
     explains = bool(mass > 0 and mass > 3.0 * mass_se and agree)
     names = list(robot.joint_names)
-
-    def columns(positions):
-        positions = np.asarray(positions, dtype=float)
-        out = np.empty(positions.shape)
-        for a in range(0, len(positions), LOAD_ROWS):     # the regressor a chunk at a time
-            out[a:a + LOAD_ROWS] = payload_regressor(robot, positions[a:a + LOAD_ROWS],
-                                                     where) @ load
-        return out
-
     return {'frame': where, 'mass': mass, 'mass_std_error': mass_se,
             'com': [float(h / mass) if mass != 0 else None for h in coef[1:4]],
+            'parameters': [float(c) for c in load],
             'witnesses': [names[j] for j in witnesses],
             'scales': {names[j]: float(s) if d else None
                        for j, s, d in zip(witnesses, scale, determined)},
-            'explains': explains, 'columns': columns}
+            'explains': explains}
+
+
+def load_torque(robot, load, q):
+    """The torque (K, n) of ``load`` (:func:`fit_missing_load`'s dict) at positions ``q``
+    (K, n), the regressor a chunk of :data:`LOAD_ROWS` at a time."""
+    q = np.asarray(q, dtype=float)
+    parameters = np.asarray(load['parameters'], dtype=float)
+    out = np.empty(q.shape)
+    for a in range(0, len(q), LOAD_ROWS):
+        out[a:a + LOAD_ROWS] = payload_regressor(robot, q[a:a + LOAD_ROWS],
+                                                 load['frame']) @ parameters
+    return out
 
 
 def load_warning(checks):
@@ -228,5 +232,5 @@ def load_warning(checks):
 
 
 __all__ = ['LOAD_AGREEMENT', 'LOAD_ROWS', 'SCALE_MARGIN', 'SCALE_ROWS', 'SHARED_LIMIT',
-           'SHARED_SPREAD', 'fit_missing_load', 'judged_scales', 'load_warning',
+           'SHARED_SPREAD', 'fit_missing_load', 'judged_scales', 'load_torque', 'load_warning',
            'shared_scale']

@@ -29,8 +29,8 @@ import numpy as np
 # refused: one limit with the model gate's, which judges a saved model the same way.
 from arm_dyn_id.model.gate import SCALE_LIMIT
 from arm_dyn_id.model.robot import carries_gravity
-from arm_dyn_id.validation.missing_load import (SHARED_LIMIT, fit_missing_load, judged_scales,
-                                                shared_scale)
+from arm_dyn_id.validation.missing_load import (LOAD_AGREEMENT, SHARED_LIMIT, fit_missing_load,
+                                                judged_scales, load_torque, shared_scale)
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
 #: Held-out correlation below which a joint with signal is not predicted.
@@ -1405,14 +1405,6 @@ def _friction_at_bound(names, values, joint):
     return [name for name, _ in terms]
 
 
-def _without_columns(load):
-    """A :func:`~arm_dyn_id.validation.missing_load.fit_missing_load` result without its
-    callable (JSON-ready), or None."""
-    if load is not None:
-        load.pop('columns', None)
-    return load
-
-
 #: The refusals of a full fit's plain scale that are judged again once friction (or a
 #: load the URDF lacks) is fitted apart.
 SCALE_CAUSES = ('units', 'torque_constant', 'load')
@@ -1563,8 +1555,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     examined = tested if tested.any() else (loaded if loaded is not None and loaded.any()
                                             else np.ones(n, bool))
     gain = None
-    # each joint's friction-free scale, for the cut-off and the shared scale
-    judged = None if robot is None else judged_scales(
+    # each joint's friction-free scale, for the cut-off (no joint tested) and the shared
+    # scale (below the rate limit)
+    judged = None if robot is None or (tested.any() and at_limit) else judged_scales(
         y[rows], nominal[rows], prepared.dq[rows], prepared.ddq[rows], com_error_bound(robot))
     if robot is not None and not tested.any():
         index, scale, _ = judged
@@ -1614,14 +1607,13 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
             load = fit_missing_load(robot, prepared.q[rows], y[rows], reference,
                                     prepared.dq[rows], prepared.ddq[rows],
                                     com_error_bound(robot))
-            torque = None if load is None else load.pop('columns')
             if load is not None:
                 checks['missing_load'] = load
             if load is None or not load['explains']:
                 return held
             load.update(withdrew=held.cause, scale=held.reason.split(':')[0])
             # the URDF with the load is the reference of the joints' wiring below
-            reference = reference + torque(prepared.q[rows])
+            reference = reference + load_torque(robot, load, prepared.q[rows])
         # friction (or a load) the URDF lacks made the plain scale: the refusal is
         # withdrawn, and kept in the evidence
         checks['scale_refusal_withdrawn'] = held.reason
@@ -1637,9 +1629,9 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         constants = constant_scales(
             y[rows], reference, prepared.dq[rows], prepared.ddq[rows],
             com_error_bound(robot), joints, effort, gains, beyond=robot.beyond,
-            load=lambda: _without_columns(fit_missing_load(
+            load=lambda: fit_missing_load(
                 robot, prepared.q[rows], y[rows], reference, prepared.dq[rows],
-                prepared.ddq[rows], com_error_bound(robot))))
+                prepared.ddq[rows], com_error_bound(robot)))
         checks['constant_scales'] = constants.checks
         if not constants.ok:
             return Plausibility(False, constants.reason, checks, constants.cause)
@@ -1723,13 +1715,12 @@ def _note_missing_load(checks, robot, q, measured, nominal, velocity, accelerati
     explains them: ``checks['missing_load']`` (no refusal withdrawn), for the warning that
     the model holds it. The real UR10e's loaded twin run (2.6 kg, joints x1.15-1.99) was
     written with nothing said; right records read 0.84-1.21."""
-    from arm_dyn_id.validation.missing_load import LOAD_AGREEMENT
     judged = {j: d['scale'] for j, d in (checks.get('shared_scale') or {}).items()
               if isinstance(d, dict)}
     if not judged or max(judged.values()) <= LOAD_AGREEMENT:
         return
-    load = _without_columns(fit_missing_load(robot, q, measured, nominal, velocity,
-                                             acceleration, com_error_bound(robot)))
+    load = fit_missing_load(robot, q, measured, nominal, velocity, acceleration,
+                            com_error_bound(robot))
     if load is None or not load['explains']:
         return
     each = ', '.join(f'{j} x{judged[j]:.3g}' for j in joints if j in judged)
