@@ -711,6 +711,7 @@ class IdentifierNode(Node):
         if self._rejected(out.gravity, 'stream', 'not served'):
             return
         q, tau = out.gravity
+        self.query_first.between()
         if try_publish(self, self.gravity_pub,
                        self._gravity_out.fill(msg.header, out.served.joints, q, tau)):
             self.counts['stream'] += 1
@@ -731,8 +732,10 @@ class IdentifierNode(Node):
         if self._rejected(answer, 'residual', 'gives no residual'):
             return
         q, dq, model, external, contact = answer
+        self.query_first.between()      # queries that came while the residual was computed
         try_publish(self, self.model_torque_pub,
                     self._model_out.fill(msg.header, residual.joints, q, model, dq))
+        self.query_first.between()
         try_publish(self, self.external_pub,
                     self._external_out.fill(msg.header, residual.joints, q, external, dq))
         if residual.observer.thresholds is not None:

@@ -106,3 +106,32 @@ def test_queries_go_first_while_the_stream_keeps_up_and_wait_their_turn_when_beh
     c.advance(1e-3)
     first.before_input(c.wall - 1e-4)
     assert answered[-1] == 'g3' and first.answered == 4
+
+
+def test_queries_that_come_during_an_input_are_taken_between_its_publishes():
+    """A query that arrives while an input is worked on is answered at the next
+    ``between`` (between the input's publishes), not after the whole input; while the
+    stream is behind, ``between`` leaves it to the executor as ``before_input`` does."""
+    c = Clocks()
+    answered = []
+    gravity, dynamics = FakeSub([]), FakeSub([])
+    first = QueryFirst(((gravity, answered.append), (dynamics, answered.append)),
+                       limit=0.05, lag=lag(c))
+    c.advance(1e-3)
+    first.before_input(c.wall - 1e-4)
+    assert answered == []
+    dynamics.handle.messages.append('d1')       # came during the residual
+    first.between()
+    assert answered == ['d1'] and first.answered == 1
+    # behind: the input's between() takes nothing
+    c.advance(1e-3)
+    first.before_input(c.wall - 0.2)
+    takes = gravity.handle.takes, dynamics.handle.takes
+    gravity.handle.messages.append('g1')
+    first.between()
+    assert answered == ['d1'] and gravity.handle.messages == ['g1']
+    assert (gravity.handle.takes, dynamics.handle.takes) == takes
+    # a between() before any input takes nothing either
+    fresh = QueryFirst(((FakeSub(['g2']), answered.append),), limit=0.05, lag=lag(c))
+    fresh.between()
+    assert answered == ['d1']
