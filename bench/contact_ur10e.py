@@ -12,10 +12,11 @@ repository: the bags, the model and the thresholds go to a temporary folder outs
    not use: CALIBRATION below. Also ('from the fit'): the contact_thresholds.yaml that
    ``fit`` writes beside the model from its own held-out residuals, no other recording.
 3. ``arm-dyn-id residual`` (the node's ResidualStream, sample by sample) on push_pose_1 and on
-   every free-motion recording not used for the thresholds (EVALUATION): the contact
-   episodes. On push_pose_1, each push's visible start (below) against the first flag.
-   Any episode on an EVALUATION recording is a false alarm. The load_2600 recording carries a
-   2.6 kg payload the model does not know: reported apart, not counted as free motion.
+   every free-motion recording not used for the thresholds (EVALUATION; for the fit's own
+   thresholds, CALIBRATION too): the contact episodes. On push_pose_1, each push's visible
+   start (below) against the first flag. Any episode on such a recording is a false alarm.
+   The load_2600 recording carries a 2.6 kg payload the model does not know: reported
+   apart, not counted as free motion.
 
 Visible start of a push (there are no labels), from the measured torque k·i alone, never
 from the residual: the arm holds one pose, so each joint's torque at rest is its median over
@@ -204,7 +205,9 @@ def main(argv=None):
                 delays.append(hits[0]['start'] - start)
         extra_eps = [e for e in eps if not any(e['end'] >= s and e['start'] <= en + 0.3
                                                for s, en, _ in spans)]
-        free = residual(model, ev, tmp / 'free.json', *extra)['bags']
+        # the fit's thresholds used no other recording: every free-motion one is judged
+        unused = ev + cal if label == 'from the fit' else ev
+        free = residual(model, unused, tmp / 'free.json', *extra)['bags']
         fa = {Path(b['bag']).name: len(b['episodes']) for b in free}
         fa_time = {Path(b['bag']).name: sum(e['duration'] for e in b['episodes']) /
                    max(b['duration'], 1e-9) for b in free}
@@ -226,7 +229,7 @@ def main(argv=None):
         print(f'false-alarm episodes on {len(free)} free-motion recordings not used for the '
               f'thresholds: {sum(fa.values())}  {fa}')
         if label in ('calibrated', 'from the fit'):
-            near = closest_approach(model, thresholds, ev)
+            near = closest_approach(model, thresholds, unused)
             worst = max(near, key=lambda k: near[k][0])
             print('closest approach to a flag on the free-motion recordings (|r| / band held '
                   f'for the persistence; 1 flags): worst {near[worst][0]} on {worst} '

@@ -10,7 +10,8 @@ publishes gravity_torques, model_torques, external_torques and contact. Then:
    (GravityClient, DynamicsClient; EventsExecutor) -> p50 / p99 / p99.9 / max;
 2. **with the stream**: a second process publishes joint_states at ``--rate`` Hz for
    ``--seconds`` s (currents of the model's torque on a slow sinusoid) and counts the
-   gravity_torques and external_torques that come back, while this process keeps
+   gravity_torques, model_torques, external_torques and contact messages that come back
+   (a reader on each: every stream the node writes is matched), while this process keeps
    making the same queries in turn -> the same latency table, and the stream's delivered
    fraction; the node's own diagnostics say how many inputs it served and skipped.
 
@@ -72,14 +73,18 @@ def stream_child(domain_id, rate, seconds, model_file, config_file):
     rclpy.init(context=context, domain_id=int(domain_id))
     node = rclpy.create_node('stream_bench', context=context)
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    counts = {'gravity_torques': 0, 'external_torques': 0}
+    from std_msgs.msg import Bool
+    # every stream of the node, each with a reader (each costs the node's writes)
+    topics = {'gravity_torques': JointState, 'model_torques': JointState,
+              'external_torques': JointState, 'contact': Bool}
+    counts = dict.fromkeys(topics, 0)
 
     def counter(topic):
         def on(_msg):
             counts[topic] += 1
         return on
-    for topic in counts:    # raw: counted without deserialising (the harness's CPU)
-        node.create_subscription(JointState, topic, counter(topic), qos, raw=True)
+    for topic, kind in topics.items():  # raw: counted without deserialising (harness CPU)
+        node.create_subscription(kind, topic, counter(topic), qos, raw=True)
     states = node.create_publisher(JointState, 'joint_states', qos)
     executor = EventsExecutor(context=context)
     executor.add_node(node)
@@ -282,9 +287,13 @@ def main(argv=None):
                 'node_residuals_computed': served,
                 'node_stream_skipped': diags[-1]['stream_skipped'] if diags else None,
                 'gravity_torques_received': counts['gravity_torques'],
+                'model_torques_received': counts['model_torques'],
                 'external_torques_received': counts['external_torques'],
+                'contact_received': counts['contact'],
                 'delivered_fraction': round(min(counts['gravity_torques'],
-                                                counts['external_torques']) / n, 5),
+                                                counts['model_torques'],
+                                                counts['external_torques'],
+                                                counts['contact']) / n, 5),
                 'node_cpu_cores': None if cpu_before is None else
                 round((cpu_after - cpu_before) / (wall_after - wall_before), 3),
                 'load_average_1min': round(os.getloadavg()[0], 2)})
@@ -300,8 +309,9 @@ def main(argv=None):
                 'joint_states message costs it four publishes (gravity_torques, model_torques, '
                 'external_torques, contact); this process calls GravityClient and '
                 'DynamicsClient (sequential blocking calls, EventsExecutor, 50 ms resend); the '
-                'stream comes from a third process that also counts gravity_torques and '
-                'external_torques (reliable, depth 1000).')
+                'stream comes from a third process that also counts the four streams '
+                '(reliable, depth 1000; since 2026-11-29, before: gravity_torques and '
+                'external_torques only).')
     report.save()
 
 
