@@ -18,7 +18,10 @@ publishes gravity_torques, model_torques, external_torques and contact. Then:
 Seeded (poses from ``np.random.default_rng(1)``). Tables in
 docs/results/dynamics_query.md / .json (``--no-save``: neither).
 
-    .venv/bin/python bench/dynamics_query.py [--queries 1000] [--seconds 10]
+    .venv/bin/python bench/dynamics_query.py [--queries 1000] [--seconds 10] [--live]
+
+``--live``: the node also tracks the friction and watches the payload on every input
+(``friction_tracking``, ``payload_watch``), as a live model serves.
 """
 
 import argparse
@@ -184,6 +187,9 @@ def main(argv=None):
                         help='sequential queries of each kind, alone')
     parser.add_argument('--rate', type=float, default=1000.0)
     parser.add_argument('--seconds', type=float, default=10.0)
+    parser.add_argument('--live', action='store_true',
+                        help='serve with friction_tracking and payload_watch on (the live '
+                        'model: every input also updates the friction and the load watch)')
     parser.add_argument('--stream-child', nargs=5, metavar=('DOMAIN', 'RATE', 'SECONDS',
                                                             'MODEL', 'CONFIG'),
                         help=argparse.SUPPRESS)
@@ -211,8 +217,9 @@ def main(argv=None):
         proc = start_node('arm_dyn_id.nodes.identifier_node',
                           {'model_file': str(model_file), 'serve_only': True,
                            'config_file': str(config.source),
-                           'contact_thresholds': [1.0, 1.0, 0.3, 0.3, 0.05, 0.05]}, env,
-                          name='identifier')
+                           'contact_thresholds': [1.0, 1.0, 0.3, 0.3, 0.05, 0.05],
+                           'friction_tracking': args.live, 'payload_watch': args.live},
+                          env, name='identifier')
         context = rclpy.Context()
         rclpy.init(context=context, domain_id=env.domain_id)
         node = rclpy.create_node('dynamics_bench', context=context)
@@ -286,6 +293,9 @@ def main(argv=None):
                 'sent_late_over_5ms': counts['sent_late_over_5ms'],
                 'node_residuals_computed': served,
                 'node_stream_skipped': diags[-1]['stream_skipped'] if diags else None,
+                'friction_tracking': diags[-1].get('friction_tracking') if diags else None,
+                'friction_version': diags[-1].get('friction_version') if diags else None,
+                'payload_watch': diags[-1].get('payload_watch') if diags else None,
                 'gravity_torques_received': counts['gravity_torques'],
                 'model_torques_received': counts['model_torques'],
                 'external_torques_received': counts['external_torques'],
