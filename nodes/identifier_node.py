@@ -738,12 +738,11 @@ class IdentifierNode(Node):
         self.query_first.between()
         try_publish(self, self.external_pub,
                     self._external_out.fill(msg.header, residual.joints, q, external, dq))
-        if residual.observer.thresholds is not None:
+        if residual.flags_contact:     # constant thresholds or calibrated bands
             try_publish(self, self.contact_pub, Bool(data=contact))
             if contact and not self.contact:
                 self.counts['contacts'] += 1
-                joint = residual.joints[int(np.argmax(
-                    np.abs(external) / residual.observer.thresholds))]
+                joint = residual.contact_joint(external)
                 self.get_logger().warning(
                     f'contact: external torque {np.round(external, 3).tolist()} N·m exceeds '
                     f'the threshold at {joint}', throttle_duration_sec=1.0)

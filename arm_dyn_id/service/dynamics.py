@@ -525,6 +525,20 @@ class ResidualStream:
             self._gains * (sample.effort - self._offsets)
         return self.step(t, sample.position, sample.velocity, tau)
 
+    @property
+    def flags_contact(self):
+        """Whether the stream flags contact: constant thresholds or a ContactDetector."""
+        return self.detector is not None or self.observer.thresholds is not None
+
+    def contact_joint(self, residual):
+        """The joint furthest over its threshold (or band) at the last sample, for
+        ``residual`` the last one :meth:`step` returned."""
+        if self.detector is not None:
+            over = np.abs(residual) / np.maximum(self.detector.band, 1e-300)
+        else:
+            over = np.abs(residual) / self.observer.thresholds
+        return self.joints[int(np.argmax(over))]
+
     def serve(self, served):
         """Go on with the friction of ``served`` (a :meth:`ServedDynamics.with_friction` or
         :meth:`EquivalentDynamics.with_friction` of the stream's model): the observer keeps
