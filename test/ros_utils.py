@@ -409,6 +409,23 @@ class RosHarness:
         return wait_for(lambda: subscription.get_publisher_count() >= count, timeout,
                         what=f'{count} publisher(s) on {subscription.topic_name}')
 
+    def publish_paced(self, publisher, messages, answered, chunk=200, timeout=60.0,
+                      why=None):
+        """Publish ``messages`` ``chunk`` at a time, each chunk once ``answered()`` (the
+        replies counted so far) has caught up with all that was sent: a reliable stream of
+        depth 1000 then loses nothing to a burst, on a busy machine too. AssertionError
+        (with ``why()``) when a chunk is not answered within ``timeout`` s."""
+        messages = list(messages)
+        for lo in range(0, len(messages), chunk):
+            for msg in messages[lo:lo + chunk]:
+                publisher.publish(msg)
+            sent = min(lo + chunk, len(messages))
+            try:
+                wait_for(lambda: answered() >= sent, timeout)
+            except TimeoutError:
+                raise AssertionError(f'{answered()} answers of {sent} sent'
+                                     + ('' if why is None else f'; {why()}')) from None
+
     def call(self, client, request, timeout=10.0):
         """Call a service and return its response; raises TimeoutError."""
         if not client.wait_for_service(timeout_sec=timeout):

@@ -113,19 +113,17 @@ def test_a_flipped_wrist_is_named_by_its_held_out_fit_too(root, arm_config, four
         assert word in line, line
 
 
-def test_a_light_wrist_flipped_is_named_not_the_joint_its_flip_throws_off(tmp_path, capsys):
-    """The humanoid's joint_6 carries 0.0035 N·m of URDF torque against the 0.02 N·m its
-    centres of mass may get wrong: no check against the URDF judges it. Flipped, it threw
-    the fit off on joint_5, and the fit was refused as `excitation` naming joint_5. Its
-    effort against the other joints' efforts reads -1 (the rigid body's coupling), and
-    the refusal names it; the right recording passes."""
+def _right_and_flipped(tmp_path, capsys, joint):
+    """The humanoid (masses and centres of mass off its URDF), its Fourier record fitted
+    by `fit --dynamics full` right and with ``joint``'s effort flipped: {name: (code, err)}."""
     from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.data.bag_writer import write_bag
     from arm_dyn_id.validation.check import holding_friction
     arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
     robot = RobotModel.from_urdf(URDF, joints=arm.joints)
     t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
-    j = list(arm.joints).index('joint_6')
+    j = list(arm.joints).index(joint)
+    out = {}
     for name, sign in (('right', 1.0), ('flipped', -1.0)):
         effort = tau.copy()
         effort[:, j] *= sign
@@ -133,16 +131,27 @@ def test_a_light_wrist_flipped_is_named_not_the_joint_its_flip_throws_off(tmp_pa
         code, _, err = run(capsys, 'fit', tmp_path / name, '--urdf', URDF, '--dynamics',
                            'full', '--effort', 'torque', '--out', tmp_path / f'{name}_fit',
                            '--no-report')
-        if sign > 0:
-            assert code == 0, err
-            gate = json.loads((tmp_path / 'right_fit' / 'validation.json').read_text())[
-                'fit_summary']['plausibility']
-            assert 'flipped_effort' not in gate
-            continue
-        assert code == 3, err
-        line = one_error_line(err)
-        assert "joint_6's effort reads x-1" in line and 'flipped sign' in line, line
-        assert 'joint_5' not in line, line
+        out[name] = code, err
+    return out
+
+
+def test_a_light_wrist_flipped_is_named_not_the_joint_its_flip_throws_off(tmp_path, capsys):
+    """The humanoid's joint_6 carries 0.0035 N·m of URDF torque against the 0.02 N·m its
+    centres of mass may get wrong: no check against the URDF judges it. Flipped, it threw
+    the fit off on joint_5, and the fit was refused as `excitation` naming joint_5. Its
+    effort against the other joints' efforts reads -1 (the rigid body's coupling), and
+    the refusal names it; the right recording passes."""
+    fits = _right_and_flipped(tmp_path, capsys, 'joint_6')
+    code, err = fits['right']
+    assert code == 0, err
+    gate = json.loads((tmp_path / 'right_fit' / 'validation.json').read_text())[
+        'fit_summary']['plausibility']
+    assert 'flipped_effort' not in gate
+    code, err = fits['flipped']
+    assert code == 3, err
+    line = one_error_line(err)
+    assert "joint_6's effort reads x-1" in line and 'flipped sign' in line, line
+    assert 'joint_5' not in line, line
 
 
 def test_a_flip_is_read_only_where_it_explains_the_record_better_than_anything_else():
@@ -877,29 +886,14 @@ def test_a_full_fit_whose_friction_is_pinned_at_zero_far_above_the_noise_names_t
     noise), its friction pinned at the bound 0, and was written 111 % off on a loaded
     joint. It is refused naming its sign: with its friction shapes fitted apart its torque
     runs against the URDF's (light_joint_signs; the friction pinned at 0 named it before
-    that, and still does on a wrist: FULL_CASES['flipped_sign_of_a_wrist']); the right
-    recording passes."""
-    from arm_bags import Arm, realistic_fourier
-    from arm_dyn_id.data.bag_writer import write_bag
-    from arm_dyn_id.validation.check import holding_friction
-    arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(URDF, joints=arm.joints)
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
-    j = list(arm.joints).index('joint_4')
-    for name, sign in (('right', 1.0), ('flipped', -1.0)):
-        effort = tau.copy()
-        effort[:, j] *= sign
-        write_bag(tmp_path / name, 1.7e9 + t, list(arm.joints), q, effort)
-        code, _, err = run(capsys, 'fit', tmp_path / name, '--urdf', URDF, '--dynamics',
-                           'full', '--effort', 'torque', '--out', tmp_path / f'{name}_fit',
-                           '--no-report')
-        if sign > 0:
-            assert code == 0, err
-            continue
-        assert code == 3, err
-        line = one_error_line(err)
-        assert "joint_4's torque has the opposite sign" in line and 'current_signs' in line, \
-            line
+    that: test_a_flipped_wrist_is_named_by_its_held_out_fit_too); the right recording
+    passes."""
+    fits = _right_and_flipped(tmp_path, capsys, 'joint_4')
+    assert fits['right'][0] == 0, fits['right'][1]
+    code, err = fits['flipped']
+    assert code == 3, err
+    line = one_error_line(err)
+    assert "joint_4's torque has the opposite sign" in line and 'current_signs' in line, line
 
 
 def test_one_joints_scale_apart_from_the_others_is_its_torque_constant():

@@ -202,22 +202,17 @@ def test_identifier_node_tracks_friction_serves_versions_and_rolls_back(model, r
                    what='the full model served')
         assert diags[-1]['friction_version'] == '0', diags[-1]
         h.wait_for_subscribers(states, timeout=30.0)
-        chunk = 200
-        for lo in range(0, len(t), chunk):
-            for k in range(lo, min(lo + chunk, len(t))):
-                msg = JointState()
-                ns = int(round((t[k] + 100.0) * 1e9))
-                msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 10 ** 9, ns % 10 ** 9
-                msg.name = list(JOINTS)
-                msg.position, msg.velocity, msg.effort = (
-                    [float(x) for x in row] for row in (q[k], dq[k], tau[k]))
-                states.publish(msg)
-            sent = min(lo + chunk, len(t))
-            try:
-                h.wait_for(lambda: len(residuals) >= sent, 60.0)
-            except TimeoutError:
-                raise AssertionError(f'{len(residuals)} residuals of {sent}; '
-                                     f'{diags[-1:]}\n{node_output(proc)}')
+
+        def message(k):
+            msg = JointState()
+            ns = int(round((t[k] + 100.0) * 1e9))
+            msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 10 ** 9, ns % 10 ** 9
+            msg.name = list(JOINTS)
+            msg.position, msg.velocity, msg.effort = (
+                [float(x) for x in row] for row in (q[k], dq[k], tau[k]))
+            return msg
+        h.publish_paced(states, (message(k) for k in range(len(t))), lambda: len(residuals),
+                        why=lambda: f'{diags[-1:]}\n{node_output(proc)}')
         h.wait_for(lambda: versions and versions[-1]['version'] >= 3, 60.0,
                    what='friction versions on ~/friction')
         last = versions[-1]

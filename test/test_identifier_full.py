@@ -138,19 +138,13 @@ def test_full_model_served_queries_errors_and_residual_contact(ros_env, tmp_path
                                              timeout=30.0))
         asker = threading.Thread(target=ask, name='queries', daemon=True)
         asker.start()
-        chunk = 200
-        for lo in range(0, len(t), chunk):
-            for k in range(lo, min(lo + chunk, len(t))):
-                states.publish(joint_state(t[k] + 100.0, ['gripper'] + list(JOINTS),
-                                           np.r_[0.0, q[k]], np.r_[0.0, dq[k]],
-                                           np.r_[0.0, current[k]]))
-            sent = min(lo + chunk, len(t))
-            try:
-                h.wait_for(lambda: len(residuals) >= sent and len(contacts) >= sent, 30.0)
-            except TimeoutError:
-                raise AssertionError(f'{len(residuals)} external_torques and {len(contacts)} '
-                                     f'contact messages of {sent}; diagnostics {diags[-1:]}\n'
-                                     f'{node_output(proc)}')
+        h.publish_paced(
+            states, (joint_state(t[k] + 100.0, ['gripper'] + list(JOINTS), np.r_[0.0, q[k]],
+                                 np.r_[0.0, dq[k]], np.r_[0.0, current[k]])
+                     for k in range(len(t))),
+            lambda: min(len(residuals), len(contacts)),
+            why=lambda: (f'{len(residuals)} external_torques, {len(contacts)} contact; '
+                         f'diagnostics {diags[-1:]}\n{node_output(proc)}'))
         enough.set()
         asker.join(60.0)
         assert not asker.is_alive() and answered

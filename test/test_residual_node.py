@@ -72,18 +72,12 @@ def test_the_node_and_the_residual_command_give_the_same_episodes(ros_env, tmp_p
         h.wait_for_subscribers(states, timeout=20.0)
         h.wait_for(lambda: h.node.count_publishers('contact') > 0, 20.0,
                    what='the contact stream')
-        chunk = 200
-        for lo in range(0, n, chunk):
-            for k in range(lo, min(lo + chunk, n)):
-                states.publish(joint_state(t[k], JOINTS, data['q'][k], data['dq'][k],
-                                           data['current'][k]))
-            sent = min(lo + chunk, n)
-            try:
-                h.wait_for(lambda: len(external) >= sent and len(order) >= sent, 60.0)
-            except TimeoutError:
-                raise AssertionError(f'{len(external)} external_torques and {len(order)} '
-                                     f'contact messages of {sent}; {diags[-1:]}\n'
-                                     f'{node_output(proc)}')
+        h.publish_paced(
+            states, (joint_state(t[k], JOINTS, data['q'][k], data['dq'][k],
+                                 data['current'][k]) for k in range(n)),
+            lambda: min(len(external), len(order)),
+            why=lambda: (f'{len(external)} external_torques, {len(order)} contact; '
+                         f'{diags[-1:]}\n{node_output(proc)}'))
         flags.update(zip(range(n), order))
     assert stop(proc) == 0, node_output(proc)
     residual = np.array([external[round(float(s), 6)] for s in t])
