@@ -60,7 +60,7 @@ class QueryFirst:
 
     The executor's own event for a message taken here finds nothing and calls nothing.
     :meth:`between` takes them again between an input's publishes, so that a query waits
-    for one publish (~85 µs), not an input's four: an empty take costs ~4.5 µs per
+    for one or two publishes (~85 µs each), not an input's four: an empty take costs ~4.5 µs per
     subscription, and three more per input lowered the p99 beside the 1 kHz stream from
     0.94 to 0.82 ms (median of 7 runs each, docs/benchmarks.md).
     """

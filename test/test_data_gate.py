@@ -147,6 +147,9 @@ def test_a_light_wrist_flipped_is_named_not_the_joint_its_flip_throws_off(tmp_pa
     gate = json.loads((tmp_path / 'right_fit' / 'validation.json').read_text())[
         'fit_summary']['plausibility']
     assert 'flipped_effort' not in gate
+    # far from it: no negative scale of the right record lowers the loss at all
+    assert all(d['flip_drop'] < 0.01 for d in gate['effort_scales'].values()), \
+        gate['effort_scales']
     code, err = fits['flipped']
     assert code == 3, err
     line = one_error_line(err)
@@ -177,6 +180,10 @@ def test_a_flip_is_read_only_where_it_explains_the_record_better_than_anything_e
             (dict(right, c=row(flip=-1.02, flip_drop=0.5 * FLIP_DROP)), None),  # too little
             (dict(right, c=row(flip=-4.9, flip_drop=1.1, flip_at_end=True)), None),
             (dict(right, c=row(flip=-3.0, flip_drop=1.1)), None),           # not about -1
+            (dict(right, c=row(flip=-0.4, flip_drop=1.1)), None),
+            (dict(flipped, a=row(flip=float('nan'), flip_drop=float('nan'))), None),
+            (dict(flipped, a=row(drop=None)), None),                         # not finite
+            (dict(flipped, a=None), 'c'),                                    # not a row
             (dict(flipped, a=row(scale=2.0, drop=5.0)), None),              # a constant
             (dict(flipped, b=row(flip=-1.0, flip_drop=2.0)), 'b'),          # b's flip larger
             (flipped, 10 * EFFORT_SCALE_CONDITION)):

@@ -222,6 +222,27 @@ def test_a_contact_is_flagged_the_persistence_after_its_crossing(served, thresho
     assert eps[0]['start'] - first == pytest.approx(thresholds.persistence, abs=1.5 / RATE)
 
 
+def test_the_stream_says_it_flags_contact_and_names_a_joint_over_its_band(
+        served, thresholds):
+    """What the node reads to publish `contact` and name the joint in its warning: a
+    stream with calibrated bands flags contact (before, only constant thresholds made
+    the node publish it), and the joint named is one held over its band."""
+    assert not ResidualStream(served, GAINS).flags_contact
+    assert ResidualStream(served, GAINS, np.ones(6)).flags_contact
+    stream = ResidualStream(served, GAINS, thresholds)
+    assert stream.flags_contact and stream.observer.thresholds is None
+    data = free_run(14, segments=2, pushes=[(0.8, 0.8, (0.0, 0.0, -3 * PUSH_N))])
+    named = None
+    for k in range(len(data['t'])):
+        _, _, _, r, c = stream.step(data['t'][k], data['q'][k], data['dq'][k],
+                                    data['tau'][k])
+        if c:
+            named = stream.contact_joint(r)
+            assert stream.detector.joints_flagged[list(JOINTS).index(named)]
+            break
+    assert named is not None
+
+
 def test_holding_tracker_absorbs_stiction_and_a_slow_push_in_part(served, thresholds):
     """What the tracker costs: a push ramping at ρ N·m/s keeps ρ·holding_time of itself
     in the residual until the offset reaches its bound; a quick one keeps nearly all."""

@@ -55,23 +55,23 @@ def test_the_node_and_the_residual_command_give_the_same_episodes(ros_env, tmp_p
                       name='identifier')
     t, n = data['t'], len(data['t'])
     with RosHarness(ros_env.domain_id, name='residual_probe') as h:
-        external, flags = {}, {}
-        h.node.create_subscription(
+        external, flags, order = {}, {}, []
+        outputs = [h.node.create_subscription(
             JointState, 'external_torques',
-            lambda m: external.__setitem__(round(stamp_of(m), 6), np.asarray(m.effort)), QOS)
+            lambda m: external.__setitem__(round(stamp_of(m), 6), np.asarray(m.effort)), QOS)]
+        # the contact flags, matched to their inputs by order (a Bool has no stamp): the
+        # node publishes contact after external_torques for each input, in order
+        outputs.append(h.node.create_subscription(
+            Bool, 'contact', lambda m: order.append(bool(m.data)), QOS))
         states = h.node.create_publisher(JointState, 'joint_states', QOS)
         diags = diagnostics(h)
         h.wait_for(lambda: diags and diags[-1].get('dynamics') == 'full', 60.0,
                    what='the full model loaded')
         status = diags[-1].get('residual', '')
         assert 'calibrated thresholds' in status and 'current' in status, status
-        # the contact flags, matched to their inputs by order (a Bool has no stamp): the
-        # node publishes contact after external_torques for each input, in order
-        order = []
-        h.node.create_subscription(Bool, 'contact', lambda m: order.append(bool(m.data)), QOS)
         h.wait_for_subscribers(states, timeout=20.0)
-        h.wait_for(lambda: h.node.count_publishers('contact') > 0, 20.0,
-                   what='the contact stream')
+        for sub in outputs:     # matched both ways before the first input
+            h.wait_for_publishers(sub, timeout=20.0)
         h.publish_paced(
             states, (joint_state(t[k], JOINTS, data['q'][k], data['dq'][k],
                                  data['current'][k]) for k in range(n)),

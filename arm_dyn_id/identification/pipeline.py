@@ -1378,6 +1378,11 @@ def _swap_suspects(verdict, joints):
                             np.log(RELATIVE_SCALE_LIMIT)),
                            key=lambda j: -table[j].get('drop', 0.0))
     if verdict.cause == 'sign':
+        # a flip read from the joints' coupling (plausibility.flipped_effort) names its
+        # joint first: two swapped efforts can read as one joint's effort negative
+        flipped = (checks.get('flipped_effort') or {}).get('joint')
+        if flipped:
+            suspects.append(flipped)
         against = dict((checks.get('agreement') or {}).items())
         against.update((j, c) for j, c in (checks.get('light_signs') or {}).items()
                        if c.get('judged'))

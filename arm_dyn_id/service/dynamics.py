@@ -535,6 +535,8 @@ class ResidualStream:
         ``residual`` the last one :meth:`step` returned."""
         if self.detector is not None:
             over = np.abs(residual) / np.maximum(self.detector.band, 1e-300)
+            if self.detector.joints_flagged.any():      # over its band for the persistence
+                over = np.where(self.detector.joints_flagged, over, -np.inf)
         else:
             over = np.abs(residual) / self.observer.thresholds
         return self.joints[int(np.argmax(over))]

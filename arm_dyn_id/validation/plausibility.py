@@ -958,12 +958,13 @@ EFFORT_SCALE_OTHERS = 0.005
 
 
 #: A joint's effort reads negative against the other joints' (a sign flipped) when its
-#: best negative scale lies within this factor of -1 and removes at least
-#: :data:`FLIP_DROP` of the fit's weighted residual, more than any joint's positive scale
-#: or any other joint's negative one. Right simulated records (36: humanoid, UR5, Panda at
-#: 100 Hz-2 kHz, 0-5e-4 rad) had no negative scale removing even 0.001; one joint flipped
+#: best negative scale lies within this factor of -1 and lowers the fit's weighted loss by
+#: a ``flip_drop`` (``(L(1) - L(s)) / L(s)``: the loss falls ``1 + drop`` times) of at
+#: least :data:`FLIP_DROP`, more than any joint's positive scale or any other joint's
+#: negative one. Right simulated records (36: humanoid, UR5, Panda at
+#: 100 Hz-2 kHz, 0-5e-4 rad) had no negative scale with a drop of even 0.001; one joint flipped
 #: (the 9 of 19 that the checks against the URDF had not refused already) read -0.97 to
-#: -1.15, removing 0.43-297.
+#: -1.15, drops of 0.43-297.
 FLIP_RANGE = 2.0
 FLIP_DROP = 0.1
 
@@ -987,19 +988,27 @@ def flipped_effort(scales, joints, condition=None):
     if not table or (condition is not None and not condition <= EFFORT_SCALE_CONDITION):
         return Plausibility(True, None, checks)
 
+    def value(d, key):
+        x = d.get(key)
+        return float(x) if isinstance(x, (int, float)) else np.nan
+
+    names = [j for j in joints if isinstance(table.get(j), dict)]
+    # a profile that did not come out finite judges nothing (the answer would hang on the
+    # joints' order)
+    if not names or not all(np.isfinite(value(table[j], k)) for j in names
+                            for k in ('drop', 'flip_drop', 'flip_scale')):
+        return Plausibility(True, None, checks)
+
     def flip(j):
         d = table[j]
-        s, drop = d.get('flip_scale'), d.get('flip_drop')
-        if d.get('flip_at_end', True) or s is None or drop is None or not np.isfinite(s):
+        s = value(d, 'flip_scale')
+        if d.get('flip_at_end', True):
             return 0.0
-        return float(drop) if -FLIP_RANGE <= s <= -1.0 / FLIP_RANGE else 0.0
-    names = [j for j in joints if j in table]
-    if not names:
-        return Plausibility(True, None, checks)
+        return value(d, 'flip_drop') if -FLIP_RANGE <= s <= -1.0 / FLIP_RANGE else 0.0
     name = max(names, key=flip)
     best = flip(name)
-    rivals = [table[j].get('drop') or 0.0 for j in names] + \
-        [table[j].get('flip_drop') or 0.0 for j in names if j != name]
+    rivals = [value(table[j], 'drop') for j in names] + \
+        [value(table[j], 'flip_drop') for j in names if j != name]
     if not (best >= FLIP_DROP and best > max(rivals)):
         return Plausibility(True, None, checks)
     d = table[name]
