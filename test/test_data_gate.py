@@ -1259,7 +1259,7 @@ def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin()
     removes 2 % of the residual (some on the other joints' rows), in a well-conditioned
     fit, unless a joint's sign flipped explains the record better; the joint named is the
     one whose scale removes the most, with any joint removing half as much beside it."""
-    from arm_dyn_id.validation.plausibility import effort_scales
+    from arm_dyn_id.validation.plausibility import effort_scales, flipped_effort
     joints = ['a', 'b', 'c']
 
     def scales(*rows):
@@ -1280,10 +1280,14 @@ def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin()
     own = {**doubled, 'a': {**doubled['a'], 'drop_others': -0.02}}
     assert effort_scales(own, joints).ok
     # a sign flipped elsewhere (a negative scale inside the range fits better) throws the
-    # others off: left to the sign checks; a negative at the range's end is no flip
+    # others off: left to flipped_effort, which names it; a negative at the range's end
+    # is no flip, nor one far from -1 that flipped_effort would not name
     flipped = {**doubled, 'c': {**doubled['c'], 'flip_scale': -1.1, 'flip_drop': 0.4,
                                 'flip_at_end': False}}
     assert effort_scales(flipped, joints).ok
+    assert flipped_effort(flipped, joints).checks['flipped_effort']['joint'] == 'c'
+    flipped['c'].update(flip_scale=-3.5)
+    assert not effort_scales(flipped, joints).ok
     flipped['c'].update(flip_scale=-0.2, flip_at_end=True)
     assert not effort_scales(flipped, joints).ok
     # a negative scale that explains less than the constant: a joint thrown off by it

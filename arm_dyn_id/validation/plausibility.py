@@ -989,7 +989,11 @@ def flipped_effort(scales, joints, condition=None):
         return Plausibility(True, None, checks)
 
     def value(d, key):
-        x = d.get(key)
+        """A reading of the profile: 0 when it holds none (no such key), NaN when it is
+        not a number."""
+        if key not in d:
+            return 0.0
+        x = d[key]
         return float(x) if isinstance(x, (int, float)) else np.nan
 
     names = [j for j in joints if isinstance(table.get(j), dict)]
@@ -1080,12 +1084,9 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     found = [j for j in joints if j in table and off(table[j])]
     if not found:
         return Plausibility(True, None, checks)
-    # a sign flipped (a negative scale inside the range explaining the record better than
-    # any joint's positive one; one at the range's end is a profile running out) throws
-    # the others' scales off too: left to the checks that name a sign
-    flips = [d.get('flip_drop', 0.0) for d in table.values()
-             if not d.get('flip_at_end', True)]
-    if flips and max(flips) > max(table[j]['drop'] for j in found):
+    # a sign flipped throws the others' scales off too: left to flipped_effort, which
+    # names it (a weaker negative reading leaves the constant's refusal standing)
+    if not flipped_effort(table, joints, condition).ok:
         return Plausibility(True, None, checks)
     name = max(found, key=lambda j: table[j]['drop'])
     d = table[name]
