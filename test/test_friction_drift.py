@@ -167,12 +167,12 @@ def test_served_dynamics_with_friction_keeps_the_rigid_body(model):
 def test_identifier_node_tracks_friction_serves_versions_and_rolls_back(model, ros_env,
                                                                         tmp_path):
     pytest.importorskip('rclpy')
-    from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
     from std_srvs.srv import Trigger
     from ros_utils import RosHarness, node_output, start_node, stop
+    from test_identifier_full import diagnostics, joint_state
 
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
@@ -186,13 +186,8 @@ def test_identifier_node_tracks_friction_serves_versions_and_rolls_back(model, r
         name='identifier')
     t, q, dq, tau, _ = warm_up(model, seconds=30.0, ramp=20.0)
     with RosHarness(ros_env.domain_id, name='friction_probe') as h:
-        diags, versions, residuals = [], [], []
-
-        def on_diag(msg):
-            for status in msg.status:
-                if status.name.startswith('identifier_node'):
-                    diags.append({kv.key: kv.value for kv in status.values})
-        h.node.create_subscription(DiagnosticArray, 'diagnostics', on_diag, 10)
+        versions, residuals = [], []
+        diags = diagnostics(h)
         h.node.create_subscription(String, 'identifier_node/friction',
                                    lambda m: versions.append(json.loads(m.data)), latched)
         h.node.create_subscription(JointState, 'external_torques', residuals.append, qos)
@@ -202,16 +197,8 @@ def test_identifier_node_tracks_friction_serves_versions_and_rolls_back(model, r
                    what='the full model served')
         assert diags[-1]['friction_version'] == '0', diags[-1]
         h.wait_for_subscribers(states, timeout=30.0)
-
-        def message(k):
-            msg = JointState()
-            ns = int(round((t[k] + 100.0) * 1e9))
-            msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 10 ** 9, ns % 10 ** 9
-            msg.name = list(JOINTS)
-            msg.position, msg.velocity, msg.effort = (
-                [float(x) for x in row] for row in (q[k], dq[k], tau[k]))
-            return msg
-        h.publish_paced(states, (message(k) for k in range(len(t))), lambda: len(residuals),
+        h.publish_paced(states, (joint_state(t[k] + 100.0, JOINTS, q[k], dq[k], tau[k])
+                                 for k in range(len(t))), lambda: len(residuals),
                         why=lambda: f'{diags[-1:]}\n{node_output(proc)}')
         h.wait_for(lambda: versions and versions[-1]['version'] >= 3, 60.0,
                    what='friction versions on ~/friction')
