@@ -1025,6 +1025,48 @@ def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
     assert 'rotor inertia: left out, the only fit that succeeded' in err
 
 
+def test_a_joint_reading_high_against_the_others_is_said_as_the_model_is_written(
+        tmp_path, capsys):
+    """The humanoid with 0.1 kg·m² of rotor inertia on each joint (URDFs have none) on a
+    0.1 Hz motion: ``--armature auto`` leaves the rotor inertia out (it did not lower the
+    held-out error), and joint_5's effort then reads about 1.7x the others' make of it,
+    3 standard errors above 1 and removing over 10 % of the fit's residual, but not
+    beyond 1.6x by 3 standard errors: written, with a warning naming joint_5, in the
+    model file and said again by whoever admits it (``validate``). The warning names
+    the rotor inertia; with ``--armature yes`` every joint reads 1 and nothing is said."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.validation.check import holding_friction
+    arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(str(URDF), joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  200.0, base_hz=0.1, armature=0.1)
+    names = list(arm.joints) + list(arm.extra)
+    pad = np.full((len(t), len(arm.extra)), 0.01)
+    write_bag(tmp_path / 'bag', 1.7e9 + t, names, np.hstack([q, pad]),
+              np.hstack([tau, 0 * pad]))
+    options = ['--urdf', str(URDF), '--effort', 'torque', '--dynamics', 'full', '--no-report']
+    code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'auto', *options)
+    assert code == 0, err
+    doc = yaml.safe_load((tmp_path / 'auto' / 'model.yaml').read_text())
+    assert not doc['selection']['armature']['chosen']
+    read = doc['fit']['effort_scales']['joint_5']
+    assert 1.6 < read['scale'] < 2.0 and read['drop'] > 0.1, read
+    said = doc['fit']['effort_scale_warning']
+    assert "joint_5's reads x1.7" in said and '--armature yes' in said, said
+    assert f'warning: {said}' in err
+    code, _, err = run(capsys, 'validate', tmp_path / 'auto' / 'model.yaml', tmp_path / 'bag',
+                       '--urdf', str(URDF), '--effort', 'torque')
+    assert f'fitted with a warning: {said}' in err, err
+    code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'yes', *options,
+                       '--armature', 'yes')
+    assert code == 0, err
+    doc = yaml.safe_load((tmp_path / 'yes' / 'model.yaml').read_text())
+    assert 'effort_scale_warning' not in doc['fit'] and 'reads high' not in err
+    assert all(0.9 < d['scale'] < 1.1 for d in doc['fit']['effort_scales'].values()), \
+        doc['fit']['effort_scales']
+
+
 def test_a_wiring_refusal_is_not_pointed_to_a_rotor_inertia():
     """An untested joint anti-correlated with its model on held-out blocks is a wiring
     mistake (a term the model leaves out loosens a fit, it does not invert it): its
@@ -1268,6 +1310,7 @@ def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin()
 
     right = scales((1.1, None, 0.004), (0.9, None, 0.01), (1.3, None, 0.0))
     assert effort_scales(right, joints).ok
+    assert 'effort_scale_suspects' not in effort_scales(right, joints).checks
     assert effort_scales(None, joints).ok
     for odd in ((2.0, 0.2, 0.5),      # 3 standard errors reach 1.6
                 (2.0, 0.05, 0.01),    # freeing it changes nothing
@@ -1305,6 +1348,48 @@ def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin()
     assert verdict.reason.startswith("b's effort reads x2 "), verdict.reason
     assert "or a's, read x0.5, which the data tell apart poorly" in verdict.reason
     assert 'the scale the driver applies' in verdict.reason
+
+
+def test_a_high_effort_scale_its_standard_errors_cannot_place_beyond_the_limit_is_said():
+    """A joint's effort reading above 1.6x against the others' and 3 standard errors above
+    1, whose 3 standard errors reach 1.6 (a real UR10e's wrist_2 with its constant 2x:
+    2.00 ± 0.27, removing 16 % of the loss; a right geared humanoid's joint_5 read 1.70 ±
+    0.24): not refused, but recorded and said as the model is written. Within the limit,
+    3 standard errors from 1, explaining little or on its own row alone: nothing said."""
+    from arm_dyn_id.validation.plausibility import (effort_scale_warning, effort_scales,
+                                                    written_warnings)
+    joints = ['a', 'b', 'c']
+
+    def table(a, others=None):
+        s, se, drop = a
+        return {'a': {'scale': s, 'std_error': se, 'drop': drop,
+                      'drop_others': drop / 2 if others is None else others, 'at_end': False},
+                'b': {'scale': 1.0, 'std_error': None, 'drop': 0.0, 'drop_others': 0.0,
+                      'at_end': False},
+                'c': {'scale': 0.9, 'std_error': None, 'drop': 0.01, 'drop_others': 0.0,
+                      'at_end': False}}
+
+    verdict = effort_scales(table((2.0, 0.27, 0.16)), joints)
+    assert verdict.ok and verdict.checks['effort_scale_suspects'] == ['a'], verdict.checks
+    text = effort_scale_warning(verdict.checks)
+    assert "a's reads x2 ± 0.27 (freeing it removes 16 % of the fit's residual)" in text, text
+    assert 'arm-dyn-id calibrate' in text and '--armature yes' in text, text
+    assert written_warnings(verdict.checks) == {'effort_scale_warning': text}
+    for quiet in (table((1.5, 0.05, 0.3)),          # within the limit
+                  table((2.0, 0.5, 0.3)),           # 3 standard errors reach 1
+                  table((2.0, 0.27, 0.01)),         # explains little
+                  table((2.0, 0.27, 0.16), -0.01),  # its own row alone
+                  table((2.0, None, 0.16))):        # no standard error
+        verdict = effort_scales(quiet, joints)
+        assert verdict.ok and 'effort_scale_suspects' not in verdict.checks, quiet
+        assert effort_scale_warning(verdict.checks) is None
+        assert written_warnings(verdict.checks) == {}
+    # a motion that leaves the parameters undetermined judges nothing, says nothing
+    verdict = effort_scales(table((2.0, 0.27, 0.16)), joints, condition=1e4)
+    assert 'effort_scale_suspects' not in verdict.checks
+    # beyond the limit by 3 standard errors: refused, not said
+    verdict = effort_scales(table((2.0, 0.05, 0.16)), joints)
+    assert not verdict.ok and 'effort_scale_suspects' not in verdict.checks
 
 
 @pytest.mark.parametrize('arm_name, joint, twin', [('panda', 5, None), ('ur5', 2, 1)])

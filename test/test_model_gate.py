@@ -171,6 +171,25 @@ def test_opt_ins_admit_with_a_warning_and_name_the_flag(fits, bad_files):
     assert any('another URDF' in w for w in model.metadata['warnings'])
 
 
+def test_the_fit_s_own_warnings_are_said_again_by_whoever_admits_the_model(fits):
+    """A model the fit wrote with a warning (a joint's effort reading high against the
+    others', a load the URDF lacks) carries it in its fit section; admitting it repeats
+    it, so a node or command serving the model says it too. A right model says nothing."""
+    doc = _doc(fits, 'full')
+    model = admit_doc(doc, source='model.yaml')
+    assert not any('fitted with a warning' in w for w in model.metadata['warnings'])
+    said = {'effort_scale_warning': "a joint's effort reads high ...: wrist_2_joint's reads x2",
+            'missing_load': 'the recording carries a load the URDF lacks: 2.1 kg'}
+    model = admit_doc(_with(doc, fit={**doc['fit'], **said}), source='model.yaml')
+    for text in said.values():
+        assert f'fitted with a warning: {text}' in model.metadata['warnings']
+        assert f'fitted with a warning: {text}' in model.gate['warnings']
+    # something else under those keys (not text) is not repeated
+    model = admit_doc(_with(doc, fit={**doc['fit'], 'missing_load': {'mass': 2.1}}),
+                      source='model.yaml')
+    assert not any('fitted with a warning' in w for w in model.metadata['warnings'])
+
+
 def test_the_robot_is_checked_by_joints_and_urdf(fits, tmp_path):
     path = fits['gravity'] / 'model.yaml'
     with pytest.raises(ModelRefused) as info:

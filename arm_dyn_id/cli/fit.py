@@ -334,7 +334,7 @@ def _read_plan(path):
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
               choice, gains=None, measurement=None, painter=None):
-    from arm_dyn_id.validation.missing_load import load_warning
+    from arm_dyn_id.validation.plausibility import written_warnings
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
@@ -373,10 +373,9 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
         progress.warn(cutoff_warning)
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
-    loaded = load_warning(verdict.checks) if verdict.ok else None
-    if loaded:
-        progress.warn(loaded)
-        model.metadata.setdefault('fit', {})['missing_load'] = loaded
+    for key, text in (written_warnings(verdict.checks) if verdict.ok else {}).items():
+        progress.warn(text)
+        model.metadata.setdefault('fit', {})[key] = text
     paths, validation = _write_fit(
         args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model, verdict,
         measurement, painter=painter,

@@ -79,6 +79,9 @@ SEED = 0
 REASONS = ('unreadable', 'schema', 'version', 'kind', 'non_finite', 'measurement',
            'implausible', 'rejected', 'other_robot')
 KINDS = ('gravity', 'full', 'floating')
+#: Warnings a fit writes into the model's ``fit`` section as it lets it through
+#: (``validation.plausibility.written_warnings``); admitting the model repeats them.
+FIT_WARNINGS = ('missing_load', 'effort_scale_warning')
 _FORCE_REJECTED = '--force/accept_rejected:=true uses it anyway'
 _FORCE_URDF = '--force/accept_other_urdf:=true uses it anyway'
 
@@ -245,6 +248,11 @@ def admit_doc(doc, *, source, urdf=None, joints=None, kinds=('gravity', 'full'),
         if exc.reason != 'implausible' or not rejected:
             raise
         warnings.append(str(exc))
+    # what the fit said as it wrote the model (a load the URDF lacks, a joint's effort
+    # reading high against the others'): every consumer says it again
+    said = doc.get('fit') if isinstance(doc.get('fit'), dict) else {}
+    warnings += [f'fitted with a warning: {said[key]}' for key in FIT_WARNINGS
+                 if isinstance(said.get(key), str)]
     gate = {'file': str(source), 'kind': kind, 'schema': doc['schema'],
             'version': int(doc.get('version', 1)), 'checks': checks, 'notes': notes,
             'warnings': warnings}
@@ -787,4 +795,4 @@ def _plausible_floating(model, src):
 
 
 __all__ = ['ModelRefused', 'admit_model', 'admit_doc', 'admit_urdf', 'check_doc', 'read_doc',
-           'configurations', 'SCALE_LIMIT', 'REASONS', 'KINDS']
+           'configurations', 'SCALE_LIMIT', 'REASONS', 'KINDS', 'FIT_WARNINGS']

@@ -39,7 +39,7 @@ from arm_dyn_id.service.contact import thresholds_file
 from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.model_dir import write_fit
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
-from arm_dyn_id.validation.missing_load import load_warning
+from arm_dyn_id.validation.plausibility import written_warnings
 
 #: what the fit's provenance says its data was
 LIVE_DATA = 'live joint_torques'
@@ -157,10 +157,8 @@ def fit_samples(robot, config, t, q, tau, markers, settings=FitSettings()):
         raise DataError(f'{choice.kind} fit refused by the data gate: {verdict.reason}')
     model = fitted.model
     model.metadata.setdefault('dynamics_choice', choice.to_dict())
-    loaded = load_warning(verdict.checks)
-    if loaded:
-        # served with it: the node logs the model's fit section
-        model.metadata.setdefault('fit', {})['missing_load'] = loaded
+    # served with them: the node logs the model's fit section
+    model.metadata.setdefault('fit', {}).update(written_warnings(verdict.checks))
     # what joint_states.effort carries (the recorder's conversion), for who serves it
     model.metadata.setdefault('measurement', effort_reading(
         model.joint_names, effort=settings.effort, config=config).measurement())

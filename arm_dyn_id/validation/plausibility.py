@@ -27,9 +27,10 @@ import numpy as np
 
 # Identified / nominal gravity torque ratio beyond which (or below 1 / it) a fit is
 # refused: one limit with the model gate's, which judges a saved model the same way.
-from arm_dyn_id.model.gate import SCALE_LIMIT
+from arm_dyn_id.model.gate import FIT_WARNINGS, SCALE_LIMIT
 from arm_dyn_id.model.robot import carries_gravity
 from arm_dyn_id.validation.missing_load import (LOAD_AGREEMENT, SHARED_LIMIT, fit_missing_load,
+                                                load_warning,
                                                 judged_scales, load_torque, shared_scale)
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
@@ -955,6 +956,12 @@ EFFORT_SCALE_CONDITION = 300.0
 #: of its own improves its own row alone (a right Kinova's fourth joint at 500 Hz with
 #: 1e-4 rad encoder noise read x3.85 ± 0.37, removing 4.5 %, the others' -1.8 %).
 EFFORT_SCALE_OTHERS = 0.005
+# A joint whose scale reads above the limit and 3 standard errors above 1, whose freeing
+# removes EFFORT_SCALE_DROP (some on the others' rows), but whose 3 standard errors reach
+# the limit, is not refused: a right geared humanoid whose rotor inertia the URDF lacks
+# read its joint_5 x1.70 ± 0.24, removing 13 % of the loss, where a real UR10e's wrist_2
+# with its constant 2x read x2.00 ± 0.27, removing 16 % (its 1.5x: 1.51 ± 0.20). The fit
+# is written with a warning naming the joint (effort_scale_warning).
 
 
 #: A joint's effort reads negative against the other joints' (a sign flipped) when its
@@ -1026,7 +1033,7 @@ def flipped_effort(scales, joints, condition=None):
 
 
 def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT,
-                  condition=None):
+                  condition=None, flipped=None):
     """One joint's torque constant off, read from the fit itself: each joint's effort
     scale against the other joints' (:func:`arm_dyn_id.identification.effort_scales.
     relative_effort_scales`, in the fit's metadata), pinned by the rigid body's coupling
@@ -1036,7 +1043,11 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     A joint is refused when its scale lies above ``limit`` by 3 standard errors (jackknife
     over the held-out time blocks), not at the searched range's ends (``at_end``), and
     freeing it removes :data:`EFFORT_SCALE_DROP` of the weighted residual, some of it
-    (:data:`EFFORT_SCALE_OTHERS`) on the other joints' rows. Not below its inverse:
+    (:data:`EFFORT_SCALE_OTHERS`) on the other joints' rows. One that reads above
+    ``limit`` and 3 standard errors above 1, but whose 3 standard errors reach ``limit``,
+    is not refused: it is recorded in ``checks['effort_scale_suspects']`` for
+    :func:`effort_scale_warning` (a real UR10e's wrist_2 with its constant 2x, x2.00 ±
+    0.27, and a right geared humanoid's joint_5, x1.70 ± 0.24). Not below its inverse:
     errors in a joint's own prediction shrink its scale toward 0, as in any regression,
     and right simulated joints read down to 0.3 with small standard errors. Of such
     joints the one whose scale removes the most is named, and every joint whose scale
@@ -1055,6 +1066,8 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     condition : float, optional
         The fit's condition number: above :data:`EFFORT_SCALE_CONDITION` nothing is
         judged (a motion that leaves the parameters undetermined).
+    flipped : Plausibility, optional
+        :func:`flipped_effort`'s verdict on the same scales, when the caller holds it.
 
     Returns
     -------
@@ -1069,24 +1082,39 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         s = d.get('scale')
         return s is not None and np.isfinite(s) and not d.get('at_end', True)
 
-    def off(d):
+    def reading(d):
+        """``(s, 3 standard errors below s in log)``, or None: not judged."""
         s, se = d.get('scale'), d.get('std_error')
+        if not (inside(d) and se is not None and np.isfinite(se) and
+                d.get('drop', 0.0) >= EFFORT_SCALE_DROP and
+                d.get('drop_others', 0.0) >= EFFORT_SCALE_OTHERS):
+            return None
+        return s, np.log(s) - 3.0 * se / s
+
+    def off(d):
         # high only: a prediction with errors of its own (derivatives with encoder noise,
         # friction the model gets wrong) shrinks the scale toward 0, so a right joint
         # reads low (a UR5's shoulder_pan at 100 Hz with 5e-4 rad encoder noise, x0.32 ±
         # 0.04); one read high through such errors improves its own row alone
-        return (inside(d) and se is not None and np.isfinite(se) and
-                np.log(s) - 3.0 * se / s > np.log(limit) and
-                d.get('drop', 0.0) >= EFFORT_SCALE_DROP and
-                d.get('drop_others', 0.0) >= EFFORT_SCALE_OTHERS)
+        read = reading(d)
+        return read is not None and read[1] > np.log(limit)
+
+    def suspect(d):
+        read = reading(d)
+        return read is not None and read[0] > limit and read[1] > 0.0
 
     table = checks['effort_scales']
     found = [j for j in joints if j in table and off(table[j])]
     if not found:
+        suspects = [j for j in joints if j in table and suspect(table[j])]
+        if suspects:
+            checks['effort_scale_suspects'] = suspects
         return Plausibility(True, None, checks)
     # a sign flipped throws the others' scales off too: left to flipped_effort, which
     # names it (a weaker negative reading leaves the constant's refusal standing)
-    if not flipped_effort(table, joints, condition).ok:
+    if flipped is None:
+        flipped = flipped_effort(table, joints, condition)
+    if not flipped.ok:
         return Plausibility(True, None, checks)
     name = max(found, key=lambda j: table[j]['drop'])
     d = table[name]
@@ -1106,6 +1134,32 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         f'residual), where a right arm reads within {limit:g}x: {what} looks off {why}'
         f'{also}. A load the URDF lacks does not move this scale: the fit identifies it',
         checks, 'torque_constant')
+
+
+def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
+    """The warning of a fit written while a joint's effort reads high against the other
+    joints' (``checks['effort_scale_suspects']`` of :func:`effort_scales`), else None."""
+    table = (checks or {}).get('effort_scales') or {}
+    parts = [f"{j}'s reads x{table[j]['scale']:.3g} ± {table[j]['std_error']:.2g} "
+             f"(freeing it removes {100 * table[j]['drop']:.0f} % of the fit's residual)"
+             for j in (checks or {}).get('effort_scale_suspects') or () if j in table]
+    if not parts:
+        return None
+    return (f"a joint's effort reads high against what the other joints' efforts make of "
+            f"the arm (the rigid body's coupling, fitted with no URDF): {'; '.join(parts)}. "
+            f'Not 1, yet not beyond the {limit:g}x a right arm may read by 3 standard '
+            "errors, so the model is written: if that joint's torque constant is off, the "
+            'model is wrong on it and on the links it shares (arm-dyn-id calibrate measures '
+            "the constants); a geared joint's rotor inertia the fit leaves out reads this "
+            'way too (--armature yes)')
+
+
+def written_warnings(checks):
+    """What a fit the gate let through must say as it is written: ``{key: text}`` for the
+    model's ``fit`` section (``missing_load``: a load the URDF lacks explains the scales;
+    ``effort_scale_warning``: a joint's effort reads high against the others')."""
+    found = dict(zip(FIT_WARNINGS, (load_warning(checks), effort_scale_warning(checks))))
+    return {key: text for key, text in found.items() if text}
 
 
 def _scales_in_line(measured, nominal, velocity, acceleration, joints, tested, checks):
@@ -1703,16 +1757,15 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     if scales is not None and not at_limit:
         # one joint's effort against the others', from the fit alone (a load the URDF
         # lacks does not move it): derivatives that are not noise
-        relative = effort_scales(scales, joints, effort, gains,
-                                 condition=condition if rigid_condition is None else
-                                 rigid_condition)
+        pinned = condition if rigid_condition is None else rigid_condition
+        # a sign flipped, read the same way: where no check against the URDF could judge
+        # the joint (a light wrist), or before a held-out failure it causes elsewhere
+        flipped = flipped_effort(scales, joints, condition=pinned)
+        relative = effort_scales(scales, joints, effort, gains, condition=pinned,
+                                 flipped=flipped)
         checks.update(relative.checks)
         if not relative.ok:
             return Plausibility(False, relative.reason, checks, relative.cause)
-        # a sign flipped, read the same way: where no check against the URDF could judge
-        # the joint (a light wrist), or before a held-out failure it causes elsewhere
-        flipped = flipped_effort(scales, joints, condition=condition if rigid_condition is
-                                 None else rigid_condition)
         checks.update(flipped.checks)
         if not flipped.ok:
             return Plausibility(False, flipped.reason, checks, flipped.cause)
@@ -1808,5 +1861,6 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message', 'untested_scales',
            'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP',
-           'EFFORT_SCALE_OTHERS', 'FLIP_DROP', 'FLIP_RANGE', 'SCALE_CAUSES', 'flipped_effort',
-           'shared_effort_scale']
+           'EFFORT_SCALE_OTHERS', 'FLIP_DROP', 'FLIP_RANGE', 'SCALE_CAUSES',
+           'effort_scale_warning', 'flipped_effort', 'shared_effort_scale',
+           'written_warnings']
