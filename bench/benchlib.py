@@ -262,8 +262,11 @@ def gated_fit(bag, out, options, tree=None):
     gate = doc.get('plausibility') or {}
     kind = (doc.get('dynamics') or {}).get('kind', '?')
     code = 0 if gate.get('ok', True) else 3
-    return code, kind if code == 0 else f'{kind}: {gate.get("cause")}', gate, \
-        gate.get('reason') or ''
+    what = kind if code == 0 else f'{kind}: {gate.get("cause")}'
+    if code == 0 and gate.get('effort_scale_suspects'):
+        # written, with the fit's warning (plausibility.effort_scale_warning)
+        what += f' (warned: {", ".join(gate["effort_scale_suspects"])} reads high)'
+    return code, what, gate, gate.get('reason') or ''
 
 
 def ur10e_arguments(doc, argv=None, more=None):
