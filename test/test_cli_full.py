@@ -17,7 +17,7 @@ from arm_dyn_id import cli
 from arm_dyn_id.data.bag_writer import write_bag
 from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
 from arm_dyn_id.model.robot import RobotModel
-from test_cli_fit import (COULOMB, JOINTS, K_E, NOISE, URDF, reciprocating_data,
+from test_cli_fit import (COULOMB, JOINTS, K_E, NOISE, URDF, config_doc, reciprocating_data,
                           write_config, write_synthetic_bag)
 
 OMEGA = 2 * np.pi * 0.1            # base frequency ω_f (rad/s): one period in 10 s
@@ -395,3 +395,31 @@ def test_a_fourier_plan_sets_the_cut_off(root, arm_config, fourier_bag, capsys):
     code, out, err = run(capsys, 'fit', fourier_bag, '--config', arm_config, '--plan',
                          sweep_path, '--out', root / 'swept')
     assert code == 2 and 'only a Fourier plan' in one_error_line(err), err
+
+
+def test_a_config_without_torque_noise_weighs_the_fit_by_the_data_s_noise(
+        root, fourier_bag, capsys):
+    """A config that does not give ``torque_noise`` fits with each joint's noise σ read
+    from the data, the same model as the same URDF and constants given without a config
+    (it used to weigh every joint alike by the 0.01 N·m default, letting the heavy
+    proximal joints swamp the light wrists); a config that gives it is weighed by it."""
+    import yaml
+    doc = config_doc()
+    del doc['/**']['ros__parameters']['torque_noise']
+    plain = root / 'no_noise.yaml'
+    plain.write_text(yaml.safe_dump(doc))
+    given = write_config(root / 'noise.yaml')
+    fits = {}
+    for name, options in (('plain', ['--config', plain]), ('given', ['--config', given]),
+                          ('none', ['--urdf', URDF, '--torque-constants',
+                                    ','.join(f'{k:g}' for k in K_E)])):
+        code, _, err = run(capsys, 'fit', fourier_bag, '--out', root / f'noise_{name}',
+                           '--methods', 'wls', '--no-report', *options)
+        assert code == 0, err
+        fits[name] = yaml.safe_load((root / f'noise_{name}' / 'model.yaml').read_text())
+    sigma = np.array(fits['plain']['fit']['noise_std'])
+    np.testing.assert_allclose(sigma, fits['none']['fit']['noise_std'], rtol=1e-9)
+    np.testing.assert_allclose(fits['plain']['base']['values'],
+                               fits['none']['base']['values'], rtol=1e-9, atol=1e-12)
+    assert np.ptp(sigma) > 0.1 * sigma.max(), sigma        # the data's, joint by joint
+    np.testing.assert_allclose(fits['given']['fit']['noise_std'], NOISE[:len(JOINTS)])

@@ -757,7 +757,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     nominal_weight = cons.NOMINAL_WEIGHT if nominal_weight is None else float(nominal_weight)
     if config is not None:
         robot_name = robot_name or getattr(config, 'robot_name', None)
-        cfg_noise = getattr(config, 'torque_noise', None)
+        cfg_noise = getattr(config, 'fit_noise', None)
         if noise is None and cfg_noise is not None and np.all(np.isfinite(cfg_noise)) and \
                 np.all(np.asarray(cfg_noise) > 0):
             noise = np.asarray(cfg_noise, dtype=float)

@@ -1168,8 +1168,8 @@ def fit_gravity_recording(recording, robot, config=None, **options):
     GravityPipelineFit
     """
     if config is not None:
-        if options.get('noise') is None:
-            options['noise'] = np.asarray(config.torque_noise, dtype=float)
+        if options.get('noise') is None and config.fit_noise is not None:
+            options['noise'] = np.asarray(config.fit_noise, dtype=float)
         if options.get('robot_name') is None:
             options['robot_name'] = config.robot_name
     provenance = {'data': str(recording.source), 'states_topic': recording.states_topic}

@@ -101,7 +101,7 @@ def _fit_gravity(robot, config, t, q, tau, markers, methods):
     if not markers:
         raise DataError(f'no segment markers: {len(t)} samples but nothing on '
                         'excitation_segments; forward/backward averaging needs them')
-    fitted = fit_gravity(robot, t, q, tau, markers, noise=config.torque_noise,
+    fitted = fit_gravity(robot, t, q, tau, markers, noise=config.fit_noise,
                          methods=tuple(methods), holdout=0.0, segments='markers',
                          robot_name=config.robot_name, provenance=_provenance(config),
                          where='live data')
