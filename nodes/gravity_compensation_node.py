@@ -267,8 +267,7 @@ class GravityCompensationNode(Node):
                 compensator._last, compensator.state = old._last, old.state
                 compensator.counts = old.counts
             self.model, self.model_source, self.compensator = model, source, compensator
-            self.notes = list(compensator.gravity.notes) + friction_notes + list(
-                (getattr(model, 'metadata', None) or {}).get('warnings', []))
+            self.notes = self._notes(compensator, friction_notes, model)
             self.reload_error = ''
         self.get_logger().info(f'compensating with {source}; effort limits '
                                f'{compensator.effort_limits.tolist()} N·m' + (
@@ -321,11 +320,18 @@ class GravityCompensationNode(Node):
                 compensator._last, compensator.state = old._last, old.state
                 compensator.counts = old.counts
                 self.compensator = compensator
-                self.notes = list(compensator.gravity.notes) + friction_notes
+                self.notes = self._notes(compensator, friction_notes, self.model)
         what = 'none' if payload is None else f'{payload.mass:g} kg at {list(payload.com)} m'
         self.get_logger().info(f'now: gravity {gravity_vector.tolist()} m/s², payload {what}, '
                                f'friction fraction {values["friction_compensation"]:g}')
         return SetParametersResult(successful=True)
+
+    @staticmethod
+    def _notes(compensator, friction_notes, model):
+        """The diagnostics' notes: the compensator's and its friction's, and what the model
+        gate admitted the model with (a fit's warning among them), after every rebuild."""
+        return list(compensator.gravity.notes) + friction_notes + list(
+            (getattr(model, 'metadata', None) or {}).get('warnings', []))
 
     # -- the hot path ------------------------------------------------------------
     def _on_state(self, msg):

@@ -525,6 +525,8 @@ class IdentifierNode(Node):
             if fit.choice.kind == 'full' and p('write_thresholds').value:
                 written += self._fit_thresholds(fit, t, q, tau, prepared)
         prepared['written'] = written
+        for text in fit.warnings:
+            self.get_logger().warning(f'fitted with a warning: {text}')
         return prepared, fit.message(written)
 
     def _write_fit(self, fit, urdf):

@@ -1032,7 +1032,7 @@ def test_a_joint_reading_high_against_the_others_is_said_as_the_model_is_written
     held-out error), and joint_5's effort then reads about 1.7x the others' make of it,
     3 standard errors above 1 and removing over 10 % of the fit's residual, but not
     beyond 1.6x by 3 standard errors: written, with a warning naming joint_5, in the
-    model file and said again by whoever admits it (``validate``). The warning names
+    model file and said again, once, by every command that applies it. The warning names
     the rotor inertia; with ``--armature yes`` every joint reads 1 and nothing is said."""
     from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.data.bag_writer import write_bag
@@ -1055,9 +1055,10 @@ def test_a_joint_reading_high_against_the_others_is_said_as_the_model_is_written
     said = doc['fit']['effort_scale_warning']
     assert "joint_5's reads x1.7" in said and '--armature yes' in said, said
     assert f'warning: {said}' in err
-    code, _, err = run(capsys, 'validate', tmp_path / 'auto' / 'model.yaml', tmp_path / 'bag',
-                       '--urdf', str(URDF), '--effort', 'torque')
-    assert f'fitted with a warning: {said}' in err, err
+    for command in ('validate', 'payload', 'residual'):
+        code, _, err = run(capsys, command, tmp_path / 'auto' / 'model.yaml',
+                           tmp_path / 'bag', '--urdf', str(URDF), '--effort', 'torque')
+        assert err.count(f'warning: fitted with a warning: {said}') == 1, (command, err)
     code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'yes', *options,
                        '--armature', 'yes')
     assert code == 0, err

@@ -83,6 +83,31 @@ def test_full_fit_leaves_out_a_replay_and_is_written_with_its_thresholds(arm, fu
             'rotor inertia left out') in fit.summary, fit.summary
 
 
+def test_a_fit_written_with_a_warning_says_it_in_its_reply_and_its_model(tmp_path):
+    """The node's fit of a humanoid with 0.1 kg·m² of rotor inertia the URDF lacks, on a
+    0.1 Hz motion, from a config without torque_noise (weights from the data): joint_5's
+    effort reads high against the others' (the fit leaves the rotor inertia out), so the
+    model is served with the gate's warning, in its fit section (the model gate repeats
+    it to whoever admits the file) and in the reply the node logs."""
+    import yaml
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.validation.check import holding_friction
+    from test_cli_fit import URDF, config_doc
+    true_arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    doc = config_doc()
+    del doc['/**']['ros__parameters']['torque_noise']
+    (tmp_path / 'arm.yaml').write_text(yaml.safe_dump(doc))
+    config = load_arm_config(tmp_path / 'arm.yaml')
+    robot = RobotModel.from_config(config)
+    t, q, tau = realistic_fourier(true_arm, holding_friction(robot),
+                                  np.random.default_rng(0), 200.0, base_hz=0.1, armature=0.1)
+    n = robot.n_joints
+    fit = fit_samples(robot, config, t, q[:, :n], tau[:, :n], [], FULL)
+    assert len(fit.warnings) == 1 and "joint_5's reads x1.7" in fit.warnings[0], fit.warnings
+    assert fit.model.metadata['fit']['effort_scale_warning'] == fit.warnings[0]
+    assert fit.message('written').endswith(f'written; warning: {fit.warnings[0]}')
+
+
 def test_a_fit_the_gate_refuses_is_an_error_naming_it(arm):
     data = reciprocating_data(seed=1)
     robot, config = arm['robot'], arm['config']

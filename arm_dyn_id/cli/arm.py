@@ -141,6 +141,10 @@ def model_for_bags(args, bags, kinds=('gravity', 'full'), use='used'):
     urdf, joints = given_robot(args)
     model = admit_model(args.model.expanduser(), urdf=urdf, joints=joints, kinds=kinds,
                         allow_rejected=args.force, allow_other_urdf=args.force)
+    # what the gate admitted the model with (opted in, or what the fit said as it wrote
+    # it): said by every command that applies it, also when quiet
+    for warning in model.metadata.get('warnings', []):
+        print(f'warning: {warning}', file=sys.stderr, flush=True)
     for bag in bags:
         if not bag.exists():
             raise DataError(f'bag {bag} does not exist')

@@ -125,8 +125,6 @@ def run(args):
         'quality': rec.quality['loaded'], 'noise_std': np.asarray(noise).tolist(),
         'warnings': model.metadata.get('warnings', []),
         'gate': model.metadata.get('gate'), 'verdict': verdict}}
-    for warning in model.metadata.get('warnings', []):
-        progress.phase(f'warning: {warning}')
     for joint, text in verdict['beyond_held_out'].items():
         progress.phase(f'warning: {joint}: {text}')
     print(metrics_text(result))

@@ -83,12 +83,16 @@ class LiveFit:
     seconds: float
     samples: int
     used: np.ndarray = field(repr=False, default=None)   # mask of the samples fitted
+    #: what the data gate let the fit through with (plausibility.written_warnings)
+    warnings: tuple = ()
 
     def message(self, written):
-        """The reply of ``~/fit``: what was fitted, how, and ``written`` (where)."""
+        """The reply of ``~/fit``: what was fitted, how, ``written`` (where) and its
+        warnings."""
         return (f'{self.choice.kind} dynamics ({self.choice.reason}): fitted '
                 f'{self.model.base.count} base parameters from {self.samples} samples with '
-                f'{self.summary} in {self.seconds:.2f} s; {written}')
+                f'{self.summary} in {self.seconds:.2f} s; {written}' +
+                ''.join(f'; warning: {text}' for text in self.warnings))
 
 
 def _provenance(config):
@@ -157,13 +161,15 @@ def fit_samples(robot, config, t, q, tau, markers, settings=FitSettings()):
         raise DataError(f'{choice.kind} fit refused by the data gate: {verdict.reason}')
     model = fitted.model
     model.metadata.setdefault('dynamics_choice', choice.to_dict())
-    # served with them: the node logs the model's fit section
-    model.metadata.setdefault('fit', {}).update(written_warnings(verdict.checks))
+    # in the model's fit section (the gate repeats them to whoever admits the file) and
+    # in the fit's reply, which the node logs
+    warnings = written_warnings(verdict.checks)
+    model.metadata.setdefault('fit', {}).update(warnings)
     # what joint_states.effort carries (the recorder's conversion), for who serves it
     model.metadata.setdefault('measurement', effort_reading(
         model.joint_names, effort=settings.effort, config=config).measurement())
     return LiveFit(model, fitted.validation, choice, summary, time.monotonic() - started,
-                   len(t), used)
+                   len(t), used, tuple(warnings.values()))
 
 
 def write_live_fit(root, fit, urdf):

@@ -1086,8 +1086,8 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         """``(s, 3 standard errors below s in log)``, or None: not judged."""
         s, se = d.get('scale'), d.get('std_error')
         if not (inside(d) and se is not None and np.isfinite(se) and
-                d.get('drop', 0.0) >= EFFORT_SCALE_DROP and
-                d.get('drop_others', 0.0) >= EFFORT_SCALE_OTHERS):
+                (d.get('drop') or 0.0) >= EFFORT_SCALE_DROP and
+                (d.get('drop_others') or 0.0) >= EFFORT_SCALE_OTHERS):
             return None
         return s, np.log(s) - 3.0 * se / s
 
@@ -1151,14 +1151,16 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
             "errors, so the model is written: if that joint's torque constant is off, the "
             'model is wrong on it and on the links it shares (arm-dyn-id calibrate measures '
             "the constants); a geared joint's rotor inertia the fit leaves out reads this "
-            'way too (--armature yes)')
+            'way too (--armature yes, config key armature)')
 
 
 def written_warnings(checks):
     """What a fit the gate let through must say as it is written: ``{key: text}`` for the
     model's ``fit`` section (``missing_load``: a load the URDF lacks explains the scales;
     ``effort_scale_warning``: a joint's effort reads high against the others')."""
-    found = dict(zip(FIT_WARNINGS, (load_warning(checks), effort_scale_warning(checks))))
+    found = {'missing_load': load_warning(checks),
+             'effort_scale_warning': effort_scale_warning(checks)}
+    assert tuple(found) == FIT_WARNINGS, 'model.gate.FIT_WARNINGS lists these keys'
     return {key: text for key, text in found.items() if text}
 
 
