@@ -975,6 +975,24 @@ def test_effort_read_as_torque_names_a_load_and_the_drivers_scale_not_a_constant
     assert 'the scale the driver applies' in text and '--torque-constants' not in text
 
 
+def _geared_bag(path, urdf, base_hz, armature):
+    """A right recording of a geared arm as ``ros2 bag record`` would keep it (torque in
+    effort): the URDF's arm, masses 10 % and centres of mass 1.5 cm off, with a rotor
+    inertia ``armature`` (kg·m², every joint) the URDF lacks, on a Fourier motion of
+    ``base_hz`` (``arm_bags.realistic_fourier``). Returns the true arm."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.validation.check import holding_friction
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  200.0, base_hz=base_hz, armature=armature)
+    names = list(arm.joints) + list(arm.extra)
+    pad = np.full((len(t), len(arm.extra)), 0.01)
+    write_bag(path, 1.7e9 + t, names, np.hstack([q, pad]), np.hstack([tau, 0 * pad]))
+    return arm
+
+
 def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
         tmp_path, capsys, request):
     """A Panda with 0.3 kg·m² of rotor inertia on each joint (URDFs have none) on a 0.2
@@ -982,20 +1000,11 @@ def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
     held-out blocks and is refused; the refusal names the rotor inertia and the option.
     The default (``auto``) keeps it, for a held-out score 0.16x the one without, and
     writes a model whose gravity is near the truth."""
-    from arm_bags import Arm, example_robot, realistic_fourier
-    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_bags import example_robot
     from arm_dyn_id.model import load_model
     from arm_dyn_id.model.robot import carries_gravity
-    from arm_dyn_id.validation.check import holding_friction
     urdf = example_robot('panda_description/urdf/panda.urdf')
-    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
-                                  200.0, base_hz=0.2, armature=0.3)
-    names = list(arm.joints) + list(arm.extra)
-    pad = np.full((len(t), len(arm.extra)), 0.01)
-    write_bag(tmp_path / 'bag', 1.7e9 + t, names, np.hstack([q, pad]),
-              np.hstack([tau, 0 * pad]))
+    arm = _geared_bag(tmp_path / 'bag', urdf, base_hz=0.2, armature=0.3)
     options = ['--urdf', str(urdf), '--effort', 'torque', '--dynamics', 'full', '--no-report']
     code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'without',
                        *options, '--armature', 'no')
@@ -1034,17 +1043,7 @@ def test_a_joint_reading_high_against_the_others_is_said_as_the_model_is_written
     beyond 1.6x by 3 standard errors: written, with a warning naming joint_5, in the
     model file and said again, once, by every command that applies it. The warning names
     the rotor inertia; with ``--armature yes`` every joint reads 1 and nothing is said."""
-    from arm_bags import Arm, realistic_fourier
-    from arm_dyn_id.data.bag_writer import write_bag
-    from arm_dyn_id.validation.check import holding_friction
-    arm = Arm(URDF).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(str(URDF), joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
-                                  200.0, base_hz=0.1, armature=0.1)
-    names = list(arm.joints) + list(arm.extra)
-    pad = np.full((len(t), len(arm.extra)), 0.01)
-    write_bag(tmp_path / 'bag', 1.7e9 + t, names, np.hstack([q, pad]),
-              np.hstack([tau, 0 * pad]))
+    _geared_bag(tmp_path / 'bag', URDF, base_hz=0.1, armature=0.1)
     options = ['--urdf', str(URDF), '--effort', 'torque', '--dynamics', 'full', '--no-report']
     code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'auto', *options)
     assert code == 0, err
