@@ -975,18 +975,19 @@ def test_effort_read_as_torque_names_a_load_and_the_drivers_scale_not_a_constant
     assert 'the scale the driver applies' in text and '--torque-constants' not in text
 
 
-def _geared_bag(path, urdf, base_hz, armature):
-    """A right recording of a geared arm as ``ros2 bag record`` would keep it (torque in
-    effort): the URDF's arm, masses 10 % and centres of mass 1.5 cm off, with a rotor
-    inertia ``armature`` (kg·m², every joint) the URDF lacks, on a Fourier motion of
-    ``base_hz`` (``arm_bags.realistic_fourier``). Returns the true arm."""
+def _right_bag(path, urdf, base_hz=0.1, armature=0.0, rate=200.0, encoder=0.0):
+    """A right recording as ``ros2 bag record`` would keep it (torque in effort): the
+    URDF's arm, masses 10 % and centres of mass 1.5 cm off, with a rotor inertia
+    ``armature`` (kg·m², every joint) the URDF lacks, on a Fourier motion of ``base_hz``
+    at ``rate`` Hz with white encoder noise ``encoder`` rad
+    (``arm_bags.realistic_fourier``). Returns the true arm."""
     from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.data.bag_writer import write_bag
     from arm_dyn_id.validation.check import holding_friction
     arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
     robot = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
     t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
-                                  200.0, base_hz=base_hz, armature=armature)
+                                  rate, encoder=encoder, base_hz=base_hz, armature=armature)
     names = list(arm.joints) + list(arm.extra)
     pad = np.full((len(t), len(arm.extra)), 0.01)
     write_bag(path, 1.7e9 + t, names, np.hstack([q, pad]), np.hstack([tau, 0 * pad]))
@@ -1004,7 +1005,7 @@ def test_a_geared_arm_refused_for_its_motion_is_pointed_to_its_rotor_inertia(
     from arm_dyn_id.model import load_model
     from arm_dyn_id.model.robot import carries_gravity
     urdf = example_robot('panda_description/urdf/panda.urdf')
-    arm = _geared_bag(tmp_path / 'bag', urdf, base_hz=0.2, armature=0.3)
+    arm = _right_bag(tmp_path / 'bag', urdf, base_hz=0.2, armature=0.3)
     options = ['--urdf', str(urdf), '--effort', 'torque', '--dynamics', 'full', '--no-report']
     code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'without',
                        *options, '--armature', 'no')
@@ -1043,7 +1044,7 @@ def test_a_joint_reading_high_against_the_others_is_said_as_the_model_is_written
     beyond 1.6x by 3 standard errors: written, with a warning naming joint_5, in the
     model file and said again, once, by every command that applies it. The warning names
     the rotor inertia; with ``--armature yes`` every joint reads 1 and nothing is said."""
-    _geared_bag(tmp_path / 'bag', URDF, base_hz=0.1, armature=0.1)
+    _right_bag(tmp_path / 'bag', URDF, base_hz=0.1, armature=0.1)
     options = ['--urdf', str(URDF), '--effort', 'torque', '--dynamics', 'full', '--no-report']
     code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--out', tmp_path / 'auto', *options)
     assert code == 0, err
@@ -1065,6 +1066,31 @@ def test_a_joint_reading_high_against_the_others_is_said_as_the_model_is_written
     assert 'effort_scale_warning' not in doc['fit'] and 'reads high' not in err
     assert all(0.9 < d['scale'] < 1.1 for d in doc['fit']['effort_scales'].values()), \
         doc['fit']['effort_scales']
+
+
+def test_a_fit_names_the_effort_scale_it_could_not_check(tmp_path, capsys):
+    """A right UR5 recording at 100 Hz with 5e-4 rad of encoder noise: wrist_3's torque
+    varies too little against what its centres of mass can get wrong for the URDF to
+    judge its scale, and the coupling between joints does not pin it (its loss rises by
+    nothing with the scale 2x off): the fit writes the model and names wrist_3 as not
+    checked. At 200 Hz without encoder noise the coupling pins every joint: nothing
+    named."""
+    from arm_bags import example_robot
+    urdf = example_robot('ur_description/urdf/ur5_robot.urdf')
+    said = {}
+    for name, rate, encoder in (('noisy', 100.0, 5e-4), ('clean', 200.0, 0.0)):
+        _right_bag(tmp_path / name, urdf, rate=rate, encoder=encoder)
+        code, _, err = run(capsys, 'fit', tmp_path / name, '--out', tmp_path / f'{name}_fit',
+                           '--urdf', str(urdf), '--effort', 'torque', '--dynamics', 'full',
+                           '--no-report')
+        assert code == 0, err
+        doc = yaml.safe_load((tmp_path / f'{name}_fit' / 'model.yaml').read_text())
+        said[name] = (doc['fit'].get('unchecked_scales'), err)
+    unchecked, err = said['noisy']
+    assert unchecked == ['wrist_3_joint'], unchecked
+    assert 'not checked by this recording: the effort scale of wrist_3_joint' in err, err
+    unchecked, err = said['clean']
+    assert not unchecked and 'not checked by this recording' not in err, err
 
 
 def test_a_wiring_refusal_is_not_pointed_to_a_rotor_inertia():
@@ -1390,6 +1416,29 @@ def test_a_high_effort_scale_its_standard_errors_cannot_place_beyond_the_limit_i
     # beyond the limit by 3 standard errors: refused, not said
     verdict = effort_scales(table((2.0, 0.05, 0.16)), joints)
     assert not verdict.ok and 'effort_scale_suspects' not in verdict.checks
+
+
+def test_a_scale_neither_the_urdf_nor_the_coupling_checks_is_named():
+    """The joints whose torque constant the full fit's gate could not check: not judged
+    against the URDF and not pinned by the coupling (profile not judged, at the range's
+    end, or rising under 2 % with the scale 2x off its reading)."""
+    from arm_dyn_id.validation.plausibility import unchecked_scales
+    joints = ['a', 'b', 'c', 'd']
+
+    def row(rise, at_end=False):
+        return {'scale': 1.0, 'at_end': at_end, 'rise': rise}
+    checks = {'constant_scales': {'a': {'scale': 1.0, 'std_error': 0.01}},
+              'effort_scales_judged': True,
+              'effort_scales': {'a': row(0.0), 'b': row(0.5), 'c': row(0.01),
+                                'd': row(0.9, at_end=True)}}
+    assert unchecked_scales(checks, joints) == ['c', 'd']
+    # the profile not judged (a motion that leaves the parameters undetermined): only
+    # the URDF's checks count
+    assert unchecked_scales({**checks, 'effort_scales_judged': False}, joints) == \
+        ['b', 'c', 'd']
+    assert unchecked_scales({}, joints) == joints
+    assert unchecked_scales({**checks, 'constant_scales': {j: {} for j in joints}},
+                            joints) == []
 
 
 @pytest.mark.parametrize('arm_name, joint, twin', [('panda', 5, None), ('ur5', 2, 1)])

@@ -334,7 +334,7 @@ def _read_plan(path):
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
               choice, gains=None, measurement=None, painter=None):
-    from arm_dyn_id.validation.plausibility import written_warnings
+    from arm_dyn_id.validation.plausibility import unchecked_scales, written_warnings
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
@@ -376,6 +376,15 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     for key, text in (written_warnings(verdict.checks) if verdict.ok else {}).items():
         progress.warn(text)
         model.metadata.setdefault('fit', {})[key] = text
+    unchecked = unchecked_scales(verdict.checks, model.joint_names) if verdict.ok else []
+    if unchecked:
+        what = ('torque constant' if (args.effort or 'current') == 'current' else
+                'effort scale')
+        progress.phase(f'not checked by this recording: the {what} of {", ".join(unchecked)} '
+                       '(neither the URDF\'s torque nor the coupling between joints tells '
+                       'it; a 2x there would be written like a right one: arm-dyn-id '
+                       'calibrate measures it)')
+        model.metadata.setdefault('fit', {})['unchecked_scales'] = unchecked
     paths, validation = _write_fit(
         args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model, verdict,
         measurement, painter=painter,

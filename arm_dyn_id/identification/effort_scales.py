@@ -28,7 +28,10 @@ loss that freeing it removes, ``(L(1) − L(s)) / L(s)``), ``drop_others`` (the 
 that removed on the other joints' rows: a constant off bends the shared parameters, so
 their residual falls too), ``flip_scale`` and ``flip_drop``
 (the best negative scale and the share of the loss it removes: a sign flipped, when that
-explains the record better than any joint's positive scale).
+explains the record better than any joint's positive scale), ``rise`` (the share by which
+the loss grows with the scale moved 2x either way from its reading,
+``min(L(2s), L(s/2)) / L(s) − 1``: how well the coupling pins the joint's scale, whatever
+it reads; a wrist whose torque is its friction rises by nothing).
 """
 
 import numpy as np
@@ -111,7 +114,7 @@ def relative_effort_scales(parts, w, joints, limit=None):
     -------
     dict
         joint -> ``{scale, std_error, drop, drop_others, at_end, flip_scale,
-        flip_drop, flip_at_end}`` (``std_error`` None where not computed).
+        flip_drop, flip_at_end, rise}`` (``std_error`` None where not computed).
     """
     w = np.asarray(w, dtype=float)
     parts = [p for p in parts if p.count > 0]
@@ -134,10 +137,13 @@ def relative_effort_scales(parts, w, joints, limit=None):
         flip = _best_scale(total, w, j, -1.0)
         negative = _profile(total, w, j, flip)
         flipped = (plain - negative) / max(negative, 1e-300)
+        # how much a scale 2x off its reading would cost: the profile's curvature
+        moved = min(_profile(total, w, j, 2.0 * s), _profile(total, w, j, 0.5 * s))
         out[name] = {'scale': s, 'std_error': se, 'drop': float(max(drop, 0.0)),
                      'drop_others': others,
                      'at_end': _at_end(s), 'flip_scale': flip,
-                     'flip_drop': float(max(flipped, 0.0)), 'flip_at_end': _at_end(flip)}
+                     'flip_drop': float(max(flipped, 0.0)), 'flip_at_end': _at_end(flip),
+                     'rise': float(max((moved - at) / max(at, 1e-300), 0.0))}
     return out
 
 

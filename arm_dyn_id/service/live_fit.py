@@ -39,7 +39,7 @@ from arm_dyn_id.service.contact import thresholds_file
 from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.model_dir import write_fit
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
-from arm_dyn_id.validation.plausibility import written_warnings
+from arm_dyn_id.validation.plausibility import unchecked_scales, written_warnings
 
 #: what the fit's provenance says its data was
 LIVE_DATA = 'live joint_torques'
@@ -165,6 +165,10 @@ def fit_samples(robot, config, t, q, tau, markers, settings=FitSettings()):
     # in the fit's reply, which the node logs
     warnings = written_warnings(verdict.checks)
     model.metadata.setdefault('fit', {}).update(warnings)
+    if choice.kind == 'full':
+        # the joints whose effort scale this recording could not check (`fit` says so)
+        model.metadata['fit']['unchecked_scales'] = unchecked_scales(verdict.checks,
+                                                                     model.joint_names)
     # what joint_states.effort carries (the recorder's conversion), for who serves it
     model.metadata.setdefault('measurement', effort_reading(
         model.joint_names, effort=settings.effort, config=config).measurement())

@@ -1074,9 +1074,10 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     Plausibility
         ``checks``: the scales; refused with cause ``torque_constant``.
     """
-    checks = {'effort_scales': dict(scales or {})}
+    checks = {'effort_scales': dict(scales or {}), 'effort_scales_judged': False}
     if condition is not None and not condition <= EFFORT_SCALE_CONDITION:
         return Plausibility(True, None, checks)
+    checks['effort_scales_judged'] = scales is not None
 
     def inside(d):
         s = d.get('scale')
@@ -1152,6 +1153,26 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
             'model is wrong on it and on the links it shares (arm-dyn-id calibrate measures '
             "the constants); a geared joint's rotor inertia the fit leaves out reads this "
             'way too (--armature yes, config key armature)')
+
+
+def unchecked_scales(checks, joints):
+    """The joints whose effort scale (torque constant) the full fit's gate could not check
+    (``checks`` of :func:`judge_full`): not judged against the URDF (absent from
+    ``constant_scales``: its torque varies too little against what its centres of mass
+    can get wrong, or its scale is not determined) and not pinned by the coupling between
+    joints (its effort-scale profile not judged, at the searched range's end, or rising
+    by less than :data:`EFFORT_SCALE_DROP` with the scale 2x off its reading). A constant
+    off by 2x there is written like a right one: a real UR10e's wrist_3, whose profile
+    runs to the range's end whether its constant is right or doubled."""
+    checks = checks or {}
+    tested = checks.get('constant_scales') or {}
+    profile = (checks.get('effort_scales') or {}) if checks.get('effort_scales_judged') \
+        else {}
+
+    def pinned(d):
+        return (isinstance(d, dict) and not d.get('at_end', True) and
+                (d.get('rise') or 0.0) >= EFFORT_SCALE_DROP)
+    return [j for j in joints if j not in tested and not pinned(profile.get(j))]
 
 
 def written_warnings(checks):
@@ -1865,4 +1886,4 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP',
            'EFFORT_SCALE_OTHERS', 'FLIP_DROP', 'FLIP_RANGE', 'SCALE_CAUSES',
            'effort_scale_warning', 'flipped_effort', 'shared_effort_scale',
-           'written_warnings']
+           'unchecked_scales', 'written_warnings']
