@@ -423,3 +423,20 @@ def test_a_config_without_torque_noise_weighs_the_fit_by_the_data_s_noise(
                                fits['none']['base']['values'], rtol=1e-9, atol=1e-12)
     assert np.ptp(sigma) > 0.1 * sigma.max(), sigma        # the data's, joint by joint
     np.testing.assert_allclose(fits['given']['fit']['noise_std'], NOISE[:len(JOINTS)])
+
+
+def test_a_fit_with_its_cut_off_at_the_rate_limit_says_no_scale_was_checked(
+        root, arm_config, capsys):
+    """With the cut-off given at the rate limit (30 Hz at 100 Hz sampling) the gate
+    trusts no derivative to judge the joints' scales by: a fit it writes names every
+    joint's torque constant as not checked, and says why."""
+    import yaml
+    bag = write_plain_bag(root / 'limit', fourier_data(seed=0, rate=100.0))
+    code, _, err = run(capsys, 'fit', bag, '--config', arm_config, '--dynamics', 'full',
+                       '--cutoff', '30', '--out', root / 'limit_fit', '--no-report')
+    assert code == 0, err
+    doc = yaml.safe_load((root / 'limit_fit' / 'model.yaml').read_text())
+    assert doc['fit']['unchecked_scales'] == list(JOINTS)
+    line = next(line for line in err.splitlines() if 'not checked by this recording' in line)
+    assert 'the cut-off at the rate limit: no scale was judged' in line, line
+    assert ', '.join(JOINTS) in line, line

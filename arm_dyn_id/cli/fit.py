@@ -376,15 +376,18 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     for key, text in (written_warnings(verdict.checks) if verdict.ok else {}).items():
         progress.warn(text)
         model.metadata.setdefault('fit', {})[key] = text
-    unchecked = unchecked_scales(verdict.checks, model.joint_names) if verdict.ok else []
-    if unchecked:
-        what = ('torque constant' if (args.effort or 'current') == 'current' else
-                'effort scale')
-        progress.phase(f'not checked by this recording: the {what} of {", ".join(unchecked)} '
-                       '(neither the URDF\'s torque nor the coupling between joints tells '
-                       'it; a 2x there would be written like a right one: arm-dyn-id '
-                       'calibrate measures it)')
+    if verdict.ok:
+        unchecked = unchecked_scales(verdict.checks, model.joint_names)
         model.metadata.setdefault('fit', {})['unchecked_scales'] = unchecked
+        if unchecked:
+            what = ('torque constant' if (args.effort or 'current') == 'current' else
+                    'effort scale')
+            why = ('the cut-off at the rate limit: no scale was judged' if
+                   (verdict.checks.get('cutoff') or {}).get('at_rate_limit') else
+                   'neither the URDF\'s torque nor the coupling between joints tells it')
+            progress.phase(f'not checked by this recording: the {what} of '
+                           f'{", ".join(unchecked)} ({why}; one 2x off there would be '
+                           'written like a right one: arm-dyn-id calibrate measures it)')
     paths, validation = _write_fit(
         args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model, verdict,
         measurement, painter=painter,

@@ -1161,9 +1161,12 @@ def unchecked_scales(checks, joints):
     ``constant_scales``: its torque varies too little against what its centres of mass
     can get wrong, or its scale is not determined) and not pinned by the coupling between
     joints (its effort-scale profile not judged, at the searched range's end, or rising
-    by less than :data:`EFFORT_SCALE_DROP` with the scale 2x off its reading). A constant
-    off by 2x there is written like a right one: a real UR10e's wrist_3, whose profile
-    runs to the range's end whether its constant is right or doubled."""
+    by less than :data:`EFFORT_SCALE_DROP` with the scale 2x off its reading); every
+    joint when the cut-off sat at the rate limit (no scale judged). A constant off by 2x
+    there is written like a right one: a real UR10e's wrist_3, whose profile runs to the
+    range's end whether its constant is right or doubled. The joints not named are not
+    all checked both ways: the profile judges high readings only, and the URDF-based
+    checks compare a joint with those before and beyond it (offline.md)."""
     checks = checks or {}
     tested = checks.get('constant_scales') or {}
     profile = (checks.get('effort_scales') or {}) if checks.get('effort_scales_judged') \
