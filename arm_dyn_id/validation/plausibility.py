@@ -30,8 +30,8 @@ import numpy as np
 from arm_dyn_id.model.gate import FIT_WARNINGS, SCALE_LIMIT
 from arm_dyn_id.model.robot import carries_gravity
 from arm_dyn_id.validation.missing_load import (LOAD_AGREEMENT, SHARED_LIMIT, fit_missing_load,
-                                                load_warning,
-                                                judged_scales, load_torque, shared_scale)
+                                                judged_scales, load_torque, load_warning,
+                                                shared_scale)
 #: A joint carries signal when its torque's standard deviation exceeds this many noise σ.
 SIGNAL_NOISE = 3.0
 #: Held-out correlation below which a joint with signal is not predicted.
