@@ -334,7 +334,8 @@ def _read_plan(path):
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
               choice, gains=None, measurement=None, painter=None):
-    from arm_dyn_id.validation.plausibility import unchecked_scales, written_warnings
+    from arm_dyn_id.model.gate import FIT_WARNINGS
+    from arm_dyn_id.validation.plausibility import fit_notes
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
@@ -373,12 +374,13 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
         progress.warn(cutoff_warning)
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
-    for key, text in (written_warnings(verdict.checks) if verdict.ok else {}).items():
-        progress.warn(text)
-        model.metadata.setdefault('fit', {})[key] = text
     if verdict.ok:
-        unchecked = unchecked_scales(verdict.checks, model.joint_names)
-        model.metadata.setdefault('fit', {})['unchecked_scales'] = unchecked
+        notes = fit_notes(verdict.checks, model.joint_names)
+        model.metadata.setdefault('fit', {}).update(notes)
+        for key in FIT_WARNINGS:
+            if key in notes:
+                progress.warn(notes[key])
+        unchecked = notes['unchecked_scales']
         if unchecked:
             what = ('torque constant' if (args.effort or 'current') == 'current' else
                     'effort scale')

@@ -32,6 +32,7 @@ from arm_dyn_id.data.motor import effort_reading
 from arm_dyn_id.data.segmentation import filtered_derivatives, quasi_static_mask
 from arm_dyn_id.errors import DataError, JointNameError
 from arm_dyn_id.identification.payload import identify_payload_samples
+from arm_dyn_id.model.gate import FIT_WARNINGS
 from arm_dyn_id.identification.pipeline import (armature_choice, choose_dynamics,
                                                 fit_full_samples, fit_gravity, judge_full_fit,
                                                 judge_gravity_fit, plan_harmonic_hz)
@@ -39,7 +40,7 @@ from arm_dyn_id.service.contact import thresholds_file
 from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.model_dir import write_fit
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
-from arm_dyn_id.validation.plausibility import unchecked_scales, written_warnings
+from arm_dyn_id.validation.plausibility import fit_notes
 
 #: what the fit's provenance says its data was
 LIVE_DATA = 'live joint_torques'
@@ -161,19 +162,16 @@ def fit_samples(robot, config, t, q, tau, markers, settings=FitSettings()):
         raise DataError(f'{choice.kind} fit refused by the data gate: {verdict.reason}')
     model = fitted.model
     model.metadata.setdefault('dynamics_choice', choice.to_dict())
-    # in the model's fit section (the gate repeats them to whoever admits the file) and
-    # in the fit's reply, which the node logs
-    warnings = written_warnings(verdict.checks)
-    model.metadata.setdefault('fit', {}).update(warnings)
-    if choice.kind == 'full':
-        # the joints whose effort scale this recording could not check (`fit` says so)
-        model.metadata['fit']['unchecked_scales'] = unchecked_scales(verdict.checks,
-                                                                     model.joint_names)
+    # in the model's fit section, as `fit` writes it (the gate repeats the warnings to
+    # whoever admits the file), and the warnings in the fit's reply, which the node logs
+    notes = fit_notes(verdict.checks,
+                      model.joint_names if choice.kind == 'full' else None)
+    model.metadata.setdefault('fit', {}).update(notes)
     # what joint_states.effort carries (the recorder's conversion), for who serves it
     model.metadata.setdefault('measurement', effort_reading(
         model.joint_names, effort=settings.effort, config=config).measurement())
     return LiveFit(model, fitted.validation, choice, summary, time.monotonic() - started,
-                   len(t), used, tuple(warnings.values()))
+                   len(t), used, tuple(notes[key] for key in FIT_WARNINGS if key in notes))
 
 
 def write_live_fit(root, fit, urdf):

@@ -956,12 +956,6 @@ EFFORT_SCALE_CONDITION = 300.0
 #: of its own improves its own row alone (a right Kinova's fourth joint at 500 Hz with
 #: 1e-4 rad encoder noise read x3.85 ± 0.37, removing 4.5 %, the others' -1.8 %).
 EFFORT_SCALE_OTHERS = 0.005
-# A joint whose scale reads above the limit and 3 standard errors above 1, whose freeing
-# removes EFFORT_SCALE_DROP (some on the others' rows), but whose 3 standard errors reach
-# the limit, is not refused: a right geared humanoid whose rotor inertia the URDF lacks
-# read its joint_5 x1.70 ± 0.24, removing 13 % of the loss, where a real UR10e's wrist_2
-# with its constant 2x read x2.00 ± 0.27, removing 16 % (its 1.5x: 1.51 ± 0.20). The fit
-# is written with a warning naming the joint (effort_scale_warning).
 
 
 #: A joint's effort reads negative against the other joints' (a sign flipped) when its
@@ -1186,6 +1180,16 @@ def written_warnings(checks):
              'effort_scale_warning': effort_scale_warning(checks)}
     assert tuple(found) == FIT_WARNINGS, 'model.gate.FIT_WARNINGS lists these keys'
     return {key: text for key, text in found.items() if text}
+
+
+def fit_notes(checks, joints=None):
+    """What a fit the gate let through adds to its model's ``fit`` section: its warnings
+    (:func:`written_warnings`, keys :data:`~arm_dyn_id.model.gate.FIT_WARNINGS`) and, for
+    a full fit (``joints`` given), ``unchecked_scales`` (:func:`unchecked_scales`)."""
+    notes = written_warnings(checks)
+    if joints is not None:
+        notes['unchecked_scales'] = unchecked_scales(checks, joints)
+    return notes
 
 
 def _scales_in_line(measured, nominal, velocity, acceleration, joints, tested, checks):
@@ -1783,11 +1787,11 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     if scales is not None and not at_limit:
         # one joint's effort against the others', from the fit alone (a load the URDF
         # lacks does not move it): derivatives that are not noise
-        pinned = condition if rigid_condition is None else rigid_condition
+        rigid = condition if rigid_condition is None else rigid_condition
         # a sign flipped, read the same way: where no check against the URDF could judge
         # the joint (a light wrist), or before a held-out failure it causes elsewhere
-        flipped = flipped_effort(scales, joints, condition=pinned)
-        relative = effort_scales(scales, joints, effort, gains, condition=pinned,
+        flipped = flipped_effort(scales, joints, condition=rigid)
+        relative = effort_scales(scales, joints, effort, gains, condition=rigid,
                                  flipped=flipped)
         checks.update(relative.checks)
         if not relative.ok:
@@ -1889,4 +1893,4 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP',
            'EFFORT_SCALE_OTHERS', 'FLIP_DROP', 'FLIP_RANGE', 'SCALE_CAUSES',
            'effort_scale_warning', 'flipped_effort', 'shared_effort_scale',
-           'unchecked_scales', 'written_warnings']
+           'fit_notes', 'unchecked_scales', 'written_warnings']
