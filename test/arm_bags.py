@@ -337,15 +337,36 @@ def realistic_sweeps(arm, holding, rng, poses_per_joint=5, rate=100.0, asymmetry
     return t, q, tau
 
 
+def soft_friction(scale, rng):
+    """A friction unlike the fit's own law, as torque-sensed arms show it (a Panda's): per
+    joint ``f1·(tanh((q̇ + f3) / ε) − tanh(f3 / ε)) + fv·q̇ + fo``, a Coulomb level rising
+    over ε = 0.1-0.4 rad/s, its centre shifted by f3 (±0.04 rad/s: stronger one way,
+    zero at rest), viscous and a sensor's constant offset. ``scale`` (n,) N·m: each
+    joint's torque scale; f1 is 4-10 % of it, fv 10-40 % of f1 per rad/s, fo ±2 % of it.
+    Returns a function of q̇ (N, n) -> friction torque (N, n) N·m."""
+    scale = np.asarray(scale, dtype=float)
+    n = len(scale)
+    f1 = scale * rng.uniform(0.04, 0.10, n)
+    eps = 2.0 / rng.uniform(5.0, 20.0, n)
+    f3 = rng.uniform(-0.04, 0.04, n)
+    fv = f1 * rng.uniform(0.1, 0.4, n)
+    fo = scale * rng.uniform(-0.02, 0.02, n)
+
+    def friction(dq):
+        return f1 * (np.tanh((dq + f3) / eps) - np.tanh(f3 / eps)) + fv * dq + fo
+    return friction
+
+
 def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
-                      base_hz=0.1, armature=0.0):
+                      base_hz=0.1, armature=0.0, friction=None):
     """t, q measured, τ (N,), (N, n), (N, n) of a rich recording of the true ``arm``: 4
     harmonics of ``base_hz`` about the middle of each joint's range, amplitude min(0.8
     rad, a quarter of the range); τ is pinocchio's RNEA plus Coulomb friction
     ``holding`` (n,) N·m (``tanh(q̇ / 1e-3)``), viscous friction 0.3 × that per rad/s,
     a rotor inertia ``armature`` (kg·m², each joint; URDFs have none) and white noise
     of 0.5 % of each joint's largest rigid-body torque; q carries white encoder noise
-    ``encoder`` (rad)."""
+    ``encoder`` (rad). ``friction``: a function of q̇ (N, n) giving the friction torque
+    (N, n) N·m instead (``holding`` then unused)."""
     from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
     n = arm.n
     ell = np.arange(1, 5)
@@ -365,8 +386,12 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
         v[idx_v], acc[idx_v] = dq[i], ddq[i]
         rigid[i] = pin.rnea(arm.model, arm.data, arm.configuration(q[i], extra), v,
                             acc)[idx_v]
-    holding = np.asarray(holding, dtype=float)
-    tau = rigid + holding * np.tanh(dq / 1e-3) + 0.3 * holding * dq + armature * ddq + \
+    if friction is None:
+        holding = np.asarray(holding, dtype=float)
+
+        def friction(v):
+            return holding * np.tanh(v / 1e-3) + 0.3 * holding * v
+    tau = rigid + friction(dq) + armature * ddq + \
         rng.standard_normal(q.shape) * 0.005 * np.abs(rigid).max(axis=0)
     return t, (q + rng.normal(0.0, encoder, q.shape) if encoder > 0 else q), tau
 

@@ -99,10 +99,11 @@ def add_arguments(parser):
                         'instead of the recording\'s band (recorder bags carry it)')
     parser.add_argument('--friction', metavar='SPEC',
                         help='full dynamics: friction model, "auto" (default, or the config\'s '
-                        '"friction"): chosen by the held-out score on time blocks of this '
-                        'recording; or comma-separated words: coulomb,viscous (smooth sign, '
-                        'eps 0.01 rad/s), offset, stribeck, coulomb_directional, load_coulomb, '
-                        'sign (sharp sign)')
+                        '"friction"): the smooth sign\'s width eps, then the terms, chosen '
+                        'by the held-out score on time blocks of this recording; or '
+                        'comma-separated words: coulomb,viscous (smooth sign, eps 0.01 rad/s), '
+                        'offset, stribeck, coulomb_directional, load_coulomb, sign (sharp '
+                        'sign)')
     parser.add_argument('--armature', choices=('yes', 'no', 'auto'),
                         help='full dynamics: identify rotor inertias (default the config\'s '
                         '"armature", else auto: fitted with and without, kept when they '

@@ -28,7 +28,13 @@ loss that freeing it removes, ``(L(1) − L(s)) / L(s)``), ``drop_others`` (the 
 that removed on the other joints' rows: a constant off bends the shared parameters, so
 their residual falls too), ``flip_scale`` and ``flip_drop``
 (the best negative scale and the share of the loss it removes: a sign flipped, when that
-explains the record better than any joint's positive scale), ``rise`` (the share by which
+explains the record better than any joint's positive scale), ``flip_coupled`` (how much
+better that negative scale explains the record than the joint's row cut loose from the
+others, its scale near 0 so that the other rows alone set the parameters they share,
+``(L(0⁺) − L(s₋)) / L(s₋)``: a flipped effort carries the coupling with its sign turned,
+so it beats the cut-loose row many times; a row that merely disagrees with the others
+through errors of its own, a friction the model gets wrong, gains from its negative scale
+about what it gains from being cut loose), ``rise`` (the share by which
 the loss grows with the scale moved 2x either way from its reading,
 ``min(L(2s), L(s/2)) / L(s) − 1``: how well the coupling pins the joint's scale, whatever
 it reads; a wrist whose torque is its friction rises by nothing).
@@ -48,6 +54,10 @@ GRID = 25
 #: range (a joint the coupling does not pin, or another joint's mistake throws off), not a
 #: scale read: ``at_end``.
 END_MARGIN = 1.1
+#: The scale of a row cut loose from the others (``flip_coupled``): near 0, where the
+#: joint's own terms still fit its row (their coefficients scale with 1/s) and the shared
+#: ones are set by the other rows.
+DECOUPLED = 1e-3
 
 
 def _at_end(s):
@@ -114,7 +124,7 @@ def relative_effort_scales(parts, w, joints, limit=None):
     -------
     dict
         joint -> ``{scale, std_error, drop, drop_others, at_end, flip_scale,
-        flip_drop, flip_at_end, rise}`` (``std_error`` None where not computed).
+        flip_drop, flip_at_end, flip_coupled, rise}`` (``std_error`` None where not computed).
     """
     w = np.asarray(w, dtype=float)
     parts = [p for p in parts if p.count > 0]
@@ -137,14 +147,16 @@ def relative_effort_scales(parts, w, joints, limit=None):
         flip = _best_scale(total, w, j, -1.0)
         negative = _profile(total, w, j, flip)
         flipped = (plain - negative) / max(negative, 1e-300)
+        loose = _profile(total, w, j, DECOUPLED)
         # how much a scale 2x off its reading would cost: the profile's curvature
         moved = min(_profile(total, w, j, 2.0 * s), _profile(total, w, j, 0.5 * s))
         out[name] = {'scale': s, 'std_error': se, 'drop': float(max(drop, 0.0)),
                      'drop_others': others,
                      'at_end': _at_end(s), 'flip_scale': flip,
                      'flip_drop': float(max(flipped, 0.0)), 'flip_at_end': _at_end(flip),
+                     'flip_coupled': float((loose - negative) / max(negative, 1e-300)),
                      'rise': float(max((moved - at) / max(at, 1e-300), 0.0))}
     return out
 
 
-__all__ = ['END_MARGIN', 'GRID', 'SCALE_RANGE', 'relative_effort_scales']
+__all__ = ['DECOUPLED', 'END_MARGIN', 'GRID', 'SCALE_RANGE', 'relative_effort_scales']

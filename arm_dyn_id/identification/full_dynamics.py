@@ -35,7 +35,7 @@ per sample) by ``decimate``. Keep ``fs / decimate`` at least ~4× the cutoff.
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.ndimage
@@ -338,6 +338,13 @@ def _metrics_dict(metrics):
 #: Candidates of ``friction='auto'``, simplest first (``--friction`` words).
 AUTO_FRICTION = ('coulomb,viscous', 'coulomb,viscous,offset', 'coulomb,viscous,stribeck',
                  'coulomb_directional,viscous', 'coulomb,viscous,load_coulomb')
+#: Widths ε of the Coulomb term's smooth sign ``tanh(q̇ / ε)`` that ``friction='auto'``
+#: tries first, with Coulomb + viscous friction, on the same time blocks (rad/s): the
+#: narrowest within :data:`AUTO_TOLERANCE` of the best is kept for every candidate. A
+#: joint whose friction rises over a tenth of a rad/s (a Panda's, a sigmoid in q̇ of
+#: 5-20 per rad/s) left a sharp sign's residual that the checks of the effort's scale and
+#: sign read as a torque constant off or a sign flipped on right simulated arms.
+SMOOTH_VELOCITIES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
 #: A richer candidate is kept only if its mean held-out RMSE % is below the
 #: simplest one within this ratio of the best (parsimony: noise-level gains are not gains).
 AUTO_TOLERANCE = 1.01
@@ -354,6 +361,13 @@ GRAVITY_SHIFT = 0.05
 #: torque by 4-54 % (a loaded UR5 elbow's fitted gravity 56 % off); a true offset of
 #: 0.3 N·m read 0.2.
 DECISIVE = 0.5
+#: ... but never one that moves the gravity torque by more than this fraction of the
+#: URDF's: no error of a URDF's masses moves it that far, so the term trades for gravity
+#: whatever it scores. A true offset of 0.3 N·m on the humanoid moved it 0.31; a right
+#: Kinova whose friction rose slowly and shifted with direction fitted offsets of -3.0
+#: and +1.7 N·m that moved it 2.55 (its gravity 17 % off, 1.6 % with the directional
+#: term, which scored 0.99 against the offset's 0.69).
+GRAVITY_SHIFT_CAP = 1.0
 #: A joint slower than :data:`~arm_dyn_id.model.dynamics.SLOW_SPEED` is left out of its
 #: own torque's equations in the full fit (:func:`moving_rows`), and for this many periods
 #: of the cut-off frequency either side of such a sample. Simulated arms with the
@@ -366,16 +380,23 @@ SLOW_SPREAD = 0.25
 MOVING_SHARE = 0.5
 
 
-def _prepare(robot, base, friction, t, q, tau, features_out=False, **options):
+def _prepare(robot, base, friction, t, q, tau, features_out=False, widths=(), **options):
     """Prepared record with the stacked base + friction regressor W (M, n, r + f),
     every column through the same filter as τ.
 
     The load-dependent term's column ``|τ_load|·s(q̇)`` (τ_load the nominal URDF's
     rigid-body torque, ``Y θ_URDF``) rides with the rigid-body regressor: the same
     pinocchio call, the same filter. ``features_out``: also return the friction
-    features (M, n, k)."""
+    features (M, n, k). ``widths``: also return the smooth sign ``tanh(q̇ / ε)`` at each
+    ε, filtered alike (M, n, len(widths)), last."""
     armature = base.armature
     theta = nominal_standard_parameters(robot, armature) if friction.load else None
+    own = friction.per_joint - (1 if friction.load else 0)
+
+    def features(dq):
+        f = friction.features(dq)
+        return np.concatenate([f] + [np.tanh(dq / eps)[..., None] for eps in widths],
+                              axis=-1) if widths else f
 
     def rigid(qd, dqd, ddqd):
         Y = rigid_regressor(robot, qd, dqd, ddqd, armature=armature)
@@ -385,13 +406,22 @@ def _prepare(robot, base, friction, t, q, tau, features_out=False, **options):
         load = np.abs(Y @ theta) * friction.sign(dqd)
         return np.concatenate([Yb, load[:, :, None]], axis=2)
 
-    prepared = prepare(t, q, tau, features=friction.features, regressor=rigid, **options)
+    prepared = prepare(t, q, tau, features=features, regressor=rigid, **options)
     regr, feats = prepared.regressor, prepared.features
+    soft = feats[:, :, own:]
+    feats = feats[:, :, :own]
     if theta is not None:
         regr, feats = regr[:, :, :-1], np.concatenate([feats, regr[:, :, -1:]], axis=2)
     F = friction.regressor(prepared.dq, features=feats)
     W = np.concatenate([regr, F], axis=2)
-    return (prepared, W, feats) if features_out else (prepared, W)
+    out = (prepared, W) + ((feats,) if features_out else ()) + ((soft,) if widths else ())
+    return out
+
+
+def _selected(parts, T):
+    """Block moments of the columns ``W T`` (T (c, k) selects and adds columns of W)."""
+    return [NormalEquations(T.T @ p.A @ T, T.T @ p.b, T.T @ p.A_joint @ T, p.b_joint @ T,
+                            p.tau_sq, p.count, p.weights) for p in parts]
 
 
 def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
@@ -401,30 +431,67 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
     friction columns differ). The simplest candidate within :data:`AUTO_TOLERANCE`
     of the best mean held-out RMSE % over the joints is chosen, among those whose
     gravity torque stays within :data:`GRAVITY_SHIFT` of the simplest one's
-    (:func:`_gravity_shifts`) or whose score is :data:`DECISIVE` of its.
+    (:func:`_gravity_shifts`) or whose score is :data:`DECISIVE` of its. Before them, the
+    width of the Coulomb term's smooth sign (:data:`SMOOTH_VELOCITIES`), scored alike with
+    Coulomb + viscous friction: the narrowest within :data:`AUTO_TOLERANCE` of the best
+    (a wider one costs a second preparation).
 
     Returns
     -------
-    prepared, W, friction, selection : Prepared, ndarray (M, n, r + f), FrictionModel, dict
+    prepared, W, friction, selection, Wu : Prepared, ndarray (M, n, r + f), FrictionModel,
+        dict, ndarray (M, n, r + u)
+        ``Wu``: the regressor with every candidate's friction terms (the union), at the
+        width chosen.
     """
-    union = FrictionModel(coulomb='tanh', smooth_velocity=0.01, offset=True, stribeck=True,
-                          directional=True, load=True)
-    prepared, Wu = _prepare(robot, base, union, t, q, tau, **options)
+    union = FrictionModel(coulomb='tanh', smooth_velocity=SMOOTH_VELOCITIES[0], offset=True,
+                          stribeck=True, directional=True, load=True)
+    prepared, Wu, feats, soft = _prepare(robot, base, union, t, q, tau, features_out=True,
+                                         widths=SMOOTH_VELOCITIES, **options)
     r, n, ku = base.count, robot.n_joints, union.per_joint
     target = prepared.tau
     groups = time_blocks(len(target), int(holdout))
     peak = np.maximum(np.nanmax(np.abs(target), axis=0), 1e-12)
     finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(Wu), axis=(1, 2))
+    w_given = None if noise is None else _weights(np.asarray(noise, dtype=float), n)
+    # the Coulomb term's width first: Coulomb + viscous at each, from one pass over the
+    # rigid columns and every width's (a width's moments are Tᵀ A T, as the candidates')
+    simplest_model = parse_friction(AUTO_FRICTION[0])
+    kw = len(SMOOTH_VELOCITIES) + 1
+    Fw = simplest_model.regressor(prepared.dq, features=np.concatenate(
+        [soft, feats[:, :, union.terms.index('fv')][:, :, None]], axis=2))
+    Ww = np.concatenate([Wu[:, :, :r], Fw], axis=2)
+    ok = finite & np.all(np.isfinite(Ww), axis=(1, 2))
+    width_parts = [sample_moments(Ww, target, np.ones(n), ok & (groups == g))
+                   for g in range(int(holdout))]
+    width_scores, w = {}, w_given
+    for i, eps in enumerate(SMOOTH_VELOCITIES):
+        T = np.zeros((r + n * kw, r + 2 * n))
+        T[:r, :r] = np.eye(r)
+        for j in range(n):
+            T[r + j * kw + i, r + 2 * j] = T[r + j * kw + kw - 1, r + 2 * j + 1] = 1.0
+        parts = _selected(width_parts, T)
+        if w is None:   # weights of the narrowest one's residual, shared by all
+            w = _residual_weights(parts, peak)
+        width_scores[eps] = float(np.mean(_held_out_percent(
+            parts, w, _signed_terms(r, simplest_model, n), peak)))
+    best_width = min(width_scores.values())
+    width = next(eps for eps in SMOOTH_VELOCITIES
+                 if width_scores[eps] <= AUTO_TOLERANCE * best_width)
+    if width != union.smooth_velocity:
+        union = replace(union, smooth_velocity=width)
+        prepared, Wu = _prepare(robot, base, union, t, q, tau, **options)
+        target = prepared.tau
+        finite = np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(Wu), axis=(1, 2))
     # one pass over the union's columns; a candidate's columns are W_u T (fc = fcp + fcn),
     # so its moments are Tᵀ A T, Tᵀ b. Scored on every sample, the slow ones too
     # (moving_rows): above the slow speed a direction-dependent Coulomb term is Coulomb
     # plus an offset; only the slow samples tell the two apart
     union_parts = [sample_moments(Wu, target, np.ones(n), finite & (groups == g))
                    for g in range(int(holdout))]
-    w = None if noise is None else _weights(np.asarray(noise, dtype=float), n)
+    w = w_given
     scores, built = {}, {}
     for spec in AUTO_FRICTION:
-        model = parse_friction(spec)
+        model = replace(parse_friction(spec), smooth_velocity=width)
         kc = model.per_joint
         T = np.zeros((r + n * ku, r + n * kc))
         T[:r, :r] = np.eye(r)
@@ -432,10 +499,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
             for i, term in enumerate(model.terms):
                 for source in (('fcp', 'fcn') if term == 'fc' else (term,)):
                     T[r + j * ku + union.terms.index(source), r + j * kc + i] = 1.0
-        parts = [NormalEquations(T.T @ p.A @ T, T.T @ p.b,
-                                 T.T @ p.A_joint @ T,
-                                 p.b_joint @ T, p.tau_sq, p.count, p.weights)
-                 for p in union_parts]
+        parts = _selected(union_parts, T)
         if w is None:   # weights of the simplest candidate's residual, shared by all
             w = _residual_weights(parts, peak)
         nonneg = _signed_terms(r, model, n)
@@ -444,7 +508,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
     shifts = _gravity_shifts(robot, base, prepared.q, built, w)
     simplest = scores[AUTO_FRICTION[0]]
     eligible = [spec for spec in AUTO_FRICTION if shifts[spec] <= GRAVITY_SHIFT or
-                scores[spec] <= DECISIVE * simplest]
+                (scores[spec] <= DECISIVE * simplest and shifts[spec] <= GRAVITY_SHIFT_CAP)]
     best = min(scores[spec] for spec in eligible)
     chosen = next(spec for spec in eligible if scores[spec] <= AUTO_TOLERANCE * best)
     model, T = built[chosen][:2]
@@ -455,13 +519,21 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                        f'simplest within {AUTO_TOLERANCE:g}x of the best, setting aside '
                        f'one that moves the gravity torque from the simplest\'s by more '
                        f'than {100 * GRAVITY_SHIFT:g} % of the URDF\'s unless its score is '
-                       f'at most {DECISIVE:g}x the simplest\'s',
+                       f'at most {DECISIVE:g}x the simplest\'s (and moves it by at most '
+                       f'{100 * GRAVITY_SHIFT_CAP:g} %); first the Coulomb term\'s '
+                       'smooth sign tanh(qd/eps): the narrowest eps of '
+                       f'{", ".join(f"{e:g}" for e in SMOOTH_VELOCITIES)} rad/s within '
+                       f'{AUTO_TOLERANCE:g}x of the best, with coulomb,viscous',
                  'scores': scores, 'gravity_shift': shifts, 'gravity_tolerance': GRAVITY_SHIFT,
+                 # the Coulomb term's width, chosen first (coulomb,viscous at each)
+                 'smooth_velocity': {'chosen': width,
+                                     'scores': {f'{eps:g}': v
+                                                for eps, v in width_scores.items()}},
                  # the ones that scored better than the simplest (the others would not
                  # have been chosen anyway)
                  'set_aside': [spec for spec in AUTO_FRICTION
                                if spec not in eligible and scores[spec] < simplest]}
-    return prepared, W, model, selection
+    return prepared, W, model, selection, Wu
 
 
 def moving_rows(prepared):
@@ -764,9 +836,9 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     base = rigid_base_parameters(robot, armature=armature)
     options = dict(cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, order=order,
                    decimate=decimate, filter_torque=filter_torque)
-    friction_choice = None
+    friction_choice, W_union = None, None
     if friction == 'auto':
-        prepared, W, friction, friction_choice = _choose_friction(
+        prepared, W, friction, friction_choice, W_union = _choose_friction(
             robot, base, t, q, tau, noise, holdout, **options)
     else:
         prepared, W = _prepare(robot, base, friction, t, q, tau, **options)
@@ -907,6 +979,8 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                          {'condition_number': float(c.condition_number),
                           'residual_rms': c.residual_rms().tolist(),
                           'seconds': float(c.seconds)})
+    scales = relative_effort_scales(list(raw_parts.values()), w, joints,
+                                    limit=EFFORT_SCALE_SE_FROM)
     metadata = {
         'robot_name': robot_name,
         'fit': {'method': method, 'estimator': method,
@@ -926,8 +1000,16 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                                  'left_out': _left_out(keep, robot.joint_names)},
                 # each joint's effort scale against the others', pinned by the rigid body's
                 # coupling (the data gate judges it: one torque constant off)
-                'effort_scales': relative_effort_scales(list(raw_parts.values()), w, joints,
-                                                        limit=EFFORT_SCALE_SE_FROM),
+                'effort_scales': scales,
+                # ... and with every friction term friction='auto' tried (the union), where
+                # a joint reads high: a reading that the richer friction takes away came
+                # from a friction the chosen model describes poorly, not a torque constant
+                'effort_scales_union': None if W_union is None or not any(
+                    d['scale'] > EFFORT_SCALE_SE_FROM and not d['at_end']
+                    for d in scales.values()) else relative_effort_scales(
+                    [sample_moments(W_union, target, np.ones(n), finite & np.all(
+                        np.isfinite(W_union), axis=(1, 2)) & (groups == g), keep)
+                     for g in range(int(holdout))], w, joints, limit=EFFORT_SCALE_SE_FROM),
                 'candidates': candidates,
                 'consistent_fit': (None if 'consistent' not in choice.candidates or
                                    isinstance(choice.candidates['consistent'], str) else

@@ -1061,6 +1061,9 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
     chosen = model.metadata.get('selection', {}).get('friction', {})
     if chosen.get('scores'):
         scores = ', '.join(f'{k} {v:.3g}' for k, v in chosen['scores'].items())
+        widths = (chosen.get('smooth_velocity') or {}).get('scores') or {}
+        if widths:
+            scores += '; eps (rad/s) ' + ', '.join(f'{k} {v:.3g}' for k, v in widths.items())
         say(f'friction: {chosen["chosen"]} ({chosen["model"]}), chosen by {chosen["by"]}: '
             f'{scores}')
         aside = chosen.get('set_aside') or []
@@ -1069,8 +1072,8 @@ def fit_full_samples(robot, t, q, tau, *, config=None, methods=None, holdout=DEF
             say(f'friction: set aside, as they move the fitted gravity torque from '
                 f'{next(iter(chosen["scores"]))}\'s by more than '
                 f'{100 * chosen["gravity_tolerance"]:g} % of the URDF\'s (a constant torque '
-                f'this motion cannot tell from gravity) without halving the held-out error: '
-                f'{moved}')
+                f'this motion cannot tell from gravity) without halving the held-out error, '
+                f'or by more than the URDF\'s whole gravity: {moved}')
     else:
         say(f'friction: {chosen.get("model", model.friction_model.describe())} (as asked)')
     rotor = armature_choice(model)
@@ -1486,6 +1489,7 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                          condition=fit.get('condition_number'), raw=raw, effort=effort,
                          gains=gains, unmodelled=unmodelled,
                          scales=fit.get('effort_scales'),
+                         union_scales=fit.get('effort_scales_union'),
                          rigid_condition=fit.get('rigid_condition_number'))
     for joint in ([] if verdict.ok else _swap_suspects(verdict, robot.joint_names)):
         swapped = _swap_explains(fitted, robot, joint)

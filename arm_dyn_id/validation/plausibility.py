@@ -968,13 +968,23 @@ EFFORT_SCALE_OTHERS = 0.005
 #: -1.15, drops of 0.43-297.
 FLIP_RANGE = 2.0
 FLIP_DROP = 0.1
+#: ... and explains it this much better than the joint's row cut loose from the others
+#: (``flip_coupled``, ``(L(0⁺) - L(s)) / L(s)``): a flipped effort carries the coupling
+#: with its sign turned. One joint flipped (humanoid, UR5, Panda, 100 Hz-1 kHz, 0-5e-4
+#: rad: the 37 of 38 whose flip dropped the loss by 0.1) read 2.7 to 7e5; a right humanoid at 1 kHz
+#: whose friction rose over 0.1-0.4 rad/s and shifted with direction (a Panda's, that the
+#: fit's Coulomb + viscous describes poorly) read its light wrist x-1.33, removing 18 %,
+#: but only 0.34 better than cut loose: its row disagreed with the others, it carried no
+#: sign.
+FLIP_COUPLED = 1.0
 
 
 def flipped_effort(scales, joints, condition=None):
     """The joint whose effort's sign looks flipped against the other joints' efforts
     (:func:`arm_dyn_id.identification.effort_scales.relative_effort_scales`), with no URDF:
     its negative scale explains the record better than anything else the profiles try
-    (:data:`FLIP_RANGE`, :data:`FLIP_DROP`). It names a flip that no check against the
+    (:data:`FLIP_RANGE`, :data:`FLIP_DROP`) and far better than its row cut loose from
+    the others (:data:`FLIP_COUPLED`). It names a flip that no check against the
     URDF can judge: a humanoid's joint_6, whose URDF torque varies 0.0035 N·m against
     0.02 N·m its centres of mass may get wrong, was refused for the held-out fit of
     joint_5, which the flip had thrown off.
@@ -1007,7 +1017,8 @@ def flipped_effort(scales, joints, condition=None):
     def flip(j):
         d = table[j]
         s = value(d, 'flip_scale')
-        if d.get('flip_at_end', True):
+        if d.get('flip_at_end', True) or ('flip_coupled' in d and
+                                          not value(d, 'flip_coupled') >= FLIP_COUPLED):
             return 0.0
         return value(d, 'flip_drop') if -FLIP_RANGE <= s <= -1.0 / FLIP_RANGE else 0.0
     name = max(names, key=flip)
@@ -1027,7 +1038,7 @@ def flipped_effort(scales, joints, condition=None):
 
 
 def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT,
-                  condition=None, flipped=None):
+                  condition=None, flipped=None, union=None):
     """One joint's torque constant off, read from the fit itself: each joint's effort
     scale against the other joints' (:func:`arm_dyn_id.identification.effort_scales.
     relative_effort_scales`, in the fit's metadata), pinned by the rigid body's coupling
@@ -1037,7 +1048,12 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     A joint is refused when its scale lies above ``limit`` by 3 standard errors (jackknife
     over the held-out time blocks), not at the searched range's ends (``at_end``), and
     freeing it removes :data:`EFFORT_SCALE_DROP` of the weighted residual, some of it
-    (:data:`EFFORT_SCALE_OTHERS`) on the other joints' rows. One that reads above
+    (:data:`EFFORT_SCALE_OTHERS`) on the other joints' rows, and its profile is pinned:
+    the loss rises by :data:`EFFORT_SCALE_DROP` with the scale 2x off its reading (``rise``;
+    one constant 2x read 0.07-244 on simulated arms; a right Kinova at 1 kHz whose wrist
+    friction the model described poorly read its last joint x2.83 ± 0.18, removing 5 %,
+    yet with a rise of 0.011: the residual's own pattern, steady from block to block, not
+    a scale the coupling holds; :func:`unchecked_scales` names such a joint). One that reads above
     ``limit`` and 3 standard errors above 1, but whose 3 standard errors reach ``limit``,
     is not refused: it is recorded in ``checks['effort_scale_suspects']`` for
     :func:`effort_scale_warning` (a real UR10e's wrist_2 with its constant 2x, x2.00 ±
@@ -1062,6 +1078,13 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         judged (a motion that leaves the parameters undetermined).
     flipped : Plausibility, optional
         :func:`flipped_effort`'s verdict on the same scales, when the caller holds it.
+    union : dict, optional
+        The same profiles with every friction term ``friction='auto'`` tried (the fit's
+        ``effort_scales_union``): a joint is refused only where this reading too is off;
+        one off with the friction chosen alone is warned of. A right humanoid whose
+        friction rose over 0.05-0.4 rad/s, shifted with direction, read its joint_5 x4.26
+        ± 0.34 (removing 20 %) with the friction chosen and x1.45 (0.8 %) with the union;
+        one constant 2x reads about 2 in both.
 
     Returns
     -------
@@ -1082,7 +1105,10 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         s, se = d.get('scale'), d.get('std_error')
         if not (inside(d) and se is not None and np.isfinite(se) and
                 (d.get('drop') or 0.0) >= EFFORT_SCALE_DROP and
-                (d.get('drop_others') or 0.0) >= EFFORT_SCALE_OTHERS):
+                (d.get('drop_others') or 0.0) >= EFFORT_SCALE_OTHERS and
+                # pinned: a profile that barely rises with the scale 2x off its reading
+                # reads nothing (unchecked_scales names the joint)
+                d.get('rise', EFFORT_SCALE_DROP) >= EFFORT_SCALE_DROP):
             return None
         return s, np.log(s) - 3.0 * se / s
 
@@ -1099,9 +1125,18 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         return read is not None and read[0] > limit and read[1] > 0.0
 
     table = checks['effort_scales']
-    found = [j for j in joints if j in table and off(table[j])]
+    union = union if isinstance(union, dict) else {}
+    if union:
+        checks['effort_scales_union'] = dict(union)
+
+    def confirmed(j):
+        # off with the friction chosen, and with the union's where it was read
+        return off(table[j]) and (not isinstance(union.get(j), dict) or off(union[j]))
+    found = [j for j in joints if j in table and confirmed(j)]
     if not found:
-        suspects = [j for j in joints if j in table and suspect(table[j])]
+        # warned of: high but not beyond the limit, or beyond it with the friction chosen
+        # only (a friction it describes poorly, a rotor inertia it leaves out)
+        suspects = [j for j in joints if j in table and (suspect(table[j]) or off(table[j]))]
         if suspects:
             checks['effort_scale_suspects'] = suspects
         return Plausibility(True, None, checks)
@@ -1135,18 +1170,27 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
     """The warning of a fit written while a joint's effort reads high against the other
     joints' (``checks['effort_scale_suspects']`` of :func:`effort_scales`), else None."""
     table = (checks or {}).get('effort_scales') or {}
+    union = (checks or {}).get('effort_scales_union') or {}
+
+    def also(j):
+        d = union.get(j)
+        if not isinstance(d, dict) or not isinstance(d.get('scale'), (int, float)):
+            return ''
+        return f"; x{d['scale']:.3g} with every friction term fitted"
     parts = [f"{j}'s reads x{table[j]['scale']:.3g} ± {table[j]['std_error']:.2g} "
-             f"(freeing it removes {100 * table[j]['drop']:.0f} % of the fit's residual)"
+             f"(freeing it removes {100 * table[j]['drop']:.0f} % of the fit's residual"
+             f"{also(j)})"
              for j in (checks or {}).get('effort_scale_suspects') or () if j in table]
     if not parts:
         return None
     return (f"a joint's effort reads high against what the other joints' efforts make of "
             f"the arm (the rigid body's coupling, fitted with no URDF): {'; '.join(parts)}. "
             f'Not 1, yet not beyond the {limit:g}x a right arm may read by 3 standard '
-            "errors, so the model is written: if that joint's torque constant is off, the "
-            'model is wrong on it and on the links it shares (arm-dyn-id calibrate measures '
-            "the constants); a geared joint's rotor inertia the fit leaves out reads this "
-            'way too (--armature yes, config key armature)')
+            'errors with the friction chosen and with every friction term fitted, so the '
+            "model is written: if that joint's torque constant is off, the model is wrong on "
+            'it and on the links it shares (arm-dyn-id calibrate measures the constants); a '
+            "geared joint's rotor inertia the fit leaves out (--armature yes, config key "
+            'armature) or a friction the chosen model describes poorly reads this way too')
 
 
 def unchecked_scales(checks, joints):
@@ -1601,7 +1645,7 @@ def shared_effort_scale(measured, nominal, velocity, acceleration, bound, joints
 def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot=None,
                parameter_names=None, values=None, std_errors=None, condition=None,
                raw=None, effort=None, gains=None, unmodelled=None, scales=None,
-               rigid_condition=None):
+               rigid_condition=None, union_scales=None):
     """The data gate of a full-dynamics fit, the first failure with its most likely cause.
 
     :func:`judge_data` on the prepared samples against the URDF's inverse dynamics
@@ -1640,6 +1684,8 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
     scales : dict, optional
         Each joint's effort scale against the others' (the fit's ``effort_scales``),
         judged by :func:`effort_scales` below the rate limit.
+    union_scales : dict, optional
+        The same with every friction term the choice tried (``effort_scales_union``).
     rigid_condition : float, optional
         Condition number of the fit's rigid body alone (its friction taken as known):
         what :func:`effort_scales` asks of the motion (default ``condition``). A friction
@@ -1792,7 +1838,7 @@ def judge_full(prepared, predicted, nominal, held_out, noise, joints=None, robot
         # the joint (a light wrist), or before a held-out failure it causes elsewhere
         flipped = flipped_effort(scales, joints, condition=rigid)
         relative = effort_scales(scales, joints, effort, gains, condition=rigid,
-                                 flipped=flipped)
+                                 flipped=flipped, union=union_scales)
         checks.update(relative.checks)
         if not relative.ok:
             return Plausibility(False, relative.reason, checks, relative.cause)
