@@ -39,6 +39,11 @@ scale on every joint (1.7x, 2x, 2.69x, 3x, 0.55x, 0.4x), at 200 Hz: a scale writ
 wrong model, a load refused a false refusal; the load the fit names, and the gravity error
 against the true, loaded arm.
 
+``--part soft`` (not in ``all``): right records of the humanoid, UR5, Panda and Kinova
+whose friction the fit's law describes poorly (``test/arm_bags.py``'s ``soft_friction``: a
+Coulomb level rising over 0.1-0.4 rad/s, its centre shifted with direction, a sensor's
+constant offset), seeds 0-2, at 200 Hz and 1 kHz: every refusal is a false one.
+
 ``--tree PATH`` runs another checkout's ``arm_dyn_id`` (``git archive REV | tar -x -C
 PATH``) on the same bags: the before.
 """
@@ -62,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'test'))
 
 import benchlib  # noqa: E402
-from arm_bags import Arm, example_robot, realistic_fourier  # noqa: E402
+from arm_bags import Arm, example_robot, realistic_fourier, soft_friction  # noqa: E402
 
 from arm_dyn_id.data.bag_writer import write_bag  # noqa: E402
 from arm_dyn_id.model import load_model  # noqa: E402
@@ -253,6 +258,49 @@ def geared(tmp, args):
               f'{max(written):.1f} % (median {np.median(written):.1f} %)')
 
 
+def soft(tmp, args):
+    """Right records whose friction the fit's law describes poorly (``soft_friction``: a
+    Coulomb level rising over 0.1-0.4 rad/s, shifted with direction, a sensor's offset), 4
+    arms x 3 seeds x 200 Hz and 1 kHz: refused (a false refusal) or written, the friction
+    chosen (and its width), the held-out RMSE and the gravity error."""
+    rows = []
+    for key in args.arms.split(','):
+        urdf = ARMS[key]()
+        for seed in (0, 1, 2):
+            for rate in (200.0, 1000.0):
+                arm, robot = true_arm(urdf, seed)
+                poses = arm.random_poses(np.random.default_rng(5), 50)
+                scale = np.maximum(np.abs(arm.gravity(poses)).max(axis=0), 2.0)
+                t, q, tau = realistic_fourier(
+                    arm, None, np.random.default_rng(seed), rate,
+                    friction=soft_friction(scale, np.random.default_rng(seed + 7)))
+                name = f'{key}_soft_{seed}_{rate:g}'
+                code, what, held, err, _ = fit_case(tmp, name, arm, urdf, t, q, tau,
+                                                    args.tree)
+                chosen = {}
+                model = tmp / f'{name}_fit' / 'model.yaml'
+                if model.is_file():
+                    doc = yaml.safe_load(model.read_text())
+                    chosen = (doc.get('selection') or {}).get('friction') or {}
+                width = (chosen.get('smooth_velocity') or {}).get('chosen')
+                rows.append((key, seed, rate, code, what,
+                             f'{chosen.get("chosen", "—")}'
+                             f'{"" if width is None else f" (eps {width:g})"}', held, err))
+    print('| arm | seed | rate (Hz) | exit | fitted / cause | friction chosen | held-out '
+          'RMSE % (mean) | gravity error % (worst loaded joint) |')
+    print('|---|---|---|---|---|---|---|---|')
+    for key, seed, rate, code, what, chosen, held, err in rows:
+        print(f'| {key} | {seed} | {rate:g} | {code} | {what} | {chosen} | '
+              f'{"—" if held is None else f"{held:.2f}"} | '
+              f'{"—" if err is None else f"{err:.2f}"} |')
+    refused = [f'{r[0]} {r[1]} {r[2]:g} Hz ({r[4]})' for r in rows if r[3] != 0]
+    print(f'\nright records refused: {len(refused)} of {len(rows)} {refused}')
+    written = [r[7] for r in rows if r[3] == 0 and r[7] is not None]
+    if written:
+        print(f'written: gravity error up to {max(written):.2f} % (median '
+              f'{np.median(written):.2f} %)')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--rates', type=float, nargs='+', default=[100, 500, 1000, 2000])
@@ -262,11 +310,14 @@ def main(argv=None):
     parser.add_argument('--tree', type=Path, help='fit with this checkout\'s arm_dyn_id')
     parser.add_argument('--fit-options', default='',
                         help='more options of fit for --part geared, e.g. "--armature auto"')
-    parser.add_argument('--part', choices=('rates', 'mistakes', 'geared', 'scales', 'all'),
+    parser.add_argument('--part', choices=('rates', 'mistakes', 'geared', 'scales', 'soft',
+                                           'all'),
                         default='all')
     args = parser.parse_args(argv)
     if args.part == 'scales' and args.arms == parser.get_default('arms'):
         args.arms = 'humanoid,ur3,ur5,panda,kinova'
+    if args.part == 'soft' and args.arms == parser.get_default('arms'):
+        args.arms = 'humanoid,ur5,panda,kinova'
     started = time.perf_counter()
     rows = []
     with tempfile.TemporaryDirectory(prefix='full_gate_rates_') as tmp:
@@ -276,6 +327,13 @@ def main(argv=None):
                   f'({args.tree or "this tree"}), '
                   f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}\n')
             scales_and_loads(tmp, args)
+            print(f'\n{time.perf_counter() - started:.0f} s in all')
+            return 0
+        if args.part == 'soft':
+            print(f'# right records with a friction the fit\'s law describes poorly '
+                  f'({args.tree or "this tree"}), '
+                  f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}\n')
+            soft(tmp, args)
             print(f'\n{time.perf_counter() - started:.0f} s in all')
             return 0
         if args.part == 'geared':
