@@ -16,7 +16,10 @@ Fitted by ``arm-dyn-id fit BAG --urdf URDF --effort torque`` with every default,
 a plain least-squares fit of the same record (weighted least squares with equal weights,
 sharp-sign Coulomb + viscous friction, 5 Hz: the README recipe of the real UR10e data);
 both scored by ``arm-dyn-id validate`` on the held-out bags: RMSE % of each joint's max
-|τ|. Nothing of the held-out records takes part in a fit.
+|τ|. Nothing of the held-out records takes part in a fit. ``--tree`` runs another
+checkout's ``fit`` and ``validate`` (the before); the plain fit is always this checkout's
+``fit_full`` with the friction given. An arm whose URDF is missing (example-robot-data not
+installed) is skipped with a message.
 
     .venv/bin/python bench/other_arms.py [--arms humanoid,ur5,panda,kinova] [--rate 1000]
                                          [--seeds 0 1] [--encoder 2e-5] [--tree /tmp/old]
@@ -171,6 +174,9 @@ def main(argv=None):
     rows = []
     with tempfile.TemporaryDirectory(prefix='other_arms_') as tmp:
         for key in args.arms.split(','):
+            if ARMS[key]() is None:
+                print(f'skipped {key}: its URDF is not installed (example-robot-data)')
+                continue
             for seed in args.seeds:
                 rows += one_arm(Path(tmp), key, seed, args)
     print(f'# other arms, simulated, {args.rate:g} Hz, encoder noise {args.encoder:g} rad '

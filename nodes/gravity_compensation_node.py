@@ -234,11 +234,14 @@ class GravityCompensationNode(Node):
                   (np.full(n, np.nan), np.full(n, np.nan)))
         order = [list(self.robot.joint_names).index(j) for j in self.config.joints] \
             if model is None else [list(model.joint_names).index(j) for j in self.config.joints]
+        law = getattr(model, 'friction_model', None)
         return friction_feedforward(fc[order], fv[order], self.config.joints,
                                     values.get('friction_coulomb'),
                                     values.get('friction_viscous'),
                                     values['friction_breakaway_velocity'],
-                                    values['friction_compensation'])
+                                    values['friction_compensation'],
+                                    model_width=law.smooth_velocity if law is not None and
+                                    law.coulomb == 'tanh' else 0.0)
 
     def _gravity(self, model, gravity_vector, payload):
         if model is None:

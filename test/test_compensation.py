@@ -227,6 +227,25 @@ def test_friction_feedforward_smooth_breakaway(robot):
         FrictionFeedforward(-fc, fv)
 
 
+def test_a_models_wide_coulomb_term_is_not_fed_forward_faster_than_the_model_rises():
+    """A full fit may choose its smooth sign 0.16 rad/s wide (a friction that rises
+    slowly): with the model's Coulomb coefficients the feed-forward's breakaway velocity is
+    at least that (at 0.05 rad/s it would feed 2.5x the model's Coulomb torque forward);
+    a narrower model keeps the parameter's value, and a user's own Coulomb values keep it."""
+    coulomb, viscous = np.full(6, 0.5), np.zeros(6)
+    wide, _ = friction_feedforward(coulomb, viscous, JOINTS, breakaway_velocity=0.05,
+                                   fraction=1.0, model_width=0.16)
+    assert wide.breakaway_velocity == 0.16
+    model_torque = 0.5 * np.tanh(0.05 / 0.16)
+    np.testing.assert_allclose(wide.torques(np.full(6, 0.05)), model_torque)
+    narrow, _ = friction_feedforward(coulomb, viscous, JOINTS, breakaway_velocity=0.05,
+                                     fraction=1.0, model_width=0.01)
+    assert narrow.breakaway_velocity == 0.05
+    given, _ = friction_feedforward(coulomb, viscous, JOINTS, coulomb=[0.3] * 6,
+                                    breakaway_velocity=0.05, model_width=0.16)
+    assert given.breakaway_velocity == 0.05
+
+
 # -- stale input -> zeros -------------------------------------------------------------
 def test_a_models_negative_friction_is_not_fed_forward_and_said_once():
     """A gravity fit from single-speed sweeps wrote negative viscous friction: those terms

@@ -1417,13 +1417,17 @@ def test_effort_scales_judge_a_determined_scale_that_matters_and_name_its_twin()
     warned['a']['rise'] = 0.3
     assert effort_scales(warned, joints).checks['effort_scale_suspects'] == ['a']
     # with every friction term fitted (the union), a reading made by a friction the chosen
-    # model got wrong goes away (a right humanoid's x4.26 read x1.45): not refused, warned
+    # model got wrong goes away (a right humanoid's x4.26 read x1.3): not refused, warned
     # of; one the union reads off too is refused; a joint the union did not read is judged
     # on the chosen friction's reading alone
     gone = scales((1.45, None, 0.008), (1.0, None, 0.0), (1.0, None, 0.0))
     verdict = effort_scales(doubled, joints, union=gone)
     assert verdict.ok and verdict.checks['effort_scale_suspects'] == ['a'], verdict
-    assert 'x1.45 with every friction term fitted' in effort_scale_warning(verdict.checks)
+    said = effort_scale_warning(verdict.checks)
+    assert 'x1.45 with every friction term fitted' in said and 'both with the friction' in said
+    # with no union read (a friction given): the warning does not speak of one
+    alone = effort_scale_warning(effort_scales(warned, joints).checks)
+    assert 'every friction term' not in alone and 'not beyond the 1.6x' in alone
     assert effort_scales(warned, joints, union=gone).checks['effort_scale_suspects'] == ['a']
     assert not effort_scales(doubled, joints, union=doubled).ok
     assert effort_scales(warned, joints, union=warned).checks['effort_scale_suspects'] == ['a']

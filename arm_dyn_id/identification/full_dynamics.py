@@ -345,6 +345,12 @@ AUTO_FRICTION = ('coulomb,viscous', 'coulomb,viscous,offset', 'coulomb,viscous,s
 #: 5-20 per rad/s) left a sharp sign's residual that the checks of the effort's scale and
 #: sign read as a torque constant off or a sign flipped on right simulated arms.
 SMOOTH_VELOCITIES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+#: The Stribeck candidate is tried only with a smooth sign at most this fraction of its
+#: Stribeck velocity wide: a hump ``s(q̇)·exp(-(q̇/v_st)²)`` inside a Coulomb term that
+#: still rises there peaks low (0.66 at ε = 0.02, 0.13 at 0.16 for v_st = 0.05 rad/s), so
+#: its coefficient would read several times the stiction it stands for (the contact
+#: band's holding friction adds it whole).
+STRIBECK_WIDTH = 0.4
 #: A richer candidate is kept only if its mean held-out RMSE % is below the
 #: simplest one within this ratio of the best (parsimony: noise-level gains are not gains).
 AUTO_TOLERANCE = 1.01
@@ -490,7 +496,9 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                    for g in range(int(holdout))]
     w = w_given
     scores, built = {}, {}
-    for spec in AUTO_FRICTION:
+    tried = [spec for spec in AUTO_FRICTION if not parse_friction(spec).stribeck or
+             width <= STRIBECK_WIDTH * parse_friction(spec).stribeck_velocity]
+    for spec in tried:
         model = replace(parse_friction(spec), smooth_velocity=width)
         kc = model.per_joint
         T = np.zeros((r + n * ku, r + n * kc))
@@ -507,7 +515,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
         built[spec] = (model, T, parts, nonneg)
     shifts = _gravity_shifts(robot, base, prepared.q, built, w)
     simplest = scores[AUTO_FRICTION[0]]
-    eligible = [spec for spec in AUTO_FRICTION if shifts[spec] <= GRAVITY_SHIFT or
+    eligible = [spec for spec in tried if shifts[spec] <= GRAVITY_SHIFT or
                 (scores[spec] <= DECISIVE * simplest and shifts[spec] <= GRAVITY_SHIFT_CAP)]
     best = min(scores[spec] for spec in eligible)
     chosen = next(spec for spec in eligible if scores[spec] <= AUTO_TOLERANCE * best)
@@ -531,8 +539,10 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                                                 for eps, v in width_scores.items()}},
                  # the ones that scored better than the simplest (the others would not
                  # have been chosen anyway)
-                 'set_aside': [spec for spec in AUTO_FRICTION
-                               if spec not in eligible and scores[spec] < simplest]}
+                 'set_aside': [spec for spec in tried
+                               if spec not in eligible and scores[spec] < simplest],
+                 # not scored: a Stribeck hump inside a Coulomb term this wide
+                 'not_tried': [spec for spec in AUTO_FRICTION if spec not in tried]}
     return prepared, W, model, selection, Wu
 
 

@@ -18,7 +18,8 @@ Model (seed 001 eqs. 2-6, with the friction options of the real-arm work)::
   ``fcp·max(s, 0) + fcn·min(s, 0)`` instead of ``fc·s``; and load-dependent Coulomb
   ``fl·|τ_load|·s(q̇)``, τ_load the nominal URDF's rigid-body torque (see
   :class:`FrictionModel`). The smooth sign's ε is ``smooth_velocity`` = 0.01 rad/s
-  by default, stored in the file.
+  by default, stored in the file (a full fit with ``friction='auto'`` chooses it from
+  0.01-0.32 rad/s: a friction that rises slowly with speed gets a wide one).
 
   The smooth sign matters when the model serves an arm at rest: with ``sign``,
   velocity noise of a still joint flips the Coulomb torque between ±fc (on the
@@ -67,9 +68,10 @@ METADATA_SECTIONS = ('measurement', 'fit', 'selection', 'validation', 'preparati
                      'provenance', 'warnings_at_fit')
 COULOMB_KINDS = ('sign', 'tanh')
 #: rad/s: a joint slower than this holds friction no model here knows (presliding,
-#: stiction at a reversal or a start): 3x the smooth sign's usual 0.01 rad/s, where
-#: ``tanh`` is within 0.5 % of saturated. The full fit leaves such samples out of the
-#: joint's own equations (``identification.full_dynamics.moving_rows``).
+#: stiction at a reversal or a start): 3x the smooth sign's narrowest 0.01 rad/s, where
+#: ``tanh`` is within 0.5 % of saturated (with a wider one the samples above it are where
+#: the fitted Coulomb term rises, which the model describes). The full fit leaves such
+#: samples out of the joint's own equations (``identification.full_dynamics.moving_rows``).
 SLOW_SPEED = 0.03
 
 

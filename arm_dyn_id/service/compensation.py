@@ -296,7 +296,7 @@ class FrictionFeedforward:
 
 
 def friction_feedforward(model_coulomb, model_viscous, joints, coulomb=None, viscous=None,
-                         breakaway_velocity=0.05, fraction=0.0):
+                         breakaway_velocity=0.05, fraction=0.0, model_width=0.0):
     """The friction feed-forward from a model's friction and the values a user gave.
 
     A user's value wins over the model's. A model's coefficient that is negative (a
@@ -315,6 +315,11 @@ def friction_feedforward(model_coulomb, model_viscous, joints, coulomb=None, vis
         ``friction_coulomb`` / ``friction_viscous`` given by the user.
     breakaway_velocity, fraction : float
         As :class:`FrictionFeedforward`.
+    model_width : float
+        rad/s, the width of the model's own smooth sign (``friction.model.smooth_velocity``
+        of a full-dynamics model, chosen by its fit: up to 0.32 rad/s): the breakaway
+        velocity used is at least this, so the model's Coulomb term is not fed forward
+        faster than the model itself has it rise (with the model's coefficients only).
 
     Returns
     -------
@@ -353,6 +358,8 @@ def friction_feedforward(model_coulomb, model_viscous, joints, coulomb=None, vis
         raise ConfigError(f'parameters friction_breakaway_velocity = {breakaway_velocity!r} '
                           f'and friction_compensation = {fraction!r} must be numbers') from None
     notes = []
+    if coulomb is None and np.isfinite(model_width) and model_width > breakaway_velocity:
+        breakaway_velocity = float(model_width)
     if dropped:
         notes.append(f'the model\'s friction is negative for {", ".join(dropped)} (not '
                      'physical: a fit from single-speed sweeps cannot separate it): no friction '

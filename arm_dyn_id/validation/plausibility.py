@@ -1083,7 +1083,7 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         ``effort_scales_union``): a joint is refused only where this reading too is off;
         one off with the friction chosen alone is warned of. A right humanoid whose
         friction rose over 0.05-0.4 rad/s, shifted with direction, read its joint_5 x4.26
-        ± 0.34 (removing 20 %) with the friction chosen and x1.45 (0.8 %) with the union;
+        ± 0.34 (removing 20 %) with the friction chosen and x1.3 with the union;
         one constant 2x reads about 2 in both.
 
     Returns
@@ -1183,10 +1183,12 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
              for j in (checks or {}).get('effort_scale_suspects') or () if j in table]
     if not parts:
         return None
+    both = ' both with the friction chosen and with every friction term fitted' if union \
+        else ''
     return (f"a joint's effort reads high against what the other joints' efforts make of "
             f"the arm (the rigid body's coupling, fitted with no URDF): {'; '.join(parts)}. "
             f'Not 1, yet not beyond the {limit:g}x a right arm may read by 3 standard '
-            'errors with the friction chosen and with every friction term fitted, so the '
+            f'errors{both}, so the '
             "model is written: if that joint's torque constant is off, the model is wrong on "
             'it and on the links it shares (arm-dyn-id calibrate measures the constants); a '
             "geared joint's rotor inertia the fit leaves out (--armature yes, config key "
