@@ -345,6 +345,12 @@ AUTO_FRICTION = ('coulomb,viscous', 'coulomb,viscous,offset', 'coulomb,viscous,s
 #: 5-20 per rad/s) left a sharp sign's residual that the checks of the effort's scale and
 #: sign read as a torque constant off or a sign flipped on right simulated arms.
 SMOOTH_VELOCITIES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+#: ... and a wider one only where it scores at most this fraction of the narrowest's: the
+#: width changes what the model serves at rest and at reversals (the residual, the contact
+#: bands), so it must earn it. The real UR10e's 30 s run scored 3.56 at 0.02 rad/s against
+#: 3.60 at 0.01 (its fit's own contact bands then narrowed and flagged a free recording);
+#: simulated arms whose friction rises over 0.1-0.4 rad/s scored about 0.55x at 0.16.
+WIDTH_GAIN = 0.95
 #: The Stribeck candidate is tried only with a smooth sign at most this fraction of its
 #: Stribeck velocity wide: a hump ``s(q̇)·exp(-(q̇/v_st)²)`` inside a Coulomb term that
 #: still rises there peaks low (0.66 at ε = 0.02, 0.13 at 0.16 for v_st = 0.05 rad/s), so
@@ -430,6 +436,17 @@ def _selected(parts, T):
                             p.tau_sq, p.count, p.weights) for p in parts]
 
 
+def _chosen_width(scores):
+    """The smooth sign's width kept from each width's held-out score ``{eps: score}``
+    (every :data:`SMOOTH_VELOCITIES`): the narrowest within :data:`AUTO_TOLERANCE` of
+    the best, and a wider one than the narrowest only at :data:`WIDTH_GAIN` of its score
+    or less."""
+    best = min(scores.values())
+    width = next(eps for eps in SMOOTH_VELOCITIES if scores[eps] <= AUTO_TOLERANCE * best)
+    narrowest = SMOOTH_VELOCITIES[0]
+    return width if scores[width] <= WIDTH_GAIN * scores[narrowest] else narrowest
+
+
 def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
     """``friction='auto'``: every :data:`AUTO_FRICTION` candidate scored on the
     recording's own time blocks (each block predicted by a fit without it,
@@ -480,9 +497,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
             w = _residual_weights(parts, peak)
         width_scores[eps] = float(np.mean(_held_out_percent(
             parts, w, _signed_terms(r, simplest_model, n), peak)))
-    best_width = min(width_scores.values())
-    width = next(eps for eps in SMOOTH_VELOCITIES
-                 if width_scores[eps] <= AUTO_TOLERANCE * best_width)
+    width = _chosen_width(width_scores)
     if width != union.smooth_velocity:
         union = replace(union, smooth_velocity=width)
         prepared, Wu = _prepare(robot, base, union, t, q, tau, **options)
@@ -531,7 +546,9 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                        f'{100 * GRAVITY_SHIFT_CAP:g} %); first the Coulomb term\'s '
                        'smooth sign tanh(qd/eps): the narrowest eps of '
                        f'{", ".join(f"{e:g}" for e in SMOOTH_VELOCITIES)} rad/s within '
-                       f'{AUTO_TOLERANCE:g}x of the best, with coulomb,viscous',
+                       f'{AUTO_TOLERANCE:g}x of the best, with coulomb,viscous, a wider '
+                       f'than {SMOOTH_VELOCITIES[0]:g} only at {WIDTH_GAIN:g}x its score or '
+                       'less',
                  'scores': scores, 'gravity_shift': shifts, 'gravity_tolerance': GRAVITY_SHIFT,
                  # the Coulomb term's width, chosen first (coulomb,viscous at each)
                  'smooth_velocity': {'chosen': width,
