@@ -546,9 +546,9 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                        f'{100 * GRAVITY_SHIFT_CAP:g} %); first the Coulomb term\'s '
                        'smooth sign tanh(qd/eps): the narrowest eps of '
                        f'{", ".join(f"{e:g}" for e in SMOOTH_VELOCITIES)} rad/s within '
-                       f'{AUTO_TOLERANCE:g}x of the best, with coulomb,viscous, a wider '
+                       f'{AUTO_TOLERANCE:g}x of the best, with coulomb,viscous (one wider '
                        f'than {SMOOTH_VELOCITIES[0]:g} only at {WIDTH_GAIN:g}x its score or '
-                       'less',
+                       'less)',
                  'scores': scores, 'gravity_shift': shifts, 'gravity_tolerance': GRAVITY_SHIFT,
                  # the Coulomb term's width, chosen first (coulomb,viscous at each)
                  'smooth_velocity': {'chosen': width,
