@@ -487,6 +487,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
     width_parts = [sample_moments(Ww, target, np.ones(n), ok & (groups == g))
                    for g in range(int(holdout))]
     width_scores, w = {}, w_given
+    nonneg = _signed_terms(r, simplest_model, n)
     for i, eps in enumerate(SMOOTH_VELOCITIES):
         T = np.zeros((r + n * kw, r + 2 * n))
         T[:r, :r] = np.eye(r)
@@ -495,8 +496,7 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
         parts = _selected(width_parts, T)
         if w is None:   # weights of the narrowest one's residual, shared by all
             w = _residual_weights(parts, peak)
-        width_scores[eps] = float(np.mean(_held_out_percent(
-            parts, w, _signed_terms(r, simplest_model, n), peak)))
+        width_scores[eps] = float(np.mean(_held_out_percent(parts, w, nonneg, peak)))
     width = _chosen_width(width_scores)
     if width != union.smooth_velocity:
         union = replace(union, smooth_velocity=width)
@@ -511,10 +511,12 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
                    for g in range(int(holdout))]
     w = w_given
     scores, built = {}, {}
-    tried = [spec for spec in AUTO_FRICTION if not parse_friction(spec).stribeck or
-             width <= STRIBECK_WIDTH * parse_friction(spec).stribeck_velocity]
+    at_width = {spec: replace(parse_friction(spec), smooth_velocity=width)
+                for spec in AUTO_FRICTION}
+    tried = [spec for spec, model in at_width.items()
+             if not model.stribeck or width <= STRIBECK_WIDTH * model.stribeck_velocity]
     for spec in tried:
-        model = replace(parse_friction(spec), smooth_velocity=width)
+        model = at_width[spec]
         kc = model.per_joint
         T = np.zeros((r + n * ku, r + n * kc))
         T[:r, :r] = np.eye(r)
@@ -1008,6 +1010,13 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                           'seconds': float(c.seconds)})
     scales = relative_effort_scales(list(raw_parts.values()), w, joints,
                                     limit=EFFORT_SCALE_SE_FROM)
+    union_scales = None
+    if W_union is not None and any(d['scale'] > EFFORT_SCALE_SE_FROM and not d['at_end']
+                                   for d in scales.values()):
+        finite_union = finite & np.all(np.isfinite(W_union), axis=(1, 2))
+        union_scales = relative_effort_scales(
+            [sample_moments(W_union, target, np.ones(n), finite_union & (groups == g), keep)
+             for g in range(int(holdout))], w, joints, limit=EFFORT_SCALE_SE_FROM)
     metadata = {
         'robot_name': robot_name,
         'fit': {'method': method, 'estimator': method,
@@ -1031,12 +1040,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                 # ... and with every friction term friction='auto' tried (the union), where
                 # a joint reads high: a reading that the richer friction takes away came
                 # from a friction the chosen model describes poorly, not a torque constant
-                'effort_scales_union': None if W_union is None or not any(
-                    d['scale'] > EFFORT_SCALE_SE_FROM and not d['at_end']
-                    for d in scales.values()) else relative_effort_scales(
-                    [sample_moments(W_union, target, np.ones(n), finite & np.all(
-                        np.isfinite(W_union), axis=(1, 2)) & (groups == g), keep)
-                     for g in range(int(holdout))], w, joints, limit=EFFORT_SCALE_SE_FROM),
+                'effort_scales_union': union_scales,
                 'candidates': candidates,
                 'consistent_fit': (None if 'consistent' not in choice.candidates or
                                    isinstance(choice.candidates['consistent'], str) else
