@@ -67,7 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'test'))
 
 import benchlib  # noqa: E402
-from arm_bags import Arm, example_robot, realistic_fourier, soft_friction  # noqa: E402
+from arm_bags import (Arm, example_robot, realistic_fourier, soft_friction,  # noqa: E402
+                      torque_scale)
 
 from arm_dyn_id.data.bag_writer import write_bag  # noqa: E402
 from arm_dyn_id.model import load_model  # noqa: E402
@@ -269,11 +270,9 @@ def soft(tmp, args):
         for seed in (0, 1, 2):
             for rate in (200.0, 1000.0):
                 arm, robot = true_arm(urdf, seed)
-                poses = arm.random_poses(np.random.default_rng(5), 50)
-                scale = np.maximum(np.abs(arm.gravity(poses)).max(axis=0), 2.0)
                 t, q, tau = realistic_fourier(
                     arm, None, np.random.default_rng(seed), rate,
-                    friction=soft_friction(scale, np.random.default_rng(seed + 7)))
+                    friction=soft_friction(torque_scale(arm), np.random.default_rng(seed + 7)))
                 name = f'{key}_soft_{seed}_{rate:g}'
                 code, what, held, err, _ = fit_case(tmp, name, arm, urdf, t, q, tau,
                                                     args.tree)

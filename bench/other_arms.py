@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'test'))
 
 import benchlib  # noqa: E402
-from arm_bags import Arm, soft_friction  # noqa: E402
+from arm_bags import Arm, soft_friction, torque_scale  # noqa: E402
 from full_gate_rates import ARMS  # noqa: E402
 
 from arm_dyn_id.data.bag_writer import write_bag  # noqa: E402
@@ -122,8 +122,7 @@ def one_arm(tmp, key, seed, args):
     urdf = ARMS[key]()
     arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
     robot = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
-    scale = np.maximum(np.abs(arm.gravity(arm.random_poses(np.random.default_rng(5), 50)))
-                       .max(axis=0), 2.0)
+    scale = torque_scale(arm)
     friction = soft_friction(scale, np.random.default_rng(seed + 7))
     rng = np.random.default_rng(seed)
     t, q, tau = record(arm, friction, lambda s: fourier(arm, s, seed), args.rate, 60.0, rng,

@@ -337,12 +337,20 @@ def realistic_sweeps(arm, holding, rng, poses_per_joint=5, rate=100.0, asymmetry
     return t, q, tau
 
 
+def torque_scale(arm, floor=2.0):
+    """(n,) N·m: each joint's largest gravity torque of the ``arm`` over 50 random poses
+    (seeded), at least ``floor``: the scale ``soft_friction`` sizes its terms by."""
+    poses = arm.random_poses(np.random.default_rng(5), 50)
+    return np.maximum(np.abs(arm.gravity(poses)).max(axis=0), floor)
+
+
 def soft_friction(scale, rng):
     """A friction unlike the fit's own law, as torque-sensed arms show it (a Panda's): per
     joint ``f1·(tanh((q̇ + f3) / ε) − tanh(f3 / ε)) + fv·q̇ + fo``, a Coulomb level rising
     over ε = 0.1-0.4 rad/s, its centre shifted by f3 (±0.04 rad/s: stronger one way,
     zero at rest), viscous and a sensor's constant offset. ``scale`` (n,) N·m: each
-    joint's torque scale; f1 is 4-10 % of it, fv 10-40 % of f1 per rad/s, fo ±2 % of it.
+    joint's torque scale (``torque_scale``); f1 is 4-10 % of it, fv 10-40 % of f1 per
+    rad/s, fo ±2 % of it.
     Returns a function of q̇ (N, n) -> friction torque (N, n) N·m."""
     scale = np.asarray(scale, dtype=float)
     n = len(scale)

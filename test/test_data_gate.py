@@ -992,16 +992,14 @@ def _right_bag(path, urdf, base_hz=0.1, armature=0.0, rate=200.0, encoder=0.0, s
     at ``rate`` Hz with white encoder noise ``encoder`` rad
     (``arm_bags.realistic_fourier``; ``soft``: with ``arm_bags.soft_friction`` instead of
     the URDF's holding friction). Returns the true arm."""
-    from arm_bags import Arm, realistic_fourier, soft_friction
+    from arm_bags import Arm, realistic_fourier, soft_friction, torque_scale
     from arm_dyn_id.data.bag_writer import write_bag
     from arm_dyn_id.validation.check import holding_friction
     arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
     robot = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
     friction = None
     if soft:
-        scale = np.abs(arm.gravity(arm.random_poses(np.random.default_rng(5), 50)))
-        friction = soft_friction(np.maximum(scale.max(axis=0), 2.0),
-                                 np.random.default_rng(seed + 7))
+        friction = soft_friction(torque_scale(arm), np.random.default_rng(seed + 7))
     t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(seed),
                                   rate, encoder=encoder, base_hz=base_hz, armature=armature,
                                   friction=friction)

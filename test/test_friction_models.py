@@ -151,7 +151,7 @@ def test_auto_never_keeps_a_term_that_moves_gravity_more_than_the_urdf_could_be_
     held-out error by moving the fitted gravity 2.5x the URDF's own (offsets of -3 and
     +1.7 N·m; gravity 17 % off the truth). Such a term is set aside whatever it scores
     (GRAVITY_SHIFT_CAP); the direction-dependent term, which keeps gravity, is chosen."""
-    from arm_bags import Arm, example_robot, realistic_fourier, soft_friction
+    from arm_bags import Arm, example_robot, realistic_fourier, soft_friction, torque_scale
     from arm_dyn_id.identification.full_dynamics import GRAVITY_SHIFT_CAP
     from arm_dyn_id.model.robot import carries_gravity
     urdf = example_robot('kinova_description/robots/kinova.urdf')
@@ -159,9 +159,8 @@ def test_auto_never_keeps_a_term_that_moves_gravity_more_than_the_urdf_could_be_
         pytest.skip('example-robot-data is not installed')
     arm = Arm(urdf).perturb(np.random.default_rng(101), mass=0.1, com=0.015)
     kinova = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
-    scale = np.abs(arm.gravity(arm.random_poses(np.random.default_rng(5), 50))).max(axis=0)
     t, q, tau = realistic_fourier(arm, None, np.random.default_rng(1), 200.0,
-                                  friction=soft_friction(np.maximum(scale, 2.0),
+                                  friction=soft_friction(torque_scale(arm),
                                                          np.random.default_rng(8)))
     model, _ = fit_full(kinova, t, q, tau, methods=('wls',), friction='auto')
     chosen = model.metadata['selection']['friction']
