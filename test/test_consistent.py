@@ -41,6 +41,24 @@ def test_pseudo_inertia_is_psd_exactly_for_real_bodies():
     assert is_consistent(box.toDynamicParameters(), 1)
 
 
+def test_clarabel_gets_each_links_pseudo_inertia_as_its_triangle():
+    """The problem goes to Clarabel without cvxpy: each link's LMI is the PSD-triangle
+    cone on ``_PSD_MAP θ`` (upper triangle column by column, off-diagonal x √2). Unpacked,
+    that vector is the pseudo-inertia, for bodies of every shape and place."""
+    from arm_dyn_id.identification.consistent import _PSD_MAP
+    rows, cols = np.triu_indices(4)
+    order = np.lexsort((rows, cols))              # column by column
+    rows, cols = rows[order], cols[order]
+    for seed in range(20):
+        np.random.seed(seed)
+        theta = pin.Inertia.Random().toDynamicParameters()
+        vec = _PSD_MAP @ theta
+        J = np.zeros((4, 4))
+        J[rows, cols] = vec / np.where(rows == cols, 1.0, np.sqrt(2.0))
+        J = J + np.triu(J, 1).T
+        np.testing.assert_allclose(J, pseudo_inertia(theta), atol=1e-12)
+
+
 def test_poor_excitation_least_squares_is_inconsistent_the_consistent_fit_is_not(robot):
     # small, short motion with heavy noise: enough rank, poor conditioning
     t, q, _, _, _, tau = simulate(robot, amplitude=0.2, seconds=5.0, noise=1.0, seed=0)

@@ -122,6 +122,30 @@ def _sqrt_psd(A):
     return (V * np.sqrt(lam)) @ V.T
 
 
+def _psd_part(A):
+    """A's symmetric part with its negative eigenvalues (rounding) set to 0."""
+    lam, V = np.linalg.eigh(0.5 * (A + A.T))
+    return (V * np.clip(lam, 0.0, None)) @ V.T
+
+
+#: A link's pseudo-inertia as Clarabel's PSD-triangle vector (upper triangle column by
+#: column, off-diagonal entries x √2) from its 10 parameters (m, h, I in pinocchio order)
+_R2 = np.sqrt(2.0)
+_PSD_MAP = np.array([
+    # m   hx   hy   hz  ixx  ixy  iyy  ixz  iyz  izz
+    [0, 0, 0, 0, -.5, 0, .5, 0, 0, .5],          # J00 = (iyy + izz - ixx) / 2
+    [0, 0, 0, 0, 0, -_R2, 0, 0, 0, 0],           # J01 = -ixy
+    [0, 0, 0, 0, .5, 0, -.5, 0, 0, .5],          # J11
+    [0, 0, 0, 0, 0, 0, 0, -_R2, 0, 0],           # J02 = -ixz
+    [0, 0, 0, 0, 0, 0, 0, 0, -_R2, 0],           # J12 = -iyz
+    [0, 0, 0, 0, .5, 0, .5, 0, 0, -.5],          # J22
+    [0, _R2, 0, 0, 0, 0, 0, 0, 0, 0],            # J03 = hx
+    [0, 0, _R2, 0, 0, 0, 0, 0, 0, 0],            # J13 = hy
+    [0, 0, 0, _R2, 0, 0, 0, 0, 0, 0],            # J23 = hz
+    [1, 0, 0, 0, 0, 0, 0, 0, 0, 0]])             # J33 = m
+_CLARABEL_STATUS = {'Solved': 'optimal', 'AlmostSolved': 'optimal_inaccurate'}
+
+
 class ConsistentProblem:
     """The consistent fit's SDP, compiled once and solved for many data sets.
 
@@ -142,7 +166,6 @@ class ConsistentProblem:
     def __init__(self, A_scale, B, theta_nominal, n_bodies, friction_terms, fixed=None,
                  nominal_weight=NOMINAL_WEIGHT, min_mass_ratio=MIN_MASS_RATIO,
                  solver='CLARABEL', armature=0, count=1):
-        import cvxpy as cp
         solver = str(solver).upper()
         if solver not in SOLVERS:
             raise ConfigError(f'consistent-fit solver {solver!r} must be one of {list(SOLVERS)}')
@@ -163,19 +186,60 @@ class ConsistentProblem:
         T[:r, :p] = B * self.s
         T[r:, p:] = np.diag(self.sf)
         self.T = T
-        self.R = cp.Parameter((p + f, p + f))
-        self.bs = cp.Parameter(p + f)
-        v = cp.Variable(p + f)
-        self.v, self.p, self.f = v, p, f
-        z, w = v[:p], v[p:]
-        z_nom = theta_nominal / self.s
+        self.p, self.f = p, f
+        self.z_nom = np.concatenate([theta_nominal / self.s, np.zeros(f)])
+        self.pulled = np.concatenate([np.ones(p), np.zeros(f)])
+        m_nom = theta_nominal[:10 * n_bodies].reshape(n_bodies, 10)[:, 0] - self.fixed[:, 0]
+        positive = [i for i, term in enumerate(friction_terms) if term in ('fc', 'fv', 'fs')]
+        # v >= bound on these unknowns (scaled): the masses, the rotor inertias, the
+        # physically signed friction terms
+        lower = {10 * k: (min_mass_ratio * m_nom[k] + self.fixed[k, 0]) / self.s[10 * k]
+                 for k in range(n_bodies) if m_nom[k] > 0}
+        lower.update({i: 0.0 for i in range(p - armature, p)} if armature else {})
+        lower.update({p + i: 0.0 for i in positive})
+        self.lower = lower
+        if solver == 'CLARABEL':
+            self._cones = self._conic_constraints()
+        else:
+            self._cvxpy_problem()
+
+    def _conic_constraints(self):
+        """Clarabel's ``A v + s = b, s ∈ K`` for the constraints, built once: the bounds
+        (nonnegative cone), then each link's pseudo-inertia ``J(s·z - fixed) ⪰ 0`` as its
+        upper triangle, column by column, off-diagonal entries scaled by √2."""
+        import scipy.sparse
+        n_var = self.p + self.f
+        rows, cols, vals, b = [], [], [], []
+        for j, (i, bound) in enumerate(sorted(self.lower.items())):
+            rows.append(j), cols.append(i), vals.append(-1.0), b.append(-bound)
+        start = len(b)
+        for k in range(self.nb):
+            block = -_PSD_MAP * self.s[10 * k:10 * k + 10]
+            nz = np.nonzero(block)
+            rows.extend(start + 10 * k + nz[0]), cols.extend(10 * k + nz[1])
+            vals.extend(block[nz])
+            b.extend(-_PSD_MAP @ self.fixed[k])
+        A = scipy.sparse.csc_matrix((vals, (rows, cols)), shape=(len(b), n_var))
+        import clarabel
+        cones = ([clarabel.NonnegativeConeT(start)] if start else []) + \
+            [clarabel.PSDTriangleConeT(4) for _ in range(self.nb)]
+        return A, np.asarray(b, dtype=float), cones
+
+    def _cvxpy_problem(self):
+        """The same problem in cvxpy (the SCS path), compiled once with the data as
+        parameters."""
+        import cvxpy as cp
+        n_var = self.p + self.f
+        self.R = cp.Parameter((n_var, n_var))
+        self.bs = cp.Parameter(n_var)
+        v = cp.Variable(n_var)
+        self.v = v
+        z = v[:self.p]
         objective = (cp.sum_squares(self.R @ v) - 2 * self.bs @ v
-                     + nominal_weight * cp.sum_squares(z - z_nom))
+                     + self.nominal_weight * cp.sum_squares(z - self.z_nom[:self.p]))
         constraints = []
-        fixed = self.fixed
-        m_nom = theta_nominal[:10 * n_bodies].reshape(n_bodies, 10)[:, 0] - fixed[:, 0]
-        for k in range(n_bodies):
-            th = cp.multiply(self.s[10 * k:10 * k + 10], z[10 * k:10 * k + 10]) - fixed[k]
+        for k in range(self.nb):
+            th = cp.multiply(self.s[10 * k:10 * k + 10], z[10 * k:10 * k + 10]) - self.fixed[k]
             m, hx, hy, hz, ixx, ixy, iyy, ixz, iyz, izz = (th[i] for i in range(10))
             half = 0.5 * (ixx + iyy + izz)
             P = cp.Variable((4, 4), PSD=True)
@@ -183,13 +247,9 @@ class ConsistentProblem:
                             P[2, 2] == half - izz, P[0, 1] == -ixy, P[0, 2] == -ixz,
                             P[1, 2] == -iyz, P[0, 3] == hx, P[1, 3] == hy, P[2, 3] == hz,
                             P[3, 3] == m]
-            if m_nom[k] > 0:
-                constraints.append(m >= min_mass_ratio * m_nom[k])
-        if armature:
-            constraints.append(z[p - armature:] >= 0)
-        positive = [i for i, term in enumerate(friction_terms) if term in ('fc', 'fv', 'fs')]
-        if positive:
-            constraints.append(w[positive] >= 0)
+        if self.lower:
+            index = np.array(sorted(self.lower))
+            constraints.append(v[index] >= np.array([self.lower[i] for i in index]))
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
 
     def solve(self, A, b, count, c=0.0):
@@ -204,16 +264,56 @@ class ConsistentProblem:
         RankDeficientError
             If the solver finds no solution.
         """
-        import cvxpy as cp
         t0 = time.perf_counter()
         norm = 1.0 / max(int(count), 1)
-        self.R.value = _sqrt_psd(norm * (self.T.T @ A @ self.T))
-        self.bs.value = norm * (self.T.T @ b)
+        data = _psd_part(norm * (self.T.T @ A @ self.T))
+        bs = norm * (self.T.T @ b)
+        if self.solver == 'CLARABEL':
+            v, status = self._solve_clarabel(data, bs)
+        else:
+            v, status = self._solve_cvxpy(data, bs)
+        theta = self.s * np.asarray(v[:self.p])
+        phi = self.sf * np.asarray(v[self.p:]) if self.f else np.zeros(0)
+        eig = link_min_eigenvalues(theta, self.nb, self.fixed)
+        objective = float(v @ data @ v - 2 * bs @ v + self.nominal_weight * np.sum(
+            (self.pulled * (v - self.z_nom)) ** 2))
+        return ConsistentSolution(
+            theta=theta, phi=phi, x=np.concatenate([self.B @ theta, phi]), solver=self.solver,
+            status=status, seconds=time.perf_counter() - t0,
+            min_eigenvalues=eig,
+            info={'nominal_weight': self.nominal_weight,
+                  'min_mass_ratio': self.min_mass_ratio,
+                  'objective': objective + norm * float(c),
+                  'nominal_distance': float(np.sqrt(np.mean(
+                      ((theta - self.theta_nominal) / self.s) ** 2)))})
+
+    def _solve_clarabel(self, data, bs):
+        """min vᵀ(D + λE)v - 2(bs + λ E z_nom)ᵀv over the cones, with Clarabel directly
+        (its default tolerances, as cvxpy calls it): v, status."""
+        import clarabel
+        import scipy.sparse
+        H = data + self.nominal_weight * np.diag(self.pulled)
+        P = scipy.sparse.csc_matrix(np.triu(H))
+        q = -(bs + self.nominal_weight * self.pulled * self.z_nom)
+        A, b, cones = self._cones
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
         try:
-            if self.solver == 'SCS':
-                self.problem.solve(solver=cp.SCS, eps=1e-7, max_iters=20000)
-            else:
-                self.problem.solve(solver=cp.CLARABEL)
+            result = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+        except Exception as exc:      # the solver's own error types are not exported
+            raise RankDeficientError(f'the consistent fit (CLARABEL) failed: {exc}') from exc
+        status = _CLARABEL_STATUS.get(str(result.status))
+        if status is None:
+            raise RankDeficientError('the consistent fit (CLARABEL) found no solution: '
+                                     f'status {result.status}')
+        return np.asarray(result.x, dtype=float), status
+
+    def _solve_cvxpy(self, data, bs):
+        import cvxpy as cp
+        self.R.value = _sqrt_psd(data)
+        self.bs.value = bs
+        try:
+            self.problem.solve(solver=cp.SCS, eps=1e-7, max_iters=20000)
         except cp.error.SolverError as exc:
             raise RankDeficientError(f'the consistent fit ({self.solver}) failed: '
                                      f'{exc}') from exc
@@ -221,18 +321,7 @@ class ConsistentProblem:
         if v is None or self.problem.status not in ('optimal', 'optimal_inaccurate'):
             raise RankDeficientError(f'the consistent fit ({self.solver}) found no solution: '
                                      f'status {self.problem.status}')
-        theta = self.s * np.asarray(v[:self.p])
-        phi = self.sf * np.asarray(v[self.p:]) if self.f else np.zeros(0)
-        eig = link_min_eigenvalues(theta, self.nb, self.fixed)
-        return ConsistentSolution(
-            theta=theta, phi=phi, x=np.concatenate([self.B @ theta, phi]), solver=self.solver,
-            status=self.problem.status, seconds=time.perf_counter() - t0,
-            min_eigenvalues=eig,
-            info={'nominal_weight': self.nominal_weight,
-                  'min_mass_ratio': self.min_mass_ratio,
-                  'objective': float(self.problem.value) + norm * float(c),
-                  'nominal_distance': float(np.sqrt(np.mean(
-                      ((theta - self.theta_nominal) / self.s) ** 2)))})
+        return np.asarray(v, dtype=float), self.problem.status
 
 
 def solve_consistent(A, b, count, B, theta_nominal, n_bodies, friction_terms, fixed=None,
