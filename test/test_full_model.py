@@ -8,8 +8,9 @@ import yaml
 from arm_dyn_id.errors import ConfigError, DataError
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
-from arm_dyn_id.model.dynamics import (DynamicsModel, FrictionModel, nominal_standard_parameters,
-                                       rigid_base_parameters, rigid_regressor)
+from arm_dyn_id.model.dynamics import (RNEA_CHECKS, DynamicsModel, FrictionModel,
+                                       _rnea_torques, nominal_standard_parameters,
+                                       rigid_base_parameters, rigid_regressor, rigid_torques)
 from arm_dyn_id.model.gravity import GravityModel
 from arm_dyn_id.model.robot import Payload
 
@@ -39,6 +40,59 @@ def test_rigid_body_torques_equal_pinocchio_rnea(robot, base):
     # one state in, one state out
     np.testing.assert_allclose(model.rigid_body_torques(q[0], dq[0], ddq[0]), expected[0],
                                atol=1e-9)
+
+
+def test_many_samples_go_through_rnea_with_a_rigid_body_theta_of_the_same_base(robot):
+    """Past 4 x RNEA_CHECKS samples the torques of a model come from pinocchio's RNEA on
+    a θ of its base values with positive masses (the URDF's moved by B⁺, or the consistent
+    fit's own), rotor inertias added: the regressor's torques, at a third of its cost."""
+    q, dq, ddq = states(robot, count=10 * RNEA_CHECKS, seed=3)
+    rng = np.random.default_rng(4)
+    for armature in (False, True):
+        base = rigid_base_parameters(robot, armature=armature)
+        theta = nominal_standard_parameters(robot, armature=armature)
+        theta *= 1 + 0.2 * rng.uniform(-1, 1, theta.shape)      # another arm, same URDF
+        if armature:
+            theta[-robot.n_joints:] = 0.05
+        model = DynamicsModel(robot.copy(), base, base.beta(theta))
+        expected = rigid_regressor(robot, q, dq, ddq, armature=armature) @ theta
+        physical = model._physical_theta()
+        assert np.all(physical[:10 * robot.n_bodies:10] > 0)
+        np.testing.assert_allclose(base.beta(physical), base.beta(theta), atol=1e-10)
+        fast = _rnea_torques(robot, q, dq, ddq, physical, armature)
+        np.testing.assert_allclose(fast, expected, atol=1e-9)
+        np.testing.assert_allclose(model.rigid_body_torques(q, dq, ddq), expected, atol=1e-9)
+        # the consistent fit's own θ is the one used when the model has it
+        model.standard = theta
+        assert model._physical_theta() is theta
+        # ... but not with a payload added to its base values
+        payload = Payload(mass=1.5, com=(0.01, 0.02, 0.05), frame=robot.model.frames[-1].name)
+        model.set_payload(payload)
+        assert model._physical_theta() is not theta
+        loaded = robot.with_payload(payload)
+        added = np.array([pin.rnea(loaded.model, loaded.data, *s) - pin.rnea(
+            robot.model, robot.data, *s) for s in zip(q, dq, ddq)])     # the payload's own
+        np.testing.assert_allclose(model.rigid_body_torques(q, dq, ddq), expected + added,
+                                   atol=1e-8)
+
+
+def test_rnea_is_held_to_the_regressor_and_left_when_it_differs(robot, base):
+    """A θ whose links are no rigid bodies (a mass ≤ 0) is not converted; one that
+    converts but is not the model's (here another arm's) is caught by the check on
+    RNEA_CHECKS samples, and the regressor gives the torques: never a wrong value."""
+    q, dq, ddq = states(robot, count=10 * RNEA_CHECKS, seed=5)
+    theta = nominal_standard_parameters(robot)
+    expected = rigid_regressor(robot, q, dq, ddq) @ theta
+    massless = theta.copy()
+    massless[10] = 0.0
+    assert _rnea_torques(robot, q, dq, ddq, massless, False) is None
+    other = theta * 1.3
+    assert not np.allclose(_rnea_torques(robot, q, dq, ddq, other, False), expected)
+    np.testing.assert_allclose(rigid_torques(robot, q, dq, ddq, theta, physical=other),
+                               expected, atol=1e-9)
+    np.testing.assert_allclose(rigid_torques(robot, q, dq, ddq, theta, physical=massless),
+                               expected, atol=1e-9)
+    np.testing.assert_allclose(rigid_torques(robot, q, dq, ddq, theta), expected, atol=1e-9)
 
 
 def test_gravity_torques_equal_pinocchio_at_any_magnitude(robot, base):

@@ -371,6 +371,63 @@ def gravity_base_regressor(robot, base, q):
     return base.reduce(rigid_regressor(robot, q, zero, zero, armature=base.armature))
 
 
+#: Samples on which :func:`rigid_torques`' RNEA is held to the regressor
+RNEA_CHECKS = 16
+#: Samples of regressor at a time (bounds the (N, n, p) array to ~20 MB on a 6-joint arm)
+REGRESSOR_CHUNK = 4096
+
+
+def rigid_torques(robot, q, dq, ddq, theta, armature=False, physical=None):
+    """Rigid-body torques ``Y(q, q̇, q̈) θ`` (N, n) of N samples.
+
+    With ``physical`` (a θ of the same base parameters whose every link has a positive
+    mass), pinocchio's RNEA on a copy of the model that carries it: a third of the
+    regressor's cost (60,000 samples of a 6-joint arm: ~0.15 s against ~0.45 s). It is
+    held to the regressor with ``theta`` on :data:`RNEA_CHECKS` samples spread over the
+    record; where they differ by more than 1e-8 of the torque (a link whose conversion to
+    mass, centre and inertia lost digits), and without ``physical``, the regressor gives
+    every sample, :data:`REGRESSOR_CHUNK` at a time.
+    """
+    q, dq, ddq = _check_states(robot, q, dq, ddq)
+    N = len(q)
+    if physical is not None and N > 4 * RNEA_CHECKS:
+        fast = _rnea_torques(robot, q, dq, ddq, np.asarray(physical, dtype=float), armature)
+        if fast is not None:
+            pick = np.linspace(0, N - 1, RNEA_CHECKS).astype(int)
+            ref = rigid_regressor(robot, q[pick], dq[pick], ddq[pick],
+                                  armature=armature) @ theta
+            if np.all(np.abs(fast[pick] - ref) <= 1e-8 * max(1.0, float(np.abs(ref).max()))):
+                return fast
+    out = np.empty((N, robot.n_joints))
+    for start in range(0, N, REGRESSOR_CHUNK):
+        rows = slice(start, start + REGRESSOR_CHUNK)
+        out[rows] = rigid_regressor(robot, q[rows], dq[rows], ddq[rows],
+                                    armature=armature) @ theta
+    return out
+
+
+def _rnea_torques(robot, q, dq, ddq, theta, armature):
+    """RNEA with θ's links (rotor inertias ``θ[10 nb:]`` added as ``Ia q̈``); None when a
+    link's mass is not positive (no rigid body has it)."""
+    nb = robot.n_bodies
+    links = theta[:10 * nb].reshape(nb, 10)
+    if not np.all(np.isfinite(theta)) or np.any(links[:, 0] <= 0):
+        return None
+    model = pin.Model(robot.model)
+    for k in range(nb):
+        model.inertias[k + 1] = pin.Inertia.FromDynamicParameters(links[k])
+    model.armature[:] = 0.0                  # the regressor has no rotor inertia of its own
+    data = model.createData()
+    Q, V, A = pin_arrays(robot, q, dq, ddq)
+    rows = robot._idx_v
+    out = np.empty((len(q), robot.n_joints))
+    for i in range(len(q)):
+        out[i] = pin.rnea(model, data, Q[i], V[i], A[i])[rows]
+    if armature:
+        out += theta[10 * nb:10 * nb + robot.n_joints] * ddq
+    return out
+
+
 def base_matrix(base):
     """B with ``β = B θ`` (r, p)."""
     B = np.zeros((base.count, len(base.parameter_names)))
@@ -515,8 +572,18 @@ class DynamicsModel:
         q, dq, ddq = (np.asarray(a, dtype=float) for a in (q, dq, ddq))
         if q.ndim == 1:
             return self._single_regressor(q, dq, ddq) @ self._theta()
-        Y = rigid_regressor(self.robot, q, dq, ddq, armature=self.armature)
-        return Y @ self._theta()
+        return rigid_torques(self.robot, q, dq, ddq, self._theta(), armature=self.armature,
+                             physical=self._physical_theta())
+
+    def _physical_theta(self):
+        """A θ of the model's base values near the URDF's: the consistent fit's own, else
+        the nominal θ moved by the least change that gives the base values (``B⁺``)."""
+        beta = self.beta + self._payload_beta
+        if self.standard is not None and not np.any(self._payload_beta):
+            return self.standard
+        nominal = nominal_standard_parameters(self.robot, self.armature)
+        B = base_matrix(self.base)
+        return nominal + np.linalg.pinv(B) @ (beta - B @ nominal)
 
     def nominal_load(self, q, dq, ddq):
         """``τ_load``: the nominal URDF's rigid-body torque (N·m), the load of the
@@ -525,7 +592,8 @@ class DynamicsModel:
         theta = nominal_standard_parameters(self.robot, self.armature)
         if q.ndim == 1:
             return self._single_regressor(q, dq, ddq) @ theta
-        return rigid_regressor(self.robot, q, dq, ddq, armature=self.armature) @ theta
+        return rigid_torques(self.robot, q, dq, ddq, theta, armature=self.armature,
+                             physical=theta)
 
     def friction_torques(self, dq, q=None, ddq=None):
         """Friction torques ``F(q̇) φ`` (N·m): (n,) or (N, n).
@@ -658,4 +726,5 @@ __all__ = ['DynamicsModel', 'FrictionModel', 'parse_friction', 'FRICTION_WORDS',
            'parameter_legend', 'parameter_term',
            'rigid_regressor', 'rigid_base_parameters', 'gravity_base_regressor',
            'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix', 'pin_arrays',
+           'rigid_torques',
            'SCHEMA', 'SLOW_SPEED', 'VERSION']
