@@ -264,6 +264,36 @@ def test_preparation_resamples_chooses_cutoff_and_refuses_gaps():
         prepare(t, q, cutoff_hz=60.0)
 
 
+def test_prepare_filters_a_record_once_for_several_regressors(robot):
+    """``armature='auto'`` prepares the record for two regressors: the second preparation
+    takes the filtered signals of the first (``signals``, keyed by the options and what
+    the features are), gives the arrays a fresh preparation gives, and its own copies
+    (what one fit does to its arrays, the other does not see)."""
+    rng = np.random.default_rng(11)
+    t, q, _, _, _, tau = smooth_record(robot, rng, rate=1000.0)
+    friction = FrictionModel(coulomb='tanh')
+    options = dict(cutoff_hz=5.0, features=friction.features)
+    plain = prepare(t, q, tau, **options)
+    signals = {}
+    first = prepare(t, q, tau, signals=signals, signals_key='coulomb', **options)
+    assert len(signals) == 1
+    second = prepare(t, q, tau, signals=signals, signals_key='coulomb', **options)
+    assert len(signals) == 1                                    # taken, not made again
+    for name in ('t', 'q', 'dq', 'ddq', 'tau', 'tau_raw', 'features'):
+        np.testing.assert_array_equal(getattr(second, name), getattr(plain, name))
+    assert second.info == plain.info
+    first.tau[:] = 0.0
+    first.features[:] = 0.0
+    np.testing.assert_array_equal(
+        prepare(t, q, tau, signals=signals, signals_key='coulomb', **options).tau, plain.tau)
+    # other features or other options: prepared anew
+    prepare(t, q, tau, signals=signals, signals_key='offset', cutoff_hz=5.0,
+            features=FrictionModel(coulomb='tanh', offset=True).features)
+    prepare(t, q, tau, signals=signals, signals_key='coulomb', cutoff_hz=4.0,
+            features=friction.features)
+    assert len(signals) == 3
+
+
 def test_fit_full_of_1khz_data_goes_through_the_fir_stage(robot):
     rng = np.random.default_rng(21)
     t, q, _, _, _, tau = smooth_record(robot, rng, rate=1000.0)

@@ -81,8 +81,8 @@ fit sees) or the resampled raw torque (measurement noise included):
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.signal
 
+from arm_dyn_id.data.filters import fir_decimate, lowpass_filtfilt, welch
 from arm_dyn_id.errors import DataError, GapError
 
 #: Cut-off = this factor × the highest frequency the motion carries.
@@ -280,7 +280,7 @@ def q_spectrum(q, rate):
     """
     v = np.diff(np.asarray(q, dtype=float), axis=0) * rate
     nper = int(min(len(v), max(256, 2 ** int(np.ceil(np.log2(20 * rate))))))
-    f, p = scipy.signal.welch(v, fs=rate, nperseg=nper, axis=0, detrend='linear')
+    f, p = welch(v, rate, nper)
     gain = (2.0 * rate * np.sin(np.pi * f / rate)) ** 2
     power = np.zeros_like(p)
     power[1:] = p[1:] / gain[1:, None]
@@ -439,8 +439,8 @@ def default_decimation(rate, cutoff_hz):
 
 def _fir_decimate(x, factor):
     """Every ``factor``-th sample after a linear-phase FIR low-pass at the new Nyquist
-    frequency (``scipy.signal.resample_poly``, delay compensated), along axis 0."""
-    return scipy.signal.resample_poly(x, 1, int(factor), axis=0, padtype='line')
+    frequency (as ``scipy.signal.resample_poly``, delay compensated), along axis 0."""
+    return fir_decimate(x, factor)
 
 
 #: How q̇ and q̈ are formed (stated in the model file).
@@ -484,59 +484,14 @@ def differentiate(q, rate):
 
 def lowpass(x, rate, cutoff_hz, order=DEFAULT_ORDER):
     """Zero-phase Butterworth low-pass along axis 0."""
-    sos = scipy.signal.butter(order, cutoff_hz, fs=rate, output='sos')
-    return scipy.signal.sosfiltfilt(sos, x, axis=0)
+    return lowpass_filtfilt(x, rate, cutoff_hz, order)
 
 
-def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDER, rate=None,
-            decimate=None, edge=None, filter_torque=True, features=None, regressor=None,
-            max_gap=None):
-    """Resample, filter, differentiate, trim and decimate one record.
-
-    Parameters
-    ----------
-    t : ndarray, (N,)
-        s, any spacing.
-    q : ndarray, (N, n)
-        rad.
-    tau : ndarray, (N, n), optional
-        N·m.
-    cutoff_hz : float, optional
-        Default: :func:`choose_cutoff` (from ``harmonic_hz`` or the spectrum).
-    harmonic_hz : float, optional
-        Highest harmonic of a known Fourier excitation.
-    order : int
-        Butterworth order (applied twice).
-    rate : float, optional
-        Resampling rate (Hz); default the median rate.
-    decimate : int, optional
-        Default :func:`default_decimation`.
-    edge : float, optional
-        Seconds trimmed at each end; default ``3 / cutoff``.
-    filter_torque : bool
-        Filter τ and the features (default) or keep them raw (gross errors and
-        the robust estimators: a filter would smear each outlier).
-    features : callable, optional
-        ``features(dq)`` (N, n) -> (N, n, k), computed at the full rate and
-        filtered like τ (the friction columns).
-    regressor : callable, optional
-        ``regressor(q, dq, ddq)`` (M, n) x3 -> (M, n, p), evaluated on the
-        decimated samples and filtered like τ (at the decimated rate, which is
-        at least 10 samples per cut-off period): the same filter on both sides
-        of ``τ = Y θ``, so torque content the nonlinear dynamics put above the
-        cut-off is removed from both alike.
-    max_gap : float, optional
-        See :func:`resample`.
-
-    Returns
-    -------
-    Prepared
-
-    Raises
-    ------
-    DataError
-        Wrong shapes, too few samples, gaps, a cut-off outside (0, Nyquist).
-    """
+def _filtered_signals(t, q, tau, cutoff_hz, harmonic_hz, order, rate, decimate, edge,
+                      filter_torque, features, max_gap):
+    """:func:`prepare`'s work before the regressor: the record resampled, its cut-off
+    chosen, q, τ and the features filtered (and pre-decimated), q̇ and q̈ formed; a
+    dict of them."""
     t_raw = np.asarray(t)
     tu, qu, tauu, info = resample(t, q, tau, rate=rate, max_gap=max_gap)
     fs = info['rate_hz']
@@ -591,6 +546,81 @@ def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDE
         tauf = tau_raw
         if feats is not None and pre > 1:
             feats = features(dq)
+    return dict(t_raw=t_raw, tu=tu, qf=qf, dq=dq, ddq=ddq, tauf=tauf, tau_raw=tau_raw,
+                feats=feats, fs=fs, step=step, n_edge=n_edge, pre=pre, cutoff_hz=cutoff_hz,
+                source=source, warning=warning, info=info)
+
+
+def prepare(t, q, tau=None, cutoff_hz=None, harmonic_hz=None, order=DEFAULT_ORDER, rate=None,
+            decimate=None, edge=None, filter_torque=True, features=None, regressor=None,
+            max_gap=None, signals=None, signals_key=None):
+    """Resample, filter, differentiate, trim and decimate one record.
+
+    Parameters
+    ----------
+    t : ndarray, (N,)
+        s, any spacing.
+    q : ndarray, (N, n)
+        rad.
+    tau : ndarray, (N, n), optional
+        N·m.
+    cutoff_hz : float, optional
+        Default: :func:`choose_cutoff` (from ``harmonic_hz`` or the spectrum).
+    harmonic_hz : float, optional
+        Highest harmonic of a known Fourier excitation.
+    order : int
+        Butterworth order (applied twice).
+    rate : float, optional
+        Resampling rate (Hz); default the median rate.
+    decimate : int, optional
+        Default :func:`default_decimation`.
+    edge : float, optional
+        Seconds trimmed at each end; default ``3 / cutoff``.
+    filter_torque : bool
+        Filter τ and the features (default) or keep them raw (gross errors and
+        the robust estimators: a filter would smear each outlier).
+    features : callable, optional
+        ``features(dq)`` (N, n) -> (N, n, k), computed at the full rate and
+        filtered like τ (the friction columns).
+    regressor : callable, optional
+        ``regressor(q, dq, ddq)`` (M, n) x3 -> (M, n, p), evaluated on the
+        decimated samples and filtered like τ (at the decimated rate, which is
+        at least 10 samples per cut-off period): the same filter on both sides
+        of ``τ = Y θ``, so torque content the nonlinear dynamics put above the
+        cut-off is removed from both alike.
+    max_gap : float, optional
+        See :func:`resample`.
+    signals : dict, optional
+        Filtered signals of earlier calls on the same record, reused (and stored) when
+        the options and ``signals_key`` match: a fit that prepares one record for two
+        regressors (rotor inertia left out and kept) filters it once.
+    signals_key : hashable, optional
+        What ``features`` computes (the caller's name for it).
+
+    Returns
+    -------
+    Prepared
+
+    Raises
+    ------
+    DataError
+        Wrong shapes, too few samples, gaps, a cut-off outside (0, Nyquist).
+    """
+    key = None if signals is None else (signals_key, cutoff_hz, harmonic_hz, order, rate,
+                                        decimate, edge, filter_torque, max_gap)
+    stage = None if key is None else signals.get(key)
+    if stage is None:
+        stage = _filtered_signals(t, q, tau, cutoff_hz, harmonic_hz, order, rate, decimate,
+                                  edge, filter_torque, features, max_gap)
+        if key is not None:
+            signals[key] = stage
+    if key is not None:          # each caller its own arrays: the stored ones stay as made
+        stage = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in stage.items()}
+    t_raw, tu, qf, dq, ddq, tauf, tau_raw, feats = (stage[k] for k in (
+        't_raw', 'tu', 'qf', 'dq', 'ddq', 'tauf', 'tau_raw', 'feats'))
+    fs, step, n_edge, pre = stage['fs'], stage['step'], stage['n_edge'], stage['pre']
+    cutoff_hz, source, warning = stage['cutoff_hz'], stage['source'], stage['warning']
+    info = dict(stage['info'])
     keep = slice(n_edge, len(tu) - n_edge, step)
     regr = None
     if regressor is not None:

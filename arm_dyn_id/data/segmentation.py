@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arm_dyn_id.errors import DataError
+from arm_dyn_id.data.filters import savgol_filter
 
 
 @dataclass(frozen=True)
@@ -346,8 +347,6 @@ def filtered_derivatives(t, q, window=0.25, dq=None):
     DataError
         Shapes that do not match, times that do not increase, too few samples.
     """
-    from scipy.signal import savgol_filter
-
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
     if t.ndim != 1 or q.ndim != 2 or q.shape[0] != t.shape[0]:
@@ -374,20 +373,17 @@ def filtered_derivatives(t, q, window=0.25, dq=None):
 
     qg = on_grid(q)
     polyorder = min(2, length - 1)
-    q_s = back(savgol_filter(qg, length, polyorder, axis=0, mode='interp'))
+    q_s = back(savgol_filter(qg, length, polyorder, axis=0))
     if dq is None:
-        v = back(savgol_filter(qg, length, polyorder, deriv=1, delta=dt, axis=0,
-                               mode='interp'))
-        a = back(savgol_filter(qg, length, polyorder, deriv=2, delta=dt, axis=0,
-                               mode='interp'))
+        v = back(savgol_filter(qg, length, polyorder, deriv=1, delta=dt, axis=0))
+        a = back(savgol_filter(qg, length, polyorder, deriv=2, delta=dt, axis=0))
     else:
         dq = np.asarray(dq, dtype=float)
         if dq.shape != q.shape:
             raise DataError(f'velocities {dq.shape} must match positions {q.shape}')
         vg = on_grid(dq)
-        v = back(savgol_filter(vg, length, polyorder, axis=0, mode='interp'))
-        a = back(savgol_filter(vg, length, polyorder, deriv=1, delta=dt, axis=0,
-                               mode='interp'))
+        v = back(savgol_filter(vg, length, polyorder, axis=0))
+        a = back(savgol_filter(vg, length, polyorder, deriv=1, delta=dt, axis=0))
     return q_s, v, a
 
 

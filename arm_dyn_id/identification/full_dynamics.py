@@ -8,7 +8,7 @@ Model (seed 001 eqs. 2-6):
 
 Only q and τ are measured. q̇ and q̈ come from zero-phase filtering and
 differentiation: q is low-passed forward and backward (Butterworth,
-``scipy.signal.filtfilt``, no phase lag) and differentiated twice by central
+no phase lag; :mod:`arm_dyn_id.data.filters`) and differentiated twice by central
 differences; τ goes through the same filter, so the two sides of the equation
 see the same attenuation. Samples within a few filter time constants of either
 end are dropped (``filtfilt``'s edge transients).
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.ndimage
-import scipy.signal
 
+from arm_dyn_id.data.filters import butter_sos, sosfiltfilt
 from arm_dyn_id.data.preparation import prepare
 from arm_dyn_id.errors import ConfigError, DataError, RankDeficientError
 from arm_dyn_id.identification import consistent as cons
@@ -145,13 +145,13 @@ def filter_and_differentiate(t, q, tau=None, cutoff_hz=10.0, order=4, decimate=1
                         f'(Nyquist of {fs:.6g} Hz sampling)')
     if int(decimate) < 1:
         raise DataError(f'decimate {decimate} must be a positive integer')
-    sos = scipy.signal.butter(order, cutoff_hz, fs=fs, output='sos')
-    qf = scipy.signal.sosfiltfilt(sos, q, axis=0)
+    sos = butter_sos(order, cutoff_hz, fs)
+    qf = sosfiltfilt(sos, q, axis=0)
     dq = np.gradient(qf, step, axis=0)
     ddq = np.gradient(dq, step, axis=0)
     if filter_torque:
-        tf = None if tau is None else scipy.signal.sosfiltfilt(sos, tau, axis=0)
-        coulomb = scipy.signal.sosfiltfilt(sos, np.sign(dq), axis=0)
+        tf = None if tau is None else sosfiltfilt(sos, tau, axis=0)
+        coulomb = sosfiltfilt(sos, np.sign(dq), axis=0)
     else:
         tf, coulomb = tau, np.sign(dq)
     edge = int(np.ceil(3 * fs / cutoff_hz)) if edge is None else int(edge)
@@ -418,6 +418,8 @@ def _prepare(robot, base, friction, t, q, tau, features_out=False, widths=(), **
         load = np.abs(Y @ theta) * friction.sign(dqd)
         return np.concatenate([Yb, load[:, :, None]], axis=2)
 
+    if options.get('signals') is not None:
+        options['signals_key'] = (friction, tuple(widths))
     prepared = prepare(t, q, tau, features=features, regressor=rigid, **options)
     regr, feats = prepared.regressor, prepared.features
     soft = feats[:, :, own:]
@@ -733,7 +735,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
              harmonic_hz=None, holdout=HOLDOUT_FOLDS, friction=None, armature=False,
              noise=None, decimate=None, order=4, filter_torque=True, nominal_weight=None,
              solver='CLARABEL', validate_against='filtered', provenance=None, robot_name=None,
-             seed=0):
+             seed=0, _signals=None):
     """Fit, choose and validate a full-dynamics model from one recording.
 
     Steps: :func:`arm_dyn_id.data.preparation.prepare` (resample, zero-phase
@@ -785,6 +787,9 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
         Torque the validation metrics compare with.
     provenance : dict, optional
     robot_name : str, optional
+    _signals : dict, optional
+        The record's filtered signals shared between fits of it (``armature='auto'``
+        passes one to both; :func:`~arm_dyn_id.data.preparation.prepare`).
 
     Returns
     -------
@@ -812,9 +817,11 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                        solver=solver, validate_against=validate_against,
                        provenance=provenance, robot_name=robot_name, seed=seed)
         fits, errors = {}, {}
+        signals = {}     # the record filtered once for both: only the regressor differs
         for flag in (False, True):
             try:
-                fits[flag] = fit_full(robot, t, q, tau, armature=flag, **options)
+                fits[flag] = fit_full(robot, t, q, tau, armature=flag, _signals=signals,
+                                      **options)
             except RankDeficientError as error:
                 # the other fit stands on its own (n more parameters may leave the
                 # consistent fit without a solution where the rigid body alone has one)
@@ -864,7 +871,7 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
             noise = np.asarray(cfg_noise, dtype=float)
     base = rigid_base_parameters(robot, armature=armature)
     options = dict(cutoff_hz=cutoff_hz, harmonic_hz=harmonic_hz, order=order,
-                   decimate=decimate, filter_torque=filter_torque)
+                   decimate=decimate, filter_torque=filter_torque, signals=_signals)
     friction_choice, W_union = None, None
     if friction == 'auto':
         prepared, W, friction, friction_choice, W_union = _choose_friction(

@@ -494,7 +494,7 @@ def stance_motion(model, t, q, stance_foot, foot_pose, window=0.5, order=3):
     -------
     Q, V, A : ndarray (N, nq), (N, nv), (N, nv)
     """
-    from scipy.signal import savgol_filter
+    from arm_dyn_id.data.filters import savgol_filter
     t = np.asarray(t, float)
     q = np.asarray(q, float)
     if t.ndim != 1 or q.shape != (len(t), model.n):
