@@ -85,9 +85,10 @@ def fit_argv(bag, cfg, out, report=False):
         ([] if report else ['--no-report'])
 
 
-def _fit_command(bag, cfg, out, tree=None, report=False):
-    """One fresh fit command: wall and CPU time, and when model.yaml and the last output
-    before the report were written (file modification times, from the process start)."""
+def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv):
+    """One fresh fit command (``argv(bag, cfg, out, report)``): wall and CPU time, and when
+    model.yaml and the last output before the report were written (file modification
+    times, from the process start)."""
     import resource
     env = dict(os.environ)
     if tree is not None:
@@ -98,7 +99,7 @@ def _fit_command(bag, cfg, out, tree=None, report=False):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
     t0 = time.perf_counter()
-    proc = subprocess.run(fit_argv(bag, cfg, out, report), env=env, cwd=tree,
+    proc = subprocess.run(argv(bag, cfg, out, report), env=env, cwd=tree,
                           capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -112,7 +113,7 @@ def _fit_command(bag, cfg, out, tree=None, report=False):
             'load_1min': round(os.getloadavg()[0], 2)}
 
 
-def _summary(runs):
+def summary(runs):
     import numpy as np
     out = {'runs': len(runs)}
     for key in ('wall_s', 'model_s', 'outputs_s', 'cpu_s'):
@@ -218,14 +219,14 @@ def main(argv=None):
                 # alternated, so that a change of load hits every variant alike
                 for report_on in (False, True):
                     for name, tree in trees:
-                        run = _fit_command(bag, cfg, root / f'fit_{name}_{report_on}_{i}',
-                                           tree, report_on)
+                        run = fit_command(bag, cfg, root / f'fit_{name}_{report_on}_{i}',
+                                          tree, report_on)
                         runs.setdefault((name, report_on), []).append(run)
                         report.add('fit_runs', {'tree': name, 'report': report_on,
                                                 'run': i, **run})
             for (name, report_on), rows in runs.items():
                 report.add('fit_command', {'tree': name, 'report': report_on,
-                                           **_summary(rows)})
+                                           **summary(rows)})
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from arm_dyn_id.errors import DataError
-from arm_dyn_id.data.filters import savgol_filter
 
 
 @dataclass(frozen=True)
@@ -347,6 +346,10 @@ def filtered_derivatives(t, q, window=0.25, dq=None):
     DataError
         Shapes that do not match, times that do not increase, too few samples.
     """
+    # here: the identifier node imports this module, and serving needs no filter
+    # (scipy.linalg and scipy.ndimage, 0.2 s of its start)
+    from arm_dyn_id.data.filters import savgol_filter
+
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float)
     if t.ndim != 1 or q.ndim != 2 or q.shape[0] != t.shape[0]:
