@@ -15,7 +15,9 @@ uses, computed the same way (``test/test_filters.py`` holds them to SciPy's resu
   (β = 5) windowed-sinc FIR at the new Nyquist frequency, 10 x factor taps each side,
   the signal extended by the line through its first and last samples;
 - :func:`savgol_filter`: the Savitzky-Golay filter (``mode='interp'``: the polynomial
-  fitted to the first and last windows at the ends).
+  fitted to the first and last windows at the ends); a window longer than
+  :data:`FFT_WINDOW` samples is convolved by FFT (SciPy's direct sum differs from it by
+  rounding: 1e-10 of the output's range for a second derivative).
 """
 
 import math
@@ -186,6 +188,10 @@ def fir_decimate(x, factor):
     return (windows @ h).T.reshape((n_out,) + x.shape[1:])
 
 
+#: Savitzky-Golay windows longer than this (samples) are convolved by FFT
+FFT_WINDOW = 64
+
+
 def savgol_coefficients(length, polyorder, deriv=0, delta=1.0):
     """Convolution coefficients (length,) of the Savitzky-Golay filter."""
     half = length // 2
@@ -198,15 +204,26 @@ def savgol_coefficients(length, polyorder, deriv=0, delta=1.0):
 
 def savgol_filter(x, length, polyorder, deriv=0, delta=1.0, axis=0):
     """Savitzky-Golay smoothing or derivative along ``axis``, as
-    ``scipy.signal.savgol_filter(..., mode='interp')``: the interior by convolution,
+    ``scipy.signal.savgol_filter(..., mode='interp')``: the interior by convolution
+    (by FFT for windows longer than :data:`FFT_WINDOW`),
     the first and last ``length // 2`` samples from the polynomial fitted to the first
     and last ``length`` samples."""
     x = np.moveaxis(np.asarray(x, dtype=float), axis, 0)
     if length > len(x) or length % 2 == 0 or polyorder >= length:
         raise ValueError(f'a Savitzky-Golay window of {length} samples (order {polyorder}) '
                          f'does not fit {len(x)} samples')
-    y = scipy.ndimage.convolve1d(x, savgol_coefficients(length, polyorder, deriv, delta),
-                                 axis=0, mode='constant')
+    coeffs = savgol_coefficients(length, polyorder, deriv, delta)
+    if length > FFT_WINDOW:
+        # by FFT: a quarter-second window at 1 kHz is 251 taps a sample; the column means
+        # are taken out first (a constant passes unchanged, or not at all for a derivative)
+        mean = x.mean(axis=0)
+        size = 1 << int(np.ceil(np.log2(len(x) + length - 1)))
+        full = np.fft.irfft(np.fft.rfft(x - mean, size, axis=0) *
+                            np.fft.rfft(coeffs, size).reshape((-1,) + (1,) * (x.ndim - 1)),
+                            size, axis=0)
+        y = full[length // 2:length // 2 + len(x)] + (mean if deriv == 0 else 0.0)
+    else:
+        y = scipy.ndimage.convolve1d(x, coeffs, axis=0, mode='constant')
     half = length // 2
     flat, out = x.reshape(len(x), -1), y.reshape(len(y), -1)
     positions = np.arange(length, dtype=float)
@@ -220,5 +237,5 @@ def savgol_filter(x, length, polyorder, deriv=0, delta=1.0, axis=0):
     return np.moveaxis(out.reshape(y.shape), 0, axis)
 
 
-__all__ = ['butter_sos', 'sosfilt_zi', 'sosfilt', 'sosfiltfilt', 'lowpass_filtfilt', 'welch',
-           'fir_decimate', 'savgol_coefficients', 'savgol_filter']
+__all__ = ['FFT_WINDOW', 'butter_sos', 'sosfilt_zi', 'sosfilt', 'sosfiltfilt', 'lowpass_filtfilt',
+           'welch', 'fir_decimate', 'savgol_coefficients', 'savgol_filter']
