@@ -131,6 +131,29 @@ def test_savitzky_golay_is_scipys(length, order, deriv):
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10 * np.abs(theirs).max())
 
 
+def test_savitzky_golay_as_scipy_with_a_nan_and_a_derivative_above_the_order():
+    """A NaN spoils one window around it, as SciPy's direct sum (not the whole column, as
+    an FFT would); a derivative above the polynomial's order is zero."""
+    x = _walk(np.random.default_rng(9), 5000, 2)
+    x[2500, 0] = np.nan
+    ours = filters.savgol_filter(x, 251, 2, deriv=1, delta=0.001)
+    theirs = scipy.signal.savgol_filter(x, 251, 2, deriv=1, delta=0.001, axis=0)
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    assert np.isnan(ours[:, 0]).sum() == 251 and not np.isnan(ours[:, 1]).any()
+    np.testing.assert_allclose(ours[:, 1], theirs[:, 1], atol=1e-10 * np.abs(theirs[:, 1]).max())
+    np.testing.assert_array_equal(filters.savgol_filter(x[:, 1], 7, 1, deriv=2), np.zeros(5000))
+    np.testing.assert_array_equal(scipy.signal.savgol_filter(x[:, 1], 7, 1, deriv=2),
+                                  np.zeros(5000))
+
+
+def test_welch_of_one_column_has_scipys_shape():
+    v = np.random.default_rng(4).standard_normal(3000)
+    f, p = filters.welch(v, 100.0, 256)
+    f_theirs, p_theirs = scipy.signal.welch(v, fs=100.0, nperseg=256, detrend='linear')
+    assert p.shape == p_theirs.shape
+    np.testing.assert_allclose(p, p_theirs, atol=1e-12 * p_theirs.max())
+
+
 def test_savitzky_golay_window_that_does_not_fit_is_an_error():
     with pytest.raises(ValueError, match='does not fit'):
         filters.savgol_filter(np.zeros((10, 2)), 11, 2)

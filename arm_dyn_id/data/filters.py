@@ -132,8 +132,10 @@ def lowpass_filtfilt(x, fs, cutoff_hz, order, axis=0):
 def welch(x, fs, nperseg):
     """Power spectral density of each column of x (N, m) by Welch's method, as
     ``scipy.signal.welch(x, fs, nperseg=nperseg, axis=0, detrend='linear')``:
-    frequencies (F,) Hz and the one-sided density (F, m)."""
+    frequencies (F,) Hz and the one-sided density (F, m) ((F,) for x (N,))."""
     x = np.asarray(x, dtype=float)
+    shape = x.shape
+    x = x.reshape(len(x), -1)
     nperseg = int(nperseg)
     step = nperseg - nperseg // 2
     count = (len(x) - nperseg) // step + 1
@@ -153,7 +155,7 @@ def welch(x, fs, nperseg):
         power[1:] *= 2
     else:
         power[1:-1] *= 2
-    return np.fft.rfftfreq(nperseg, 1.0 / fs), power
+    return np.fft.rfftfreq(nperseg, 1.0 / fs), power.reshape((len(power),) + shape[1:])
 
 
 def fir_decimate(x, factor):
@@ -193,7 +195,10 @@ FFT_WINDOW = 64
 
 
 def savgol_coefficients(length, polyorder, deriv=0, delta=1.0):
-    """Convolution coefficients (length,) of the Savitzky-Golay filter."""
+    """Convolution coefficients (length,) of the Savitzky-Golay filter (zeros for a
+    derivative above the polynomial's order, as SciPy's)."""
+    if deriv > polyorder:
+        return np.zeros(length)
     half = length // 2
     positions = np.arange(-half, length - half, dtype=float)[::-1]
     A = positions[None, :] ** np.arange(polyorder + 1)[:, None]
@@ -213,9 +218,10 @@ def savgol_filter(x, length, polyorder, deriv=0, delta=1.0, axis=0):
         raise ValueError(f'a Savitzky-Golay window of {length} samples (order {polyorder}) '
                          f'does not fit {len(x)} samples')
     coeffs = savgol_coefficients(length, polyorder, deriv, delta)
-    if length > FFT_WINDOW:
+    if length > FFT_WINDOW and np.all(np.isfinite(x)):
         # by FFT: a quarter-second window at 1 kHz is 251 taps a sample; the column means
-        # are taken out first (a constant passes unchanged, or not at all for a derivative)
+        # are taken out first (a constant passes unchanged, or not at all for a derivative).
+        # Not with a NaN or inf: it would spread over the whole column, not one window
         mean = x.mean(axis=0)
         size = 1 << int(np.ceil(np.log2(len(x) + length - 1)))
         full = np.fft.irfft(np.fft.rfft(x - mean, size, axis=0) *

@@ -503,7 +503,7 @@ def stance_motion(model, t, q, stance_foot, foot_pose, window=0.5, order=3):
     if len(t) < 3 or np.any(dt <= 0) or np.ptp(dt) > 1e-6 * max(dt.mean(), 1e-12) + 1e-9:
         raise DataError('sample times must be uniform and increasing')
     h = float(dt.mean())
-    n_win = max(order + 2, int(round(window / h)) | 1)
+    n_win = max((order + 2) | 1, int(round(window / h)) | 1)      # odd, more than order
     if n_win > len(t):
         raise DataError(f'{len(t)} samples are fewer than the {n_win}-sample smoothing window')
     qs = savgol_filter(q, n_win, order, axis=0)
