@@ -65,7 +65,12 @@ def test_many_samples_go_through_rnea_with_a_rigid_body_theta_of_the_same_base(r
         # the consistent fit's own θ is the one used when the model has it
         model.standard = theta
         assert model._physical_theta() is theta
-        # ... but not with a payload added to its base values
+        # ... and not one that does not give the model's base values
+        model.standard = theta * 1.1
+        assert model._physical_theta() is not model.standard
+        np.testing.assert_allclose(base.beta(model._physical_theta()), model.beta, atol=1e-10)
+        model.standard = theta
+        # ... nor with a payload added to its base values
         payload = Payload(mass=1.5, com=(0.01, 0.02, 0.05), frame=robot.model.frames[-1].name)
         model.set_payload(payload)
         assert model._physical_theta() is not theta

@@ -576,13 +576,15 @@ class DynamicsModel:
                              physical=self._physical_theta())
 
     def _physical_theta(self):
-        """A θ of the model's base values near the URDF's: the consistent fit's own, else
-        the nominal θ moved by the least change that gives the base values (``B⁺``)."""
+        """A θ of the model's base values near the URDF's: the consistent fit's own when it
+        gives them (no payload added since), else the nominal θ moved by the least change
+        that gives them (``B⁺``)."""
         beta = self.beta + self._payload_beta
-        if self.standard is not None and not np.any(self._payload_beta):
+        B = base_matrix(self.base)
+        if self.standard is not None and len(self.standard) == B.shape[1] and np.allclose(
+                B @ self.standard, beta, rtol=1e-9, atol=1e-12):
             return self.standard
         nominal = nominal_standard_parameters(self.robot, self.armature)
-        B = base_matrix(self.base)
         return nominal + np.linalg.pinv(B) @ (beta - B @ nominal)
 
     def nominal_load(self, q, dq, ddq):
