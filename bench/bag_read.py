@@ -113,10 +113,38 @@ def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv):
             'load_1min': round(os.getloadavg()[0], 2)}
 
 
+def alternated_fits(report, bag, cfg, root, baseline_tree, repeat, argv=fit_argv,
+                    extra=None, tables=('fit_runs', 'fit_command')):
+    """``repeat`` rounds of fresh fit commands, without and with the report, from this
+    checkout and ``baseline_tree`` (when given), alternated so that a change of load hits
+    every variant alike; each run a row of ``tables[0]`` (with ``extra(out)``'s fields),
+    the median and worst of each variant a row of ``tables[1]``."""
+    trees = [('now', None)] + ([('baseline', Path(baseline_tree).resolve())]
+                               if baseline_tree is not None else [])
+    print('timed: ' + ' '.join(map(str, argv(bag, cfg, root / 'fit', True))) +
+          ' (and with --no-report)', file=sys.stderr, flush=True)
+    runs = {}
+    for i in range(repeat):
+        for report_on in (False, True):
+            for name, tree in trees:
+                out = root / f'fit_{name}_{report_on}_{i}'
+                run = fit_command(bag, cfg, out, tree, report_on, argv=argv)
+                run.update(extra(out) if extra is not None else {})
+                runs.setdefault((name, report_on), []).append(run)
+                report.add(tables[0], {'tree': name, 'report': report_on, 'run': i, **run})
+    for (name, report_on), rows in runs.items():
+        said = {k: v for k, v in rows[0].items() if k not in TIMED}     # extra's fields
+        report.add(tables[1], {'tree': name, 'report': report_on, **summary(rows), **said})
+
+
+#: what fit_command measures of a run
+TIMED = ('wall_s', 'model_s', 'outputs_s', 'cpu_s', 'load_1min')
+
+
 def summary(runs):
     import numpy as np
     out = {'runs': len(runs)}
-    for key in ('wall_s', 'model_s', 'outputs_s', 'cpu_s'):
+    for key in TIMED[:4]:
         values = [r[key] for r in runs]
         out[f'{key}_median'] = float(np.median(values))
         out[f'{key}_worst'] = float(np.max(values))
@@ -210,23 +238,7 @@ def main(argv=None):
             pstats.Stats(prof, stream=sys.stderr).sort_stats('cumulative').print_stats(25)
 
         if args.fit:
-            trees = [('now', None)] + ([('baseline', args.baseline_tree.resolve())]
-                                       if args.baseline_tree is not None else [])
-            print('timed: ' + ' '.join(map(str, fit_argv(bag, cfg, root / 'fit', True))) +
-                  ' (and with --no-report)', file=sys.stderr, flush=True)
-            runs = {}
-            for i in range(args.fit_repeat):
-                # alternated, so that a change of load hits every variant alike
-                for report_on in (False, True):
-                    for name, tree in trees:
-                        run = fit_command(bag, cfg, root / f'fit_{name}_{report_on}_{i}',
-                                          tree, report_on)
-                        runs.setdefault((name, report_on), []).append(run)
-                        report.add('fit_runs', {'tree': name, 'report': report_on,
-                                                'run': i, **run})
-            for (name, report_on), rows in runs.items():
-                report.add('fit_command', {'tree': name, 'report': report_on,
-                                           **summary(rows)})
+            alternated_fits(report, bag, cfg, root, args.baseline_tree, args.fit_repeat)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / 'test'))
 
 import benchlib  # noqa: E402
-from bag_read import fit_command, summary  # noqa: E402
+from bag_read import alternated_fits  # noqa: E402
 
 URDF = benchlib.REPO / 'urdf' / 'humanoid_arm.urdf'
 SECONDS, RATE, ENCODER = 60.0, 1000.0, 2e-5
@@ -89,23 +89,8 @@ def main(argv_=None):
     try:
         if not bag.exists():
             write_record(bag)
-        trees = [('now', None)] + ([('baseline', args.baseline_tree.resolve())]
-                                   if args.baseline_tree is not None else [])
-        print('timed: ' + ' '.join(argv(bag, None, root / 'fit', True)) +
-              ' (and with --no-report)', file=sys.stderr, flush=True)
-        runs = {}
-        for i in range(args.repeat):
-            for report_on in (False, True):
-                for name, tree in trees:      # alternated: load changes hit both alike
-                    out = root / f'fit_{name}_{report_on}_{i}'
-                    run = fit_command(bag, None, out, tree, report_on, argv=argv)
-                    run.update(outcome(out))
-                    runs.setdefault((name, report_on), []).append(run)
-                    report.add('runs', {'tree': name, 'report': report_on, 'run': i, **run})
-        for (name, report_on), rows in runs.items():
-            report.add('summary', {'tree': name, 'report': report_on, **summary(rows),
-                                   'held_out_mean_pct': rows[0]['held_out_mean_pct'],
-                                   'method': rows[0]['method']})
+        alternated_fits(report, bag, None, root, args.baseline_tree, args.repeat, argv=argv,
+                        extra=outcome, tables=('runs', 'summary'))
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
