@@ -1,4 +1,4 @@
-"""Physically consistent full-dynamics fit: a semidefinite programme (cvxpy).
+"""Physically consistent full-dynamics fit: a semidefinite programme (Clarabel).
 
 Least squares on the base parameters β can return values no rigid body has
 (a negative mass hidden in a combination, an inertia violating the triangle
@@ -31,7 +31,9 @@ inertias (L the link's nominal radius of gyration, at least 5 cm). The pull
 decides the directions the data does not (the non-identifiable combinations)
 and weighs little against the data elsewhere.
 
-Solved with Clarabel (interior point; SCS, first order, as the alternative).
+Solved with Clarabel (interior point), given the cones directly: each link's LMI as
+its PSD-triangle cone, the bounds as a nonnegative cone (no modelling layer to import
+or compile). SCS (first order) is the alternative, through cvxpy.
 """
 
 import time
@@ -147,12 +149,12 @@ _CLARABEL_STATUS = {'Solved': 'optimal', 'AlmostSolved': 'optimal_inaccurate'}
 
 
 class ConsistentProblem:
-    """The consistent fit's SDP, compiled once and solved for many data sets.
+    """The consistent fit's SDP, set up once and solved for many data sets.
 
-    The data enter as cvxpy parameters (the square root of the scaled normal
-    matrix and the scaled right-hand side), so the held-out folds of one record
-    reuse one compiled problem: cvxpy's compilation costs more than Clarabel's
-    solve at this size.
+    The constraints (Clarabel's ``A v + s = b`` and cones, or for SCS a cvxpy problem
+    with the data as parameters, compiled once) depend on the arm only; each solve
+    brings a data set's scaled normal matrix and right-hand side, so the held-out
+    folds of one record share them.
 
     Parameters
     ----------
