@@ -437,12 +437,6 @@ def default_decimation(rate, cutoff_hz):
     return max(1, int(np.floor(rate / (SAMPLES_PER_CUTOFF * cutoff_hz) + 1e-6)))
 
 
-def _fir_decimate(x, factor):
-    """Every ``factor``-th sample after a linear-phase FIR low-pass at the new Nyquist
-    frequency (as ``scipy.signal.resample_poly``, delay compensated), along axis 0."""
-    return fir_decimate(x, factor)
-
-
 #: How q̇ and q̈ are formed (stated in the model file).
 DIFFERENTIATION = ('fourth-order central differences of the filtered q (5-point stencils '
                    'for q̇ and q̈, second order at the two ends)')
@@ -519,9 +513,9 @@ def _filtered_signals(t, q, tau, cutoff_hz, harmonic_hz, order, rate, decimate, 
         # that computes only every pre-th output (linear phase, delay removed), so
         # the IIR filters below run on 1/pre of the samples
         t_full = tu
-        tu, qu = tu[::pre], _fir_decimate(qu, pre)
+        tu, qu = tu[::pre], fir_decimate(qu, pre)
         if tauu is not None:
-            tau_raw, tauu = tauu[::pre], _fir_decimate(tauu, pre)
+            tau_raw, tauu = tauu[::pre], fir_decimate(tauu, pre)
         fs, step, n_edge = fs / pre, step // pre, -(-n_edge // pre)
     qf = lowpass(qu, fs, cutoff_hz, order)
     dq, ddq = differentiate(qf, fs)
@@ -533,8 +527,7 @@ def _filtered_signals(t, q, tau, cutoff_hz, harmonic_hz, order, rate, decimate, 
             dq_full = np.column_stack([np.interp(t_full, tu, dq[:, j])
                                        for j in range(dq.shape[1])])
             full = features(dq_full)
-            feats = _fir_decimate(full.reshape(len(t_full), -1), pre).reshape(
-                (len(tu),) + full.shape[1:])
+            feats = fir_decimate(full, pre)
         else:
             feats = features(dq)
     if filter_torque:
