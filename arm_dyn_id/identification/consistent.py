@@ -118,16 +118,22 @@ def parameter_scales(theta_nominal, n_bodies, n_extra):
     return np.concatenate([s.ravel(), extra])
 
 
-def _sqrt_psd(A):
+def _psd_eigh(A):
+    """Eigenvalues and vectors of A's symmetric part, negative eigenvalues (rounding) set
+    to 0."""
     lam, V = np.linalg.eigh(0.5 * (A + A.T))
-    lam = np.clip(lam, 0.0, None)
+    return np.clip(lam, 0.0, None), V
+
+
+def _sqrt_psd(A):
+    lam, V = _psd_eigh(A)
     return (V * np.sqrt(lam)) @ V.T
 
 
 def _psd_part(A):
     """A's symmetric part with its negative eigenvalues (rounding) set to 0."""
-    lam, V = np.linalg.eigh(0.5 * (A + A.T))
-    return (V * np.clip(lam, 0.0, None)) @ V.T
+    lam, V = _psd_eigh(A)
+    return (V * lam) @ V.T
 
 
 #: A link's pseudo-inertia as Clarabel's PSD-triangle vector (upper triangle column by
