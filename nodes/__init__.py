@@ -4,4 +4,11 @@ Each module has a ``main()`` declared as a console script in setup.py, installed
 to ``<prefix>/lib/arm_dyn_id/`` by colcon (``ros2 run arm_dyn_id <name>``) and to
 the venv's ``bin/`` by pip. This package must not import rclpy itself, so that
 the core and the CLI work without ROS.
+
+The nodes run with one BLAS thread (:mod:`arm_dyn_id.blas_threads`): set here, before a
+node's module imports NumPy, unless the user set a thread count.
 """
+
+from arm_dyn_id.blas_threads import one_blas_thread
+
+one_blas_thread()

@@ -30,7 +30,8 @@ PACKAGE_DIR = REPO / 'arm_dyn_id'
 # __main__ is the entry point of `python -m arm_dyn_id`; it must import the CLI, so it
 # ranks above it (nothing imports __main__).
 FOUNDATION = 'foundation'
-FOUNDATION_MODULES = ('__init__', 'config', 'errors', 'paths', 'optimisers', 'process_exit')
+FOUNDATION_MODULES = ('__init__', 'config', 'errors', 'paths', 'optimisers', 'process_exit',
+                      'blas_threads')
 RANKS = {
     FOUNDATION: 0,
     'model': 1,

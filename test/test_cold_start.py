@@ -7,6 +7,7 @@ These tests run the command in a fresh interpreter and read its ``sys.modules``
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,81 @@ def test_full_fit_imports_neither_cvxpy_nor_scipy_signal(tmp_path):
     assert out == {'code': 0, 'modules': []}
     model = (tmp_path / 'fit' / 'model.yaml').read_text()
     assert 'dynamics: full' in model and 'consistent' in model
+
+
+#: runs ``arm-dyn-id`` (argv after the script) as its console script does (``cli.run``), and
+#: prints the process's threads and its OPENBLAS_NUM_THREADS once the command returned
+THREADS_PROBE = '''
+import json, os
+from arm_dyn_id import cli
+command = cli.main
+
+
+def main(argv=None):
+    code = command(argv)
+    print(json.dumps({'code': code, 'threads': len(os.listdir('/proc/self/task')),
+                      'setting': os.environ.get('OPENBLAS_NUM_THREADS')}), flush=True)
+    return code
+
+
+cli.main = main
+cli.run()
+'''
+
+
+def _without_thread_settings(**extra):
+    """This environment without a BLAS thread count (the test process may hold the one
+    arm_dyn_id.nodes set), plus ``extra``."""
+    from arm_dyn_id.blas_threads import THREAD_VARIABLES
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env.update(extra)
+    return env
+
+
+@pytest.mark.skipif(not Path('/proc/self/task').is_dir(), reason='threads read from /proc')
+def test_fit_command_runs_with_one_blas_thread_unless_the_user_set_one(recorder_bag, tmp_path):
+    """OpenBLAS's extra threads spin between the fit's small products and take the core
+    the report's painter draws on (docs/benchmarks.md): the command asks for one before
+    NumPy loads. A user's own setting is kept."""
+    bag, cfg = recorder_bag
+    runs = {}
+    for name, env in (('default', _without_thread_settings()),
+                      ('user', _without_thread_settings(OPENBLAS_NUM_THREADS='2'))):
+        proc = subprocess.run(
+            [sys.executable, '-c', THREADS_PROBE, 'fit', str(bag), '--config', str(cfg),
+             '--out', str(tmp_path / name), '--no-report', '--quiet'],
+            capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert runs['default'] == {'code': 0, 'threads': 1, 'setting': '1'}
+    assert runs['user']['setting'] == '2'
+    if len(os.sched_getaffinity(0)) > 1:        # OpenBLAS starts its own threads
+        assert runs['user']['threads'] > 1
+
+
+def test_nodes_set_one_blas_thread_before_numpy_loads():
+    """A node's module imports NumPy at its top: the nodes' package, imported first,
+    has asked for one BLAS thread by then (unless the user set a count)."""
+    probe = ('import os, sys; import arm_dyn_id.nodes.identifier_node; '
+             'print(os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules)')
+    outs = []
+    for env in (_without_thread_settings(), _without_thread_settings(OMP_NUM_THREADS='3')):
+        proc = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout.split())
+    assert outs == [['1', 'True'], ['None', 'True']]
+
+
+def test_one_blas_thread_keeps_a_users_setting():
+    from arm_dyn_id.blas_threads import THREAD_VARIABLES, one_blas_thread
+    env = {}
+    assert one_blas_thread(env) and env == {'OPENBLAS_NUM_THREADS': '1'}
+    for name in THREAD_VARIABLES:
+        env = {name: '4'}
+        assert not one_blas_thread(env) and env == {name: '4'}
+    env = {'OMP_NUM_THREADS': ''}        # set but empty: OpenBLAS reads no count from it
+    assert one_blas_thread(env) and env['OPENBLAS_NUM_THREADS'] == '1'
 
 
 def test_report_draws_without_pyplot(recorder_bag, tmp_path):

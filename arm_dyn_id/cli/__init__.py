@@ -32,6 +32,7 @@ import sys
 
 from arm_dyn_id import __version__
 from arm_dyn_id import errors
+from arm_dyn_id.blas_threads import one_blas_thread
 from arm_dyn_id.process_exit import end_process
 
 PROG = 'arm-dyn-id'
@@ -158,8 +159,10 @@ def run():
     """The ``arm-dyn-id`` command (console script, ``python -m arm_dyn_id``): :func:`main`,
     then the process ends without the interpreter's teardown (0.3-0.8 s of freeing
     modules once the work is written; :mod:`arm_dyn_id.process_exit`) when only its main
-    thread is left; otherwise a normal exit joins the other threads."""
+    thread is left; otherwise a normal exit joins the other threads. NumPy, imported by
+    the subcommand, gets one BLAS thread (:mod:`arm_dyn_id.blas_threads`)."""
     import threading
+    one_blas_thread()
     code = main()
     if threading.active_count() == 1:
         code = end_process(code)
