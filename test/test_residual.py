@@ -502,3 +502,89 @@ def test_a_start_from_rest_allows_the_friction_passing_from_held_to_sliding():
     blind = contact.calibrate([contact.CalibrationRun(tc, r, vel, speed, acc, still,
                                                       settling)], JOINTS, holding_bounds=h)
     assert np.all(seen.base < 0.5 * blind.base), (seen.base, blind.base)
+
+
+def _one_by_one(stream, t, q, dq, tau):
+    """The node's path: every sample through ResidualStream.step, the detector's
+    attributes read after each (what run_stream computes at once)."""
+    rows = []
+    det = stream.detector
+    for k in range(len(t)):
+        v = None if dq is None or not np.all(np.isfinite(dq[k])) else dq[k]
+        _, vel, _, r, c = stream.step(float(t[k]), q[k], v, tau[k])
+        row = {'residual': r, 'contact': c, 'velocity': vel}
+        if det is not None:
+            row.update({key: np.copy(getattr(det, 'joints_flagged' if key == 'flagged' else key))
+                        for key in contact.ContactDetector.RUN_FIELDS
+                        if key not in ('residual', 'contact')})
+        rows.append(row)
+    return {key: np.array([row[key] for row in rows]) for key in rows[0]}
+
+
+def _replay_case(seed):
+    """A run with holds, starts and a push, a gap and a stamp that goes back (observer
+    restarts), and messages without velocity (q̇ estimated)."""
+    data = free_run(seed, segments=2, pushes=[(1.0, 0.5, (PUSH_N, 0.0, 0.0))])
+    t, dq = data['t'].copy(), data['dq'].copy()
+    n = len(t)
+    t[n // 3:] += 0.3                                   # a gap: restart
+    t[n // 2] = t[n // 2 - 1] - 0.001                   # back in time: restart
+    t[n // 2 + 1:] += 0.001
+    dq[n // 4:n // 4 + 200] = np.nan                    # estimated from q
+    dq[2 * n // 3:] = np.nan
+    return t, data['q'], dq, data['tau']
+
+
+@pytest.mark.parametrize('bands', ['probe', 'calibrated', 'constant', 'none'])
+def test_a_recording_replayed_at_once_is_what_the_node_computes_sample_by_sample(
+        served, thresholds, bands):
+    """run_stream computes the observer over all samples at once, and the detector too
+    when it cannot flag (a calibration's probe): the same residual, velocity, band,
+    holding offset, states and flags as the node's step by step, and the same state
+    after (the next message gives the same answer)."""
+    t, q, dq, tau = _replay_case(31)
+    th = {'probe': thresholds.with_settings(standstill=np.full(6, np.inf),
+                                            base=np.full(6, np.inf)),
+          'calibrated': thresholds, 'constant': np.full(6, 0.05), 'none': None}[bands]
+    fast, slow = ResidualStream(served, GAINS, th), ResidualStream(served, GAINS, th)
+    at_once = run_stream(fast, t[:-1], q[:-1], dq[:-1], tau[:-1])
+    by_step = _one_by_one(slow, t[:-1], q[:-1], dq[:-1], tau[:-1])
+    assert fast.observer.restarts == slow.observer.restarts == 2
+    assert set(at_once) == set(by_step)
+    for key, expected in by_step.items():
+        if expected.dtype == bool:
+            np.testing.assert_array_equal(at_once[key], expected, err_msg=key)
+        else:
+            np.testing.assert_allclose(at_once[key], expected, rtol=1e-12, atol=1e-12,
+                                       err_msg=key)
+    if bands in ('calibrated', 'constant'):
+        assert at_once['contact'].any() and not at_once['contact'].all()
+    if bands in ('probe', 'calibrated'):
+        assert at_once['standstill'].any() and at_once['starting'].any()
+        assert np.abs(at_once['offset']).max() > 0          # the holding tracker moved
+    v = None
+    last = [s.step(float(t[-1]), q[-1], v, tau[-1]) for s in (fast, slow)]
+    for a, b in zip(*last):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_observer_run_continues_from_and_leaves_the_state_update_does(served):
+    """MomentumObserver.run on a stream already started by update, and update after it:
+    the residuals of update alone, and the restarts counted the same (the first sample
+    run takes is the one after the gap)."""
+    t, q, dq, tau = _replay_case(32)
+    a, b = served.observer(GAINS), served.observer(GAINS)
+    split = len(t) // 3
+    for k in range(split):
+        a.update(float(t[k]), q[k], dq[k], tau[k])
+    residual, velocity, contact_flags, restarts = a.run(t[split:-1], q[split:-1], None,
+                                                        tau[split:-1])
+    expected = [b.update(float(t[k]), q[k], dq[k] if k < split else None, tau[k])[1]
+                for k in range(len(t) - 1)]
+    np.testing.assert_allclose(residual, expected[split:], rtol=1e-12, atol=1e-12)
+    assert not contact_flags.any() and restarts[-1] == a.restarts == b.restarts == 2
+    np.testing.assert_allclose(a.update(float(t[-1]), q[-1], None, tau[-1])[1],
+                               b.update(float(t[-1]), q[-1], None, tau[-1])[1],
+                               rtol=1e-12, atol=1e-12)
+    empty = a.run(t[:0], q[:0], None, tau[:0])
+    assert [x.shape for x in empty] == [(0, 6), (0, 6), (0,), (0,)]

@@ -498,6 +498,143 @@ class ContactDetector:
                 self.contact, self._contact_since = False, None
         return self.residual, self.contact
 
+    #: what :meth:`run` returns per sample, and the attribute each comes from
+    RUN_FIELDS = ('residual', 'contact', 'band', 'offset', 'flagged', 'speed', 'acceleration',
+                  'standstill', 'settling', 'starting')
+
+    def never_flags(self):
+        """Whether no sample can be over its band: every standstill and motion base band
+        infinite, the other terms finite and not negative (a calibration's probe)."""
+        th = self.thresholds
+        return bool(np.all(np.isposinf(th.standstill)) and np.all(np.isposinf(th.base))
+                    and all(np.all(np.isfinite(a) & (a >= 0)) for a in
+                            (th.per_velocity, th.per_acceleration, th.holding_bounds)))
+
+    def run(self, t, dq, r, resets=None):
+        """Many samples, as :meth:`update` takes them one by one (the same result, to
+        rounding, and the same state after).
+
+        A detector that :meth:`never_flags` (a calibration's probe) has no contact logic
+        to follow sample by sample: only the q̈ estimate, the standstill states and the
+        holding tracker are stepped, the rest is computed over all samples at once.
+        Otherwise the samples go through :meth:`update`.
+
+        Parameters
+        ----------
+        t : ndarray, (N,)
+            Stamps (s).
+        dq, r : ndarray, (N, n)
+            The q̇ the observer used (rad/s) and its residual (N·m).
+        resets : ndarray of bool, (N,), optional
+            :meth:`reset` before these samples (the observer restarted there).
+
+        Returns
+        -------
+        dict of ndarray
+            :data:`RUN_FIELDS`: ``residual``, ``band``, ``offset`` (N, n); ``flagged``
+            (N, n) bool; ``speed``, ``acceleration`` (N,); ``contact``, ``standstill``,
+            ``settling``, ``starting`` (N,) bool.
+        """
+        t = np.asarray(t, dtype=float)
+        dq = np.asarray(dq, dtype=float)
+        r = np.asarray(r, dtype=float)
+        N, n = dq.shape
+        resets = np.zeros(N, dtype=bool) if resets is None else np.asarray(resets, dtype=bool)
+        out = {key: np.zeros((N, n)) for key in ('residual', 'band', 'offset')}
+        out['flagged'] = np.zeros((N, n), dtype=bool)
+        out['speed'], out['acceleration'] = np.zeros(N), np.zeros(N)
+        for key in ('contact', 'standstill', 'settling', 'starting'):
+            out[key] = np.zeros(N, dtype=bool)
+        if not self.never_flags():
+            attribute = {'flagged': 'joints_flagged'}
+            for k in range(N):
+                if resets[k]:
+                    self.reset()
+                self.update(float(t[k]), dq[k], r[k])
+                for key in self.RUN_FIELDS:
+                    out[key][k] = getattr(self, attribute.get(key, key))
+            return out
+        if N:
+            self._quiet_run(t, dq, r, resets, out)
+        return out
+
+    def _quiet_run(self, t, dq, r, resets, out):
+        """:meth:`run` of a detector that never flags (see there)."""
+        th = self.thresholds
+        N, n = dq.shape
+        step = np.zeros(N)
+        step[1:] = np.diff(t)
+        raw = np.zeros((N, n))
+        with np.errstate(divide='ignore', invalid='ignore'):
+            raw[1:] = (dq[1:] - dq[:-1]) / step[1:, None]
+        abs_dq = np.abs(dq)
+        still = (abs_dq.max(axis=1) < th.still_velocity).tolist()
+        times = t.tolist()
+        if self._t is not None and not resets[0]:       # going on from update / run
+            step[0] = times[0] - self._t
+            raw[0] = (dq[0] - self._dq) / step[0]
+        ddq_rows, offsets = np.empty((N, n)), out['offset']
+        standstill, settling, starting = out['standstill'], out['settling'], out['starting']
+        ddq, offset = self._ddq, self.offset
+        t0, t_prev = self._t0, self._t
+        still_since, moving_since, was_standstill = \
+            self._still_since, self._moving_since, self.standstill
+        neg, bounds = self._neg_bounds, th.holding_bounds
+        settle, w = th.settle_time, self._w_acc
+        for k in range(N):
+            tk = times[k]
+            if resets[k]:
+                ddq, offset = np.zeros(n), np.zeros(n)
+                t0 = t_prev = still_since = moving_since = None
+                was_standstill = False
+            if t_prev is None:
+                t0, dt = tk, 0.0
+            else:
+                dt = tk - t_prev
+                ddq = ddq + (1.0 - math.exp(-w * dt)) * (raw[k] - ddq)
+            t_prev = tk
+            ddq_rows[k] = ddq
+            if not still[k]:
+                if was_standstill:
+                    moving_since = tk
+                still_since = None
+            elif still_since is None:
+                still_since = tk
+            still_for = tk - still_since if still[k] else -1.0
+            settling_k = tk - t0 < settle
+            was_standstill = still_for >= settle
+            if self._tracking and dt > 0:
+                if still[k]:
+                    fast = settling_k or still_for < settle
+                    tau = self._tau_fast if fast else th.holding_time
+                    offset = offset + (1.0 - math.exp(-dt / tau)) * (r[k] - offset)
+                else:
+                    offset = offset * math.exp(-dt / th.release_time)
+                offset = np.clip(offset, neg, bounds, out=offset)
+            offsets[k] = offset
+            settling[k], standstill[k] = settling_k, was_standstill
+            starting[k] = not was_standstill and moving_since is not None and \
+                tk - moving_since < settle
+        out['residual'][:] = r - offsets
+        out['speed'][:] = np.sqrt(np.einsum('ij,ij->i', dq, dq))
+        out['acceleration'][:] = np.sqrt(np.einsum('ij,ij->i', ddq_rows, ddq_rows))
+        allowance = th.friction_term(abs_dq, starting) if self._tracking else np.zeros((N, n))
+        moving = th.base + th.per_velocity * out['speed'][:, None] + \
+            th.per_acceleration * out['acceleration'][:, None] + allowance
+        out['band'][:] = np.where(standstill[:, None], th.standstill, moving)
+        # the state update() leaves after the last sample (never over a band: no contact)
+        self._t0, self._t, self._dq, self._ddq = t0, t_prev, dq[-1].copy(), ddq.copy()
+        self._still_since, self._moving_since = still_since, moving_since
+        self.offset = offset.copy()
+        self.residual = out['residual'][-1].copy()
+        self.allowance = allowance[-1].copy() if not standstill[-1] else np.zeros(n)
+        self.band = out['band'][-1].copy()
+        self.over = np.zeros(n, dtype=bool)
+        self.joints_flagged = self._none
+        self.speed, self.acceleration = float(out['speed'][-1]), float(out['acceleration'][-1])
+        self.standstill, self.settling = bool(standstill[-1]), bool(settling[-1])
+        self.starting = bool(starting[-1])
+
 
 # ---------------------------------------------------------------------------
 # episodes and statistics

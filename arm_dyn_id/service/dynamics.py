@@ -377,6 +377,103 @@ class MomentumObserver:
         contact = self.thresholds is not None and bool((np.abs(r) > self.thresholds).any())
         return tau - r, r, contact
 
+    def run(self, t, q, dq, tau):
+        """Many samples in, as :meth:`update` takes them one by one, with the same result
+        (to rounding) and the same state after: the dynamics terms of every sample first
+        (pinocchio per sample, the friction law over all of them), then the observer's
+        recursion. What a recording replayed through the stream spends its time on
+        (:func:`run_stream`); a node takes its messages one at a time with :meth:`update`.
+
+        Parameters
+        ----------
+        t : ndarray, (N,)
+            Stamps (s).
+        q : ndarray, (N, n)
+            rad.
+        dq : ndarray, (N, n) or None
+            rad/s; a row that is not all finite (or None for every row) is estimated from
+            q, as :meth:`update` with ``dq`` None.
+        tau : ndarray, (N, n)
+            Measured joint torque (N·m).
+
+        Returns
+        -------
+        residual : ndarray, (N, n)
+            r of every sample (N·m).
+        velocity : ndarray, (N, n)
+            The q̇ each sample used (rad/s).
+        contact : ndarray of bool, (N,)
+            Any ``|r_i|`` over its constant threshold (all False without thresholds).
+        restarts : ndarray of int, (N,)
+            :attr:`restarts` after each sample.
+        """
+        t = np.asarray(t, dtype=float)
+        q = np.asarray(q, dtype=float)
+        tau = np.asarray(tau, dtype=float)
+        N, n = q.shape
+        if N == 0:
+            return np.empty((0, n)), np.empty((0, n)), np.zeros(0, dtype=bool), \
+                np.zeros(0, dtype=int)
+        given = np.zeros(N, dtype=bool) if dq is None else np.all(np.isfinite(dq), axis=1)
+        # a step outside (0, max_gap] restarts, as in update (the first sample only steps
+        # from the state this observer holds)
+        step = np.empty(N)
+        step[1:] = np.diff(t)
+        step[0] = np.nan if self._t is None else t[0] - self._t
+        restart = ~((step > 0) & (step <= self.max_gap))
+        restart[0] = self._t is not None and restart[0]
+        first = restart.copy()
+        first[0] = first[0] or self._t is None          # no step into this sample
+        restarts = self.restarts + np.cumsum(restart)
+        velocity = np.empty((N, n))
+        if dq is not None:
+            velocity[given] = np.asarray(dq, dtype=float)[given]
+        if not given.all():
+            w = 2.0 * np.pi * self.velocity_cutoff_hz
+            est, prev = self._dq_est, self._q
+            for k in range(N):
+                if restart[k]:
+                    est = prev = None
+                if given[k]:
+                    est = velocity[k]
+                elif prev is None or first[k]:
+                    est = np.zeros(n)
+                else:
+                    dt = step[k]
+                    alpha = 1.0 - np.exp(-w * dt)
+                    est = est + alpha * ((q[k] - prev) / dt - est)
+                velocity[k] = est
+                prev = q[k]
+        terms = self.dynamics.momentum_terms
+        p, beta = np.empty((N, n)), np.empty((N, n))
+        for k in range(N):
+            p[k], beta[k] = terms(q[k], velocity[k])
+        beta -= self.dynamics.friction(velocity)
+        beta += tau
+        beta *= np.where(first, 0.0, step)[:, None]
+        k_gain = self.gains
+        drive = np.empty((N, n))
+        drive[1:] = p[1:] - p[:-1]
+        drive[0] = p[0] - self._p if not first[0] else 0.0
+        drive -= beta
+        drive *= k_gain
+        damping = 1.0 + k_gain * np.where(first, 0.0, step)[:, None]
+        residual = np.empty((N, n))
+        r = self.residual
+        for k in range(N):
+            if first[k]:
+                r = np.zeros(n)
+            else:
+                r = r + drive[k]
+                r /= damping[k]
+            residual[k] = r
+        self.restarts = int(restarts[-1])
+        self.residual, self._dq_est = residual[-1].copy(), velocity[-1].copy()
+        self._t, self._p, self._q = float(t[-1]), p[-1].copy(), q[-1].copy()
+        contact = np.zeros(N, dtype=bool) if self.thresholds is None else \
+            np.any(np.abs(residual) > self.thresholds, axis=1)
+        return residual, velocity, contact, restarts
+
 
 def _per_joint(values, n, what, positive=False, infinite=False):
     arr = np.atleast_1d(np.asarray(values, dtype=float))
@@ -561,7 +658,10 @@ class ResidualStream:
 
 
 def run_stream(stream, t, q, dq, tau):
-    """A recording through a :class:`ResidualStream`, sample by sample (the node's code).
+    """A recording through a :class:`ResidualStream`: the result of its samples given to
+    :meth:`ResidualStream.step` one by one (the node's code), computed over all of them
+    at once where that gives the same numbers (:meth:`MomentumObserver.run`,
+    :meth:`~arm_dyn_id.service.contact.ContactDetector.run`).
 
     Parameters
     ----------
@@ -584,33 +684,16 @@ def run_stream(stream, t, q, dq, tau):
         ``speed``, ``acceleration`` (N,), ``standstill``, ``settling``, ``starting`` (N,)
         bool.
     """
-    N, n = np.shape(q)
-    out = {'residual': np.empty((N, n)), 'contact': np.zeros(N, dtype=bool),
-           'velocity': np.empty((N, n))}
-    det = stream.detector
-    if det is not None:
-        for key in ('band', 'offset'):
-            out[key] = np.empty((N, n))
-        out['flagged'] = np.zeros((N, n), dtype=bool)
-        for key in ('speed', 'acceleration'):
-            out[key] = np.empty(N)
-        for key in ('standstill', 'settling', 'starting'):
-            out[key] = np.zeros(N, dtype=bool)
-    for k in range(N):
-        v = None if dq is None or not np.all(np.isfinite(dq[k])) else dq[k]
-        _, vel, _, r, c = stream.step(float(t[k]), q[k], v, tau[k])
-        out['residual'][k] = r
-        out['contact'][k] = c
-        out['velocity'][k] = vel
-        if det is not None:
-            out['band'][k] = det.band
-            out['offset'][k] = det.offset
-            out['flagged'][k] = det.joints_flagged
-            out['speed'][k] = det.speed
-            out['acceleration'][k] = det.acceleration
-            out['standstill'][k] = det.standstill
-            out['settling'][k] = det.settling
-            out['starting'][k] = det.starting
+    residual, velocity, contact, restarts = stream.observer.run(t, q, dq, tau)
+    out = {'residual': residual, 'contact': contact, 'velocity': velocity}
+    if stream.detector is None or not len(restarts):
+        return out
+    # the detector starts again wherever the observer did (ResidualStream.step)
+    resets = np.empty(len(restarts), dtype=bool)
+    resets[0] = restarts[0] != stream._restarts
+    resets[1:] = restarts[1:] != restarts[:-1]
+    stream._restarts = int(restarts[-1])
+    out.update(stream.detector.run(t, velocity, residual, resets))
     return out
 
 
