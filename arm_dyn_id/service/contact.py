@@ -610,7 +610,7 @@ class ContactDetector:
                     offset = offset + (1.0 - math.exp(-dt / tau)) * (r[k] - offset)
                 else:
                     offset = offset * math.exp(-dt / th.release_time)
-                offset = np.clip(offset, neg, bounds, out=offset)
+                np.minimum(np.maximum(offset, neg, out=offset), bounds, out=offset)   # clip
             offsets[k] = offset
             settling[k], standstill[k] = settling_k, was_standstill
             starting[k] = not was_standstill and moving_since is not None and \
