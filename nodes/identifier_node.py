@@ -72,7 +72,7 @@ from arm_dyn_id.service.gravity import payload_from
 from arm_dyn_id.service.friction_drift import TrackerSettings, state_path
 from arm_dyn_id.service.live_fit import (
     FitSettings, check_held_samples, fit_samples, fit_thresholds, payload_from_samples,
-    write_live_fit)
+    without_warnings, write_live_fit)
 from arm_dyn_id.service.live_model import (
     LiveFriction, LiveModel, LiveWatch, ResidualSettings, build_served)
 from arm_dyn_id.service.model_dir import (
@@ -489,7 +489,10 @@ class IdentifierNode(Node):
 
     def _log_auto_fit(self, future):
         ok, message = future.result()
-        (self.get_logger().info if ok else self.get_logger().error)(f'fit: {message}')
+        if ok:      # its warnings were logged by _fit_job, one WARN line each
+            self.get_logger().info(f'fit: {without_warnings(message)}')
+        else:
+            self.get_logger().error(f'fit: {message}')
 
     # -- fitting and loading (worker thread) ----------------------------
     def request_fit(self, reason='~/fit'):

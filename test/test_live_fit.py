@@ -17,7 +17,7 @@ from arm_dyn_id.model.robot import Payload, RobotModel
 from arm_dyn_id.service import contact
 from arm_dyn_id.service.live_fit import (
     FitSettings, check_held_samples, fit_samples, fit_thresholds, moving_forward,
-    payload_from_samples, write_live_fit)
+    payload_from_samples, without_warnings, write_live_fit)
 from arm_dyn_id.service.live_model import ResidualSettings, build_served
 from arm_dyn_id.service.model_dir import LATEST, render_report
 from test_cli_fit import reciprocating_data, write_config
@@ -106,6 +106,13 @@ def test_a_fit_written_with_a_warning_says_it_in_its_reply_and_its_model(tmp_pat
     assert len(fit.warnings) == 1 and "joint_5's reads x1.7" in fit.warnings[0], fit.warnings
     assert fit.model.metadata['fit']['effort_scale_warning'] == fit.warnings[0]
     assert fit.message('written').endswith(f'written; warning: {fit.warnings[0]}')
+    # a fit the node made on its own logs its warnings one by one, then the reply once
+    # without them (they were in the log twice)
+    logged = without_warnings(fit.message('written'))
+    assert fit.warnings[0] not in logged
+    assert logged == fit.message('written').split('; warning: ')[0] + \
+        ' (1 warning logged above)'
+    assert without_warnings('fitted; written') == 'fitted; written'
 
 
 def test_a_fit_the_gate_refuses_is_an_error_naming_it(arm):

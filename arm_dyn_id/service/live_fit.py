@@ -93,7 +93,20 @@ class LiveFit:
         return (f'{self.choice.kind} dynamics ({self.choice.reason}): fitted '
                 f'{self.model.base.count} base parameters from {self.samples} samples with '
                 f'{self.summary} in {self.seconds:.2f} s; {written}' +
-                ''.join(f'; warning: {text}' for text in self.warnings))
+                ''.join(f'{WARNING_JOIN}{text}' for text in self.warnings))
+
+
+#: what joins each of a fit's warnings to its reply (:meth:`LiveFit.message`)
+WARNING_JOIN = '; warning: '
+
+
+def without_warnings(reply):
+    """A ``~/fit`` reply (:meth:`LiveFit.message`) without its warnings, counted instead:
+    the identifier's log line of a fit it made on its own, whose warnings it has logged
+    one by one already (WARN)."""
+    head, *warnings = reply.split(WARNING_JOIN)
+    return head + (f' ({len(warnings)} warning{"s" if len(warnings) > 1 else ""} logged '
+                   'above)' if warnings else '')
 
 
 def _provenance(config):
