@@ -1,27 +1,34 @@
-"""One BLAS thread in the suite's own processes (the ``arm-dyn-id`` command, the nodes).
+"""OpenBLAS's idle threads sleep at once in the suite's own processes (the ``arm-dyn-id``
+command, the nodes).
 
-NumPy's OpenBLAS starts one thread per core, and between two products those threads
-spin, waiting for the next one. The suite's products are small (a regressor of 60,000
-rows by 56 columns is the largest), so the extra threads hardly share any work: they
-mostly take a core from whatever else runs beside the process. That is the report's
-painter next to ``arm-dyn-id fit``, or the other nodes next to the identifier. Measured
-on the 2-core VM (docs/benchmarks.md, the full-dynamics fit of a 1-minute 1 kHz
-recording): one thread writes the model sooner and with about 35 % less CPU time.
+NumPy's OpenBLAS runs a thread per core. After each product its threads spin for the
+next one, 2^28 cycles by default (about 0.1 s here), before they sleep. The suite's
+products are mostly small and come one after another from Python, so those threads spin
+most of the time and take a core from whatever runs beside the process: the report's
+painter next to ``arm-dyn-id fit``, the other nodes next to the identifier. With
+``OPENBLAS_THREAD_TIMEOUT=4`` (2^4 cycles, OpenBLAS's shortest) they sleep as soon as
+a product ends and still share the large ones. Measured on the 2-core VM
+(docs/benchmarks.md, "Fit of a 1-minute 1 kHz Fourier recording"): the 1-minute fit
+with its report used 3.1-3.3 s of CPU instead of 5.2-5.9 s. A 10-minute fit's model
+was written at 9.9 s median, against 10.1 s with the default spin and 10.4 s with one
+thread.
 
-:func:`one_blas_thread` must run before NumPy is first imported, since OpenBLAS reads
-its setting only when it loads. The command line (``arm_dyn_id/cli/__init__.py``) and
-the nodes' package (``nodes/__init__.py``) call it first thing. The library itself
+:func:`short_blas_spin` must run before NumPy is first imported, since OpenBLAS reads
+its environment only when it loads. The command line (``arm_dyn_id/cli/__init__.py``)
+and the nodes' package (``nodes/__init__.py``) call it first thing. The library itself
 changes nothing: a program that imports ``arm_dyn_id`` keeps its own setting.
 """
 
 import os
 
-#: what OpenBLAS reads, in its order of precedence; a user's setting of any one is kept
-THREAD_VARIABLES = ('OPENBLAS_NUM_THREADS', 'GOTO_NUM_THREADS', 'OMP_NUM_THREADS')
+#: what OpenBLAS reads: 2^n cycles a thread spins after a product (4-30; default 28)
+SPIN_VARIABLE = 'OPENBLAS_THREAD_TIMEOUT'
+#: OpenBLAS's shortest spin: its threads sleep as soon as a product ends
+SHORT_SPIN = '4'
 
 
-def one_blas_thread(environ=None):
-    """Ask OpenBLAS for one thread, unless the user set a thread count.
+def short_blas_spin(environ=None):
+    """Have OpenBLAS's idle threads sleep at once, unless the user set the spin.
 
     Parameters
     ----------
@@ -32,14 +39,14 @@ def one_blas_thread(environ=None):
     Returns
     -------
     bool
-        True when the setting was made; False when one of :data:`THREAD_VARIABLES`
-        was already set (kept as the user set it).
+        True when the setting was made; False when :data:`SPIN_VARIABLE` was already set
+        (kept as the user set it).
     """
     environ = os.environ if environ is None else environ
-    if any(environ.get(name) for name in THREAD_VARIABLES):
+    if environ.get(SPIN_VARIABLE):
         return False
-    environ['OPENBLAS_NUM_THREADS'] = '1'
+    environ[SPIN_VARIABLE] = SHORT_SPIN
     return True
 
 
-__all__ = ['THREAD_VARIABLES', 'one_blas_thread']
+__all__ = ['SHORT_SPIN', 'SPIN_VARIABLE', 'short_blas_spin']

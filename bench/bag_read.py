@@ -90,10 +90,10 @@ def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv):
     model.yaml and the last output before the report were written (file modification
     times, from the process start)."""
     import resource
-    # each tree's command makes its own BLAS thread choice (arm_dyn_id.blas_threads): a
-    # count left in this process's environment (arm_dyn_id.nodes sets one) would decide
+    # each tree's command makes its own BLAS settings (arm_dyn_id.blas_threads): one left
+    # in this process's environment (arm_dyn_id.nodes sets one) would decide for both
     env = {k: v for k, v in os.environ.items()
-           if k not in ('OPENBLAS_NUM_THREADS', 'GOTO_NUM_THREADS', 'OMP_NUM_THREADS')}
+           if k not in ('OPENBLAS_NUM_THREADS', 'OPENBLAS_THREAD_TIMEOUT')}
     if tree is not None:
         # run from the tree: ``-m`` puts the working folder first on sys.path, ahead of
         # the editable install of this checkout

@@ -5,10 +5,11 @@ to ``<prefix>/lib/arm_dyn_id/`` by colcon (``ros2 run arm_dyn_id <name>``) and t
 the venv's ``bin/`` by pip. This package must not import rclpy itself, so that
 the core and the CLI work without ROS.
 
-The nodes run with one BLAS thread (:mod:`arm_dyn_id.blas_threads`): set here, before a
-node's module imports NumPy, unless the user set a thread count.
+In the nodes OpenBLAS's idle threads sleep at once instead of spinning
+(:mod:`arm_dyn_id.blas_threads`): set here, before a node's module imports NumPy, unless
+the user set OPENBLAS_THREAD_TIMEOUT.
 """
 
-from arm_dyn_id.blas_threads import one_blas_thread
+from arm_dyn_id.blas_threads import short_blas_spin
 
-one_blas_thread()
+short_blas_spin()

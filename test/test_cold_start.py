@@ -73,18 +73,25 @@ def test_full_fit_imports_neither_cvxpy_nor_scipy_signal(tmp_path):
     assert 'dynamics: full' in model and 'consistent' in model
 
 
-#: runs ``arm-dyn-id`` (argv after the script) as its console script does (``cli.run``), and
-#: prints the process's threads and its OPENBLAS_NUM_THREADS once the command returned
+#: runs ``arm-dyn-id`` (argv after the script) as its console script does (``cli.run``);
+#: once the command returned: its threads, its OPENBLAS_THREAD_TIMEOUT, and the CPU time
+#: the process spent in a 0.3 s sleep right after a product of two 400 x 400 matrices
 THREADS_PROBE = '''
-import json, os
+import json, os, time
 from arm_dyn_id import cli
 command = cli.main
 
 
 def main(argv=None):
+    import numpy as np
     code = command(argv)
+    a = np.ones((400, 400))
+    a @ a
+    cpu = time.process_time()
+    time.sleep(0.3)
     print(json.dumps({'code': code, 'threads': len(os.listdir('/proc/self/task')),
-                      'setting': os.environ.get('OPENBLAS_NUM_THREADS')}), flush=True)
+                      'setting': os.environ.get('OPENBLAS_THREAD_TIMEOUT'),
+                      'idle_cpu_s': time.process_time() - cpu}), flush=True)
     return code
 
 
@@ -93,59 +100,62 @@ cli.run()
 '''
 
 
-def _without_thread_settings(**extra):
-    """This environment without a BLAS thread count (the test process may hold the one
+def _without_blas_settings(**extra):
+    """This environment without OpenBLAS settings (the test process may hold the one
     arm_dyn_id.nodes set), plus ``extra``."""
-    from arm_dyn_id.blas_threads import THREAD_VARIABLES
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('OPENBLAS_THREAD_TIMEOUT', 'OPENBLAS_NUM_THREADS')}
     env.update(extra)
     return env
 
 
 @pytest.mark.skipif(not Path('/proc/self/task').is_dir(), reason='threads read from /proc')
-def test_fit_command_runs_with_one_blas_thread_unless_the_user_set_one(recorder_bag, tmp_path):
-    """OpenBLAS's extra threads spin between the fit's small products and take the core
-    the report's painter draws on (docs/benchmarks.md): the command asks for one before
-    NumPy loads. A user's own setting is kept."""
+def test_fit_command_lets_blas_threads_sleep_unless_the_user_set_the_spin(recorder_bag,
+                                                                          tmp_path):
+    """OpenBLAS's idle threads spin ~0.1 s after every product by default and take the
+    core the report's painter draws on (docs/benchmarks.md): the command sets the
+    shortest spin before NumPy loads, keeps OpenBLAS's threads, and a user's setting."""
     bag, cfg = recorder_bag
     runs = {}
-    for name, env in (('default', _without_thread_settings()),
-                      ('user', _without_thread_settings(OPENBLAS_NUM_THREADS='2'))):
+    for name, env in (('default', _without_blas_settings()),
+                      ('user', _without_blas_settings(OPENBLAS_THREAD_TIMEOUT='28'))):
         proc = subprocess.run(
             [sys.executable, '-c', THREADS_PROBE, 'fit', str(bag), '--config', str(cfg),
              '--out', str(tmp_path / name), '--no-report', '--quiet'],
             capture_output=True, text=True, timeout=300, env=env)
         assert proc.returncode == 0, proc.stderr[-2000:]
         runs[name] = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert runs['default'] == {'code': 0, 'threads': 1, 'setting': '1'}
-    assert runs['user']['setting'] == '2'
-    if len(os.sched_getaffinity(0)) > 1:        # OpenBLAS starts its own threads
-        assert runs['user']['threads'] > 1
+    assert runs['default']['code'] == 0 and runs['default']['setting'] == '4'
+    assert runs['user']['setting'] == '28'
+    if len(os.sched_getaffinity(0)) > 1:
+        assert runs['default']['threads'] > 1          # the products still shared
+        # asleep at once: no CPU while the process sleeps (with the default spin, up to
+        # ~0.1 s of it on a quiet machine; a busy one may not run the spinning thread)
+        assert runs['default']['idle_cpu_s'] < 0.05, runs
 
 
-def test_nodes_set_one_blas_thread_before_numpy_loads():
+def test_nodes_set_the_short_blas_spin_before_numpy_loads():
     """A node's module imports NumPy at its top: the nodes' package, imported first,
-    has asked for one BLAS thread by then (unless the user set a count)."""
+    has set the spin by then (unless the user did)."""
     probe = ('import os, sys; import arm_dyn_id.nodes.identifier_node; '
-             'print(os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules)')
+             'print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "numpy" in sys.modules)')
     outs = []
-    for env in (_without_thread_settings(), _without_thread_settings(OMP_NUM_THREADS='3')):
+    for env in (_without_blas_settings(), _without_blas_settings(OPENBLAS_THREAD_TIMEOUT='9')):
         proc = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True,
                               timeout=300, env=env)
         assert proc.returncode == 0, proc.stderr[-2000:]
         outs.append(proc.stdout.split())
-    assert outs == [['1', 'True'], ['None', 'True']]
+    assert outs == [['4', 'True'], ['9', 'True']]
 
 
-def test_one_blas_thread_keeps_a_users_setting():
-    from arm_dyn_id.blas_threads import THREAD_VARIABLES, one_blas_thread
+def test_short_blas_spin_keeps_a_users_setting():
+    from arm_dyn_id.blas_threads import short_blas_spin
     env = {}
-    assert one_blas_thread(env) and env == {'OPENBLAS_NUM_THREADS': '1'}
-    for name in THREAD_VARIABLES:
-        env = {name: '4'}
-        assert not one_blas_thread(env) and env == {name: '4'}
-    env = {'OMP_NUM_THREADS': ''}        # set but empty: OpenBLAS reads no count from it
-    assert one_blas_thread(env) and env['OPENBLAS_NUM_THREADS'] == '1'
+    assert short_blas_spin(env) and env == {'OPENBLAS_THREAD_TIMEOUT': '4'}
+    env = {'OPENBLAS_THREAD_TIMEOUT': '20'}
+    assert not short_blas_spin(env) and env == {'OPENBLAS_THREAD_TIMEOUT': '20'}
+    env = {'OPENBLAS_THREAD_TIMEOUT': ''}        # set but empty: OpenBLAS reads nothing
+    assert short_blas_spin(env) and env['OPENBLAS_THREAD_TIMEOUT'] == '4'
 
 
 def test_report_draws_without_pyplot(recorder_bag, tmp_path):

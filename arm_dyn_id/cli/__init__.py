@@ -32,7 +32,7 @@ import sys
 
 from arm_dyn_id import __version__
 from arm_dyn_id import errors
-from arm_dyn_id.blas_threads import one_blas_thread
+from arm_dyn_id.blas_threads import short_blas_spin
 from arm_dyn_id.process_exit import end_process
 
 PROG = 'arm-dyn-id'
@@ -159,10 +159,11 @@ def run():
     """The ``arm-dyn-id`` command (console script, ``python -m arm_dyn_id``): :func:`main`,
     then the process ends without the interpreter's teardown (0.3-0.8 s of freeing
     modules once the work is written; :mod:`arm_dyn_id.process_exit`) when only its main
-    thread is left; otherwise a normal exit joins the other threads. NumPy, imported by
-    the subcommand, gets one BLAS thread (:mod:`arm_dyn_id.blas_threads`)."""
+    thread is left; otherwise a normal exit joins the other threads. OpenBLAS, loaded
+    with NumPy by the subcommand, lets its idle threads sleep at once
+    (:mod:`arm_dyn_id.blas_threads`)."""
     import threading
-    one_blas_thread()
+    short_blas_spin()
     code = main()
     if threading.active_count() == 1:
         code = end_process(code)
