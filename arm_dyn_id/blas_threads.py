@@ -15,8 +15,10 @@ one thread.
 
 :func:`short_blas_spin` must run before NumPy is first imported, since OpenBLAS reads
 its environment only when it loads. The command line (``arm_dyn_id/cli/__init__.py``)
-and the nodes' package (``nodes/__init__.py``) call it first thing. The library itself
-changes nothing: a program that imports ``arm_dyn_id`` keeps its own setting.
+and the nodes' package (``nodes/__init__.py``) call it first thing. Importing
+``arm_dyn_id.nodes`` therefore sets it in the process's environment, which its children
+inherit (a bench that compares two trees removes it: ``bench/bag_read.py``); the rest
+of the library changes nothing.
 """
 
 import os

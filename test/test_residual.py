@@ -547,10 +547,20 @@ def test_a_recording_replayed_at_once_is_what_the_node_computes_sample_by_sample
                                             base=np.full(6, np.inf)),
           'calibrated': thresholds, 'constant': np.full(6, 0.05), 'none': None}[bands]
     fast, slow = ResidualStream(served, GAINS, th), ResidualStream(served, GAINS, th)
+    if fast.detector is not None:       # the probe takes the detector's quiet path
+        assert fast.detector.never_flags() == (bands == 'probe')
     at_once = run_stream(fast, t[:-1], q[:-1], dq[:-1], tau[:-1])
     by_step = _one_by_one(slow, t[:-1], q[:-1], dq[:-1], tau[:-1])
     assert fast.observer.restarts == slow.observer.restarts == 2
     assert set(at_once) == set(by_step)
+    if fast.detector is not None:
+        for name in ('_t0', '_t', '_still_since', '_moving_since', 'standstill', 'starting'):
+            assert getattr(fast.detector, name) == getattr(slow.detector, name), name
+        for name in ('_ddq', '_dq', 'offset', 'band', 'allowance'):
+            np.testing.assert_allclose(getattr(fast.detector, name),
+                                       getattr(slow.detector, name), rtol=1e-12, atol=1e-12)
+        # what it keeps is its own, not a view of what it returned
+        assert not np.shares_memory(fast.detector._dq, at_once['velocity'])
     for key, expected in by_step.items():
         if expected.dtype == bool:
             np.testing.assert_array_equal(at_once[key], expected, err_msg=key)
@@ -566,6 +576,8 @@ def test_a_recording_replayed_at_once_is_what_the_node_computes_sample_by_sample
     last = [s.step(float(t[-1]), q[-1], v, tau[-1]) for s in (fast, slow)]
     for a, b in zip(*last):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    empty = run_stream(ResidualStream(served, GAINS, th), t[:0], q[:0], dq[:0], tau[:0])
+    assert set(empty) == set(by_step) and all(len(v) == 0 for v in empty.values())
 
 
 def test_observer_run_continues_from_and_leaves_the_state_update_does(served):
@@ -573,18 +585,18 @@ def test_observer_run_continues_from_and_leaves_the_state_update_does(served):
     the residuals of update alone, and the restarts counted the same (the first sample
     run takes is the one after the gap)."""
     t, q, dq, tau = _replay_case(32)
-    a, b = served.observer(GAINS), served.observer(GAINS)
-    split = len(t) // 3
-    for k in range(split):
-        a.update(float(t[k]), q[k], dq[k], tau[k])
-    residual, velocity, contact_flags, restarts = a.run(t[split:-1], q[split:-1], None,
-                                                        tau[split:-1])
-    expected = [b.update(float(t[k]), q[k], dq[k] if k < split else None, tau[k])[1]
-                for k in range(len(t) - 1)]
-    np.testing.assert_allclose(residual, expected[split:], rtol=1e-12, atol=1e-12)
-    assert not contact_flags.any() and restarts[-1] == a.restarts == b.restarts == 2
-    np.testing.assert_allclose(a.update(float(t[-1]), q[-1], None, tau[-1])[1],
-                               b.update(float(t[-1]), q[-1], None, tau[-1])[1],
-                               rtol=1e-12, atol=1e-12)
+    for split in (len(t) // 3, len(t) // 5):        # at the gap, and within a stretch
+        a, b = served.observer(GAINS), served.observer(GAINS)
+        for k in range(split):
+            a.update(float(t[k]), q[k], dq[k], tau[k])
+        residual, velocity, contact_flags, restarts = a.run(t[split:-1], q[split:-1], None,
+                                                            tau[split:-1])
+        expected = [b.update(float(t[k]), q[k], dq[k] if k < split else None, tau[k])[1]
+                    for k in range(len(t) - 1)]
+        np.testing.assert_allclose(residual, expected[split:], rtol=1e-12, atol=1e-12)
+        assert not contact_flags.any() and restarts[-1] == a.restarts == b.restarts == 2
+        np.testing.assert_allclose(a.update(float(t[-1]), q[-1], None, tau[-1])[1],
+                                   b.update(float(t[-1]), q[-1], None, tau[-1])[1],
+                                   rtol=1e-12, atol=1e-12)
     empty = a.run(t[:0], q[:0], None, tau[:0])
     assert [x.shape for x in empty] == [(0, 6), (0, 6), (0,), (0,)]

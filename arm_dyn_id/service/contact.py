@@ -553,6 +553,8 @@ class ContactDetector:
                 self.update(float(t[k]), dq[k], r[k])
                 for key in self.RUN_FIELDS:
                     out[key][k] = getattr(self, attribute.get(key, key))
+            if N:
+                self._dq = self._dq.copy()      # not a view of the caller's array
             return out
         if N:
             self._quiet_run(t, dq, r, resets, out)

@@ -378,8 +378,9 @@ class MomentumObserver:
         return tau - r, r, contact
 
     def run(self, t, q, dq, tau):
-        """Many samples in, as :meth:`update` takes them one by one, with the same result
-        (to rounding) and the same state after: the dynamics terms of every sample first
+        """Many samples in, as :meth:`update` takes them one by one (a row of ``dq`` that
+        is not all finite as a message without velocity), with the same result (to
+        rounding) and the same state after: the dynamics terms of every sample first
         (pinocchio per sample, the friction law over all of them), then the observer's
         recursion. What a recording replayed through the stream spends its time on
         (:func:`run_stream`); a node takes its messages one at a time with :meth:`update`.
@@ -686,13 +687,12 @@ def run_stream(stream, t, q, dq, tau):
     """
     residual, velocity, contact, restarts = stream.observer.run(t, q, dq, tau)
     out = {'residual': residual, 'contact': contact, 'velocity': velocity}
-    if stream.detector is None or not len(restarts):
+    if stream.detector is None:
         return out
     # the detector starts again wherever the observer did (ResidualStream.step)
-    resets = np.empty(len(restarts), dtype=bool)
-    resets[0] = restarts[0] != stream._restarts
-    resets[1:] = restarts[1:] != restarts[:-1]
-    stream._restarts = int(restarts[-1])
+    resets = np.diff(restarts, prepend=stream._restarts) != 0
+    if len(restarts):
+        stream._restarts = int(restarts[-1])
     out.update(stream.detector.run(t, velocity, residual, resets))
     return out
 
