@@ -85,15 +85,16 @@ def fit_argv(bag, cfg, out, report=False):
         ([] if report else ['--no-report'])
 
 
-def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv):
-    """One fresh fit command (``argv(bag, cfg, out, report)``): wall and CPU time, and when
-    model.yaml and the last output before the report were written (file modification
-    times, from the process start)."""
+def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv, env_extra=None):
+    """One fresh fit command (``argv(bag, cfg, out, report)``, with ``env_extra`` added to
+    its environment): wall and CPU time, and when model.yaml and the last output before
+    the report were written (file modification times, from the process start)."""
     import resource
     # each tree's command makes its own BLAS settings (arm_dyn_id.blas_threads): one left
     # in this process's environment (arm_dyn_id.nodes sets one) would decide for both
     env = {k: v for k, v in os.environ.items()
            if k not in ('OPENBLAS_NUM_THREADS', 'OPENBLAS_THREAD_TIMEOUT')}
+    env.update(env_extra or {})
     if tree is not None:
         # run from the tree: ``-m`` puts the working folder first on sys.path, ahead of
         # the editable install of this checkout
@@ -117,21 +118,26 @@ def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv):
 
 
 def alternated_fits(report, bag, cfg, root, baseline_tree, repeat, argv=fit_argv,
-                    extra=None, tables=('fit_runs', 'fit_command')):
-    """``repeat`` rounds of fresh fit commands, without and with the report, from this
-    checkout and ``baseline_tree`` (when given), alternated so that a change of load hits
-    every variant alike; each run a row of ``tables[0]`` (with ``extra(out)``'s fields),
-    the median and worst of each variant a row of ``tables[1]``."""
-    trees = [('now', None)] + ([('baseline', Path(baseline_tree).resolve())]
-                               if baseline_tree is not None else [])
+                    extra=None, tables=('fit_runs', 'fit_command'), variants=None,
+                    reports=(False, True)):
+    """``repeat`` rounds of fresh fit commands, without and with the report (``reports``),
+    from this checkout and ``baseline_tree`` (when given), alternated so that a change of
+    load hits every variant alike; each run a row of ``tables[0]`` (with ``extra(out)``'s
+    fields), the median and worst of each variant a row of ``tables[1]``. ``variants``,
+    a list of ``(name, tree or None, environment added)``, replaces the two trees."""
+    if variants is None:
+        variants = [('now', None, None)] + (
+            [('baseline', Path(baseline_tree).resolve(), None)]
+            if baseline_tree is not None else [])
     print('timed: ' + ' '.join(map(str, argv(bag, cfg, root / 'fit', True))) +
           ' (and with --no-report)', file=sys.stderr, flush=True)
     runs = {}
     for i in range(repeat):
-        for report_on in (False, True):
-            for name, tree in trees:
+        for report_on in reports:
+            for name, tree, env_extra in variants:
                 out = root / f'fit_{name}_{report_on}_{i}'
-                run = fit_command(bag, cfg, out, tree, report_on, argv=argv)
+                run = fit_command(bag, cfg, out, tree, report_on, argv=argv,
+                                  env_extra=env_extra)
                 run.update(extra(out) if extra is not None else {})
                 runs.setdefault((name, report_on), []).append(run)
                 report.add(tables[0], {'tree': name, 'report': report_on, 'run': i, **run})
