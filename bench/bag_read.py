@@ -109,7 +109,9 @@ def fit_command(bag, cfg, out, tree=None, report=False, argv=fit_argv, env_extra
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f'fit failed ({proc.returncode}): {proc.stderr[-2000:]}')
-    written = [(Path(out) / name).stat().st_mtime - start for name in OUTPUTS]
+    # model.yaml always; identified.urdf only for a model with consistent link parameters
+    written = [(Path(out) / name).stat().st_mtime - start for name in OUTPUTS
+               if name == OUTPUTS[0] or (Path(out) / name).exists()]
     if report and not (Path(out) / 'report.html').is_file():
         raise RuntimeError(f'fit wrote no report.html in {out}')
     return {'wall_s': wall, 'model_s': written[0], 'outputs_s': max(written),
