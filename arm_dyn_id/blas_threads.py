@@ -9,9 +9,10 @@ painter next to ``arm-dyn-id fit``, the other nodes next to the identifier. With
 ``OPENBLAS_THREAD_TIMEOUT=4`` (2^4 cycles, OpenBLAS's shortest) they sleep as soon as
 a product ends and still share the large ones. Measured on the 2-core VM
 (docs/benchmarks.md, "Fit of a 1-minute 1 kHz Fourier recording"): the 1-minute fit
-with its report used 3.6 s of CPU instead of 5.5 s (medians of 8). A 10-minute fit's
-model was written at 9.9 s median, against 10.1 s with the default spin and 10.4 s with
-one thread.
+with its report used 3.6 s of CPU instead of 5.5 s (medians of 8). On a 10-minute fit,
+where the products are larger, the short spin, the default spin and one thread wrote the
+model within the runs' noise of each other (medians 9.9-10.7 s over two sets of runs);
+the short spin keeps OpenBLAS's threads for such products.
 
 :func:`short_blas_spin` must run before NumPy is first imported, since OpenBLAS reads
 its environment only when it loads. The command line (``arm_dyn_id/cli/__init__.py``)
