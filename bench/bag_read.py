@@ -131,8 +131,9 @@ def alternated_fits(report, bag, cfg, root, baseline_tree, repeat, argv=fit_argv
         variants = [('now', None, None)] + (
             [('baseline', Path(baseline_tree).resolve(), None)]
             if baseline_tree is not None else [])
-    print('timed: ' + ' '.join(map(str, argv(bag, cfg, root / 'fit', True))) +
-          ' (and with --no-report)', file=sys.stderr, flush=True)
+    print('timed: ' + ' '.join(map(str, argv(bag, cfg, root / 'fit', reports[-1]))) +
+          (' (and with --no-report)' if len(reports) > 1 else ''), file=sys.stderr,
+          flush=True)
     runs = {}
     for i in range(repeat):
         for report_on in reports:

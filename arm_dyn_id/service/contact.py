@@ -620,16 +620,17 @@ class ContactDetector:
         out['residual'][:] = r - offsets
         out['speed'][:] = np.sqrt(np.einsum('ij,ij->i', dq, dq))
         out['acceleration'][:] = np.sqrt(np.einsum('ij,ij->i', ddq_rows, ddq_rows))
-        allowance = th.friction_term(abs_dq, starting) if self._tracking else np.zeros((N, n))
-        moving = th.base + th.per_velocity * out['speed'][:, None] + \
-            th.per_acceleration * out['acceleration'][:, None] + allowance
+        # the motion band of every sample (no holding bound is 0 without the tracker)
+        moving = th.band(abs_dq, out['speed'][:, None], out['acceleration'][:, None], False,
+                         starting)
         out['band'][:] = np.where(standstill[:, None], th.standstill, moving)
         # the state update() leaves after the last sample (never over a band: no contact)
         self._t0, self._t, self._dq, self._ddq = t0, t_prev, dq[-1].copy(), ddq.copy()
         self._still_since, self._moving_since = still_since, moving_since
         self.offset = offset.copy()
         self.residual = out['residual'][-1].copy()
-        self.allowance = allowance[-1].copy() if not standstill[-1] else np.zeros(n)
+        self.allowance = th.friction_term(abs_dq[-1], bool(starting[-1])) \
+            if self._tracking and not standstill[-1] else np.zeros(n)
         self.band = out['band'][-1].copy()
         self.over = np.zeros(n, dtype=bool)
         self.joints_flagged = self._none

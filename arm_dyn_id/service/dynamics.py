@@ -449,16 +449,17 @@ class MomentumObserver:
         p, beta = np.empty((N, n)), np.empty((N, n))
         for k in range(N):
             p[k], beta[k] = terms(q[k], velocity[k])
+        steps = np.where(first, 0.0, step)[:, None]     # 0 where the observer starts
         beta -= self.dynamics.friction(velocity)
         beta += tau
-        beta *= np.where(first, 0.0, step)[:, None]
+        beta *= steps
         k_gain = self.gains
         drive = np.empty((N, n))
         drive[1:] = p[1:] - p[:-1]
         drive[0] = p[0] - self._p if not first[0] else 0.0
         drive -= beta
         drive *= k_gain
-        damping = 1.0 + k_gain * np.where(first, 0.0, step)[:, None]
+        damping = 1.0 + k_gain * steps
         residual = np.empty((N, n))
         r = self.residual
         for k in range(N):
