@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings, strategies as st
 
 from arm_dyn_id.identification import estimators
 from arm_dyn_id.model.base_parameters import gravity_base_parameters
@@ -387,3 +388,67 @@ def test_particle_swarm_standard_errors_follow_each_joints_residual_like_least_s
     wls = fit_wls(Yb, tau, names, noise=noise)
     assert swarm.inliers.all()
     np.testing.assert_allclose(swarm.std_errors, wls.std_errors, rtol=0.1)
+
+
+def _bounded_problem(seed):
+    """Normal equations of a random least-squares problem (badly scaled columns, now and
+    then a repeated one: a singular matrix) and a random set of coefficients bounded ≥ 0."""
+    rng = np.random.default_rng(seed)
+    r = int(rng.integers(1, 30))
+    X = rng.standard_normal((int(rng.integers(1, 3 * r + 2)), r)) * \
+        np.exp(2 * rng.standard_normal(r))
+    if r > 1 and rng.random() < 0.25:
+        X[:, -1] = X[:, 0]
+    y = 3 * rng.standard_normal(len(X))
+    return X.T @ X, X.T @ y, rng.random(r) < rng.random()
+
+
+def _objective(A, b, beta):
+    return float(beta @ A @ beta - 2 * b @ beta)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_bounded_solve_finds_the_bounded_minimum_that_scipys_bvls_finds(seed):
+    """The active set (NumPy) meets SciPy's BVLS on the same problems: the bounds kept,
+    the same least value (the same coefficients where the matrix is regular), the
+    bounded ones at 0 named, and the pull on each of those pointing below the bound."""
+    A, b, bounded = _bounded_problem(seed)
+    beta, at_bound = estimators.bounded_solve(A, b, bounded)
+    assert np.all(beta[bounded] >= 0)
+    np.testing.assert_array_equal(at_bound, bounded & (beta == 0))
+    d = np.sqrt(np.where(np.diag(A) > 0, np.diag(A), 1.0))
+    reference = estimators._bvls(A / np.outer(d, d), b / d, bounded) / d
+    reference[bounded] = np.maximum(reference[bounded], 0)
+    scale = max(1.0, abs(_objective(A, b, reference)))
+    assert _objective(A, b, beta) <= _objective(A, b, reference) + 1e-9 * scale
+    s = np.linalg.eigvalsh(A / np.outer(d, d))
+    if s.min() > 1e-6 * s.max():          # a unique minimum: the same coefficients
+        np.testing.assert_allclose(beta, reference, rtol=1e-6,
+                                   atol=1e-8 * np.abs(reference).max())
+    # optimality at the bound: the objective's gradient does not pull a held one up
+    pull = (b - A @ beta) / d
+    assert np.all(pull[at_bound] <= 1e-8 * max(1.0, np.abs(b / d).max()))
+
+
+def test_bounded_solve_hands_a_problem_it_does_not_settle_to_bvls(monkeypatch):
+    """With a single pass allowed the active set gives up on the problems whose bounds its
+    start guessed wrong, and their answers come from BVLS: the same least values as with
+    passes. A problem already inside its bounds needs neither."""
+    settled = [estimators.bounded_solve(*_bounded_problem(seed)) for seed in range(200)]
+    calls = []
+    bvls = estimators._bvls
+    monkeypatch.setattr(estimators, '_bvls', lambda *a: calls.append(1) or bvls(*a))
+    monkeypatch.setattr(estimators, 'ACTIVE_SET_PASSES', 0)
+    for seed, (beta, _) in enumerate(settled):
+        A, b, bounded = _bounded_problem(seed)
+        handed, _ = estimators.bounded_solve(A, b, bounded)
+        assert np.all(handed[bounded] >= 0)
+        scale = max(1.0, abs(_objective(A, b, beta)))
+        assert abs(_objective(A, b, handed) - _objective(A, b, beta)) <= 1e-9 * scale, seed
+    assert len(calls) >= 5, len(calls)
+    calls.clear()
+    A = np.array([[2.0, 1.0], [1.0, 2.0]])
+    inside, _ = estimators.bounded_solve(A, np.array([3.0, 3.0]), np.array([True, True]))
+    assert calls == []
+    np.testing.assert_allclose(inside, [1.0, 1.0])
