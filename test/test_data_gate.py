@@ -1682,3 +1682,32 @@ def test_two_joints_mirroring_each_others_urdf_torque_are_not_called_swapped():
     verdict = verdicts['swapped']
     assert not verdict.ok and verdict.cause == 'swap', verdict
     assert 'shoulder_pan_joint' in verdict.reason and 'elbow_joint' in verdict.reason
+
+
+def test_effort_scale_search_lands_on_the_profiles_minimum():
+    """The refinement between the best grid point's neighbours (golden-section search)
+    narrows to its tolerance in a bounded number of evaluations, and a joint whose torque
+    reads 1.37x the others' is read at 1.37 (to its noise), the loss there as low as at any
+    point of a fine grid."""
+    from arm_dyn_id.identification.effort_scales import (REFINE_TOLERANCE, _best_scale,
+                                                         _profile, golden_minimum)
+    from arm_dyn_id.identification.estimators import sample_moments
+    seen = []
+    x, value = golden_minimum(lambda x: seen.append(x) or (x - 0.3) ** 2 + 1.0, 0.0, 1.0,
+                              1e-6)
+    assert abs(x - 0.3) < 1e-6 and value == pytest.approx(1.0)
+    assert len(seen) <= 32
+    falling, _ = golden_minimum(lambda x: -x, 0.0, 1.0, 1e-4)
+    assert falling > 1.0 - 1e-4
+    rng = np.random.default_rng(7)
+    M, n, r = 400, 4, 6
+    W = rng.standard_normal((M, n, r))
+    tau = W @ rng.standard_normal(r) + 0.01 * rng.standard_normal((M, n))
+    tau[:, 2] *= 1.37
+    neq = sample_moments(W, tau, np.ones(n), np.ones(M, dtype=bool))
+    w = np.ones(n)
+    scale = _best_scale(neq, w, 2)
+    assert abs(np.log(scale / 1.37)) < 0.01
+    grid = np.exp(np.linspace(np.log(1.2), np.log(1.6), 2001))
+    assert _profile(neq, w, 2, scale) <= min(_profile(neq, w, 2, s) for s in grid) * \
+        (1 + REFINE_TOLERANCE ** 2)

@@ -40,8 +40,9 @@ the loss grows with the scale moved 2x either way from its reading,
 it reads; a wrist whose torque is its friction rises by nothing).
 """
 
+import math
+
 import numpy as np
-import scipy.optimize
 
 from arm_dyn_id.identification.estimators import NormalEquations
 
@@ -50,6 +51,9 @@ from arm_dyn_id.identification.estimators import NormalEquations
 SCALE_RANGE = (0.2, 5.0)
 #: Points of the coarse search over :data:`SCALE_RANGE` before a bounded refinement.
 GRID = 25
+#: The refinement (golden-section search between the best grid point's neighbours) stops
+#: with the bracket this narrow in log-scale: 0.1 % of the scale.
+REFINE_TOLERANCE = 1e-3
 #: A minimum within this factor of the range's ends is a profile running out of the
 #: range (a joint the coupling does not pin, or another joint's mistake throws off), not a
 #: scale read: ``at_end``.
@@ -98,11 +102,29 @@ def _best_scale(neq, w, j, sign=1.0):
     values = [_profile(neq, w, j, sign * np.exp(g)) for g in grid]
     k = int(np.argmin(values))
     lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, GRID - 1)]
-    found = scipy.optimize.minimize_scalar(lambda g: _profile(neq, w, j, sign * np.exp(g)),
-                                           bounds=(lo, hi), method='bounded',
-                                           options={'xatol': 1e-3})
-    g = found.x if found.fun <= values[k] else grid[k]
-    return float(sign * np.exp(g))
+    g, value = golden_minimum(lambda g: _profile(neq, w, j, sign * np.exp(g)), lo, hi,
+                              REFINE_TOLERANCE)
+    return float(sign * np.exp(g if value <= values[k] else grid[k]))
+
+
+def golden_minimum(f, lo, hi, tolerance):
+    """``(x, f(x))`` at the smallest value golden-section search finds of ``f`` on
+    ``[lo, hi]``, the bracket narrowed to ``tolerance`` (a minimum inside it when ``f`` has
+    one there and falls toward it from both sides; here a grid point's neighbours)."""
+    shrink = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = float(lo), float(hi)
+    c, d = b - shrink * (b - a), a + shrink * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > tolerance:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - shrink * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + shrink * (b - a)
+            fd = f(d)
+    return (c, fc) if fc <= fd else (d, fd)
 
 
 def relative_effort_scales(parts, w, joints, limit=None):
