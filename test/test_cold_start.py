@@ -18,14 +18,16 @@ import pytest
 from test_cli_fit import reciprocating_data, write_config, write_synthetic_bag
 
 #: runs ``arm-dyn-id fit`` (argv after the script) in this interpreter, then prints the
-#: loaded modules of the packages the fit path must not import, as one JSON line
+#: loaded modules of the packages the fit path must not import, and whether SciPy's
+#: optimisers were, as one JSON line
 PROBE = '''
 import json, sys
 from arm_dyn_id import cli
 code = cli.main(sys.argv[1:])
 heavy = ('matplotlib', 'cvxpy', 'mujoco', 'hypothesis', 'rclpy')
 print(json.dumps({'code': code, 'modules': sorted(
-    m for m in sys.modules if m.split('.')[0] in heavy or m.startswith('scipy.signal'))}))
+    m for m in sys.modules if m.split('.')[0] in heavy or m.startswith('scipy.signal')),
+    'scipy.optimize': 'scipy.optimize' in sys.modules}))
 '''
 
 
@@ -50,7 +52,8 @@ def test_fit_without_report_imports_no_plotting_or_solver(recorder_bag, tmp_path
     simulator, no ROS."""
     bag, cfg = recorder_bag
     out = _fit_modules(bag, '--config', cfg, '--out', tmp_path / 'fit', '--no-report')
-    assert out == {'code': 0, 'modules': []}
+    # scipy.optimize: the identified URDF's linear programme
+    assert {k: out[k] for k in ('code', 'modules')} == {'code': 0, 'modules': []}
     assert (tmp_path / 'fit' / 'model.yaml').is_file()
 
 
@@ -58,7 +61,9 @@ def test_full_fit_imports_neither_cvxpy_nor_scipy_signal(tmp_path):
     """The full-dynamics fit of a Fourier recording (the default dynamics choice, rotor
     inertia auto, the consistent fit among the candidates) solves its semidefinite
     programme with Clarabel directly and filters with arm_dyn_id.data.filters: cvxpy and
-    scipy.signal (about 0.9 s of imports together) stay out of the command."""
+    scipy.signal (about 0.9 s of imports together) stay out of the command. So does
+    scipy.optimize (0.1 s): the friction bounds, the effort scales' search and the contact
+    thresholds' plane are solved in NumPy."""
     from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.data.bag_writer import write_bag
     urdf = Path(__file__).resolve().parent.parent / 'urdf' / 'humanoid_arm.urdf'
@@ -68,7 +73,7 @@ def test_full_fit_imports_neither_cvxpy_nor_scipy_signal(tmp_path):
     write_bag(tmp_path / 'bag', 1.7e9 + t, list(arm.joints), q, tau)
     out = _fit_modules(tmp_path / 'bag', '--urdf', urdf, '--effort', 'torque', '--out',
                        tmp_path / 'fit', '--no-report')
-    assert out == {'code': 0, 'modules': []}
+    assert out == {'code': 0, 'modules': [], 'scipy.optimize': False}
     model = (tmp_path / 'fit' / 'model.yaml').read_text()
     assert 'dynamics: full' in model and 'consistent' in model
 

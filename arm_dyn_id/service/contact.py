@@ -752,10 +752,11 @@ def _envelope(v_mid, a_mid, v_low, a_low, need):
     needs against the bins' median states (non-negative least squares, so the band
     grows beyond the states seen as the errors grew within them), the intercept raised
     until the plane covers each bin's need at its lowest state."""
-    from scipy.optimize import nnls
+    # here: the detector node never calibrates
+    from arm_dyn_id.identification.estimators import bounded_solve
     scale = np.array([1.0, max(float(np.max(v_mid)), 1e-9), max(float(np.max(a_mid)), 1e-9)])
     A = np.column_stack([np.ones_like(v_mid), v_mid, a_mid]) / scale
-    coef = nnls(A, need)[0] / scale
+    coef = bounded_solve(A.T @ A, A.T @ need, np.ones(3, dtype=bool))[0] / scale
     coef[0] += max(0.0, float(np.max(need - coef[0] - coef[1] * v_low - coef[2] * a_low)))
     return coef
 
