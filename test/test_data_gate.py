@@ -1699,6 +1699,8 @@ def test_effort_scale_search_lands_on_the_profiles_minimum():
     assert len(seen) <= 32
     falling, _ = golden_minimum(lambda x: -x, 0.0, 1.0, 1e-4)
     assert falling > 1.0 - 1e-4
+    finest, _ = golden_minimum(lambda x: (x - 0.3) ** 2, 0.0, 1.0, 0.0)    # ends anyway
+    assert abs(finest - 0.3) < 1e-8
     rng = np.random.default_rng(7)
     M, n, r = 400, 4, 6
     W = rng.standard_normal((M, n, r))

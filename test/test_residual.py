@@ -460,6 +460,28 @@ def test_calibration_on_an_arm_that_holds_still_gives_the_standstill_band():
         contact.calibrate([few], JOINTS, bins=8, min_bin=20)
 
 
+def test_calibration_plane_grows_only_with_what_its_bins_show():
+    """The band's plane over the speed/acceleration bins' needs: from one bin (a short
+    calibration) the need sits on the intercept, its slopes 0; bins whose need falls with
+    speed, at one acceleration, keep the intercept alone too (the acceleration's column
+    is the intercept's there); rising needs give a slope; a NaN need is an error."""
+    one = contact._envelope(np.array([0.5]), np.array([2.0]), np.array([0.3]),
+                            np.array([1.0]), np.array([1.0]))
+    np.testing.assert_allclose(one, [1.0, 0.0, 0.0], atol=1e-12)
+    falling = contact._envelope(np.array([0.1, 0.5, 0.9]), np.ones(3),
+                                np.array([0.0, 0.3, 0.7]), np.full(3, 0.5),
+                                np.array([2.0, 1.5, 1.0]))
+    np.testing.assert_allclose(falling, [2.0, 0.0, 0.0], atol=1e-12)
+    rising = contact._envelope(np.array([0.1, 0.5, 0.9]), np.array([1.0, 3.0, 2.0]),
+                               np.array([0.0, 0.3, 0.7]), np.array([0.5, 2.0, 1.5]),
+                               np.array([1.0, 1.4, 1.8]))
+    np.testing.assert_allclose(rising[1:], [1.0, 0.0], atol=1e-9)
+    assert rising[0] >= 0.9 - 1e-9
+    with pytest.raises(ValueError, match='NaN'):
+        contact._envelope(np.array([0.5]), np.array([2.0]), np.array([0.3]),
+                          np.array([1.0]), np.array([np.nan]))
+
+
 def test_a_start_from_rest_allows_the_friction_passing_from_held_to_sliding():
     """On the real UR10e the fit's own thresholds flagged a wrist for 94 ms as the arm
     started from rest: for a moment after a start the joints' friction is neither what

@@ -107,6 +107,10 @@ def _best_scale(neq, w, j, sign=1.0):
     return float(sign * np.exp(g if value <= values[k] else grid[k]))
 
 
+#: At most this many narrowings of :func:`golden_minimum` (0.618^200 of the bracket).
+GOLDEN_STEPS = 200
+
+
 def golden_minimum(f, lo, hi, tolerance):
     """``(x, f(x))`` at the smallest value golden-section search finds of ``f`` on
     ``[lo, hi]``, the bracket narrowed to ``tolerance`` (a minimum inside it when ``f`` has
@@ -115,7 +119,9 @@ def golden_minimum(f, lo, hi, tolerance):
     a, b = float(lo), float(hi)
     c, d = b - shrink * (b - a), a + shrink * (b - a)
     fc, fd = f(c), f(d)
-    while b - a > tolerance:
+    for _ in range(GOLDEN_STEPS):     # a tolerance below the floats' spacing never holds
+        if b - a <= tolerance:
+            break
         if fc <= fd:
             b, d, fd = d, c, fc
             c = b - shrink * (b - a)

@@ -551,14 +551,15 @@ def _free_solve(As, bs, free, rcond):
     return z
 
 
-def _active_set(As, bs, bounded, unbounded, rcond=1e-13):
+def _active_set(As, bs, bounded, unbounded, units, rcond=1e-13):
     """Lawson and Hanson's active set on the normal equations ``As z = bs`` with
     ``z[bounded] >= 0``, started with free the bounded coefficients that the solution
     without bounds (``unbounded``) leaves positive: solve over the free ones, stepping
     back to the bound along the way when a free one would go below 0; then free the held
-    one whose gradient pulls it up hardest, and again, until none is pulled up. Returns
-    z, or None when it does not settle within :data:`ACTIVE_SET_PASSES` passes per bounded
-    coefficient."""
+    one whose gradient pulls it up hardest (in the caller's ``units``, the columns' scales,
+    as non-negative least squares on the caller's equations picks), and again, until none
+    is pulled up. Returns z, or None when it does not settle within
+    :data:`ACTIVE_SET_PASSES` passes per bounded coefficient."""
     tol = 1e-10 * max(float(np.max(np.abs(bs), initial=0.0)), 1e-300)
     free = ~bounded | (unbounded > 0)
     z = np.zeros(len(bs))
@@ -583,11 +584,11 @@ def _active_set(As, bs, bounded, unbounded, rcond=1e-13):
         if not held.any():
             return z
         free = free.copy()
-        free[np.argmax(np.where(held, pull, -np.inf))] = True
+        free[np.argmax(np.where(held, pull * units, -np.inf))] = True
     return None
 
 
-def bounded_solve(A, b, nonnegative):
+def bounded_solve(A, b, nonnegative, sparse=False):
     """β minimising β'Aβ - 2b'β with ``β[nonnegative] ≥ 0`` (weighted least squares from
     its normal equations, some coefficients bounded below by zero).
 
@@ -605,6 +606,11 @@ def bounded_solve(A, b, nonnegative):
     b : ndarray, (r,)
     nonnegative : ndarray of bool, (r,)
         The coefficients bounded below by 0 (friction coefficients).
+    sparse : bool
+        Start from every bounded coefficient at 0, freeing them one by one (Lawson and
+        Hanson's own start, as :func:`scipy.optimize.nnls`): where a singular A has
+        several minima, the one found frees as few as it can. By default the start is
+        the unbounded solution's (fewer passes).
 
     Returns
     -------
@@ -615,12 +621,17 @@ def bounded_solve(A, b, nonnegative):
     A = np.asarray(A, dtype=float)
     b = np.asarray(b, dtype=float)
     nonnegative = np.asarray(nonnegative, dtype=bool)
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        raise ValueError('bounded least squares: the normal equations hold NaN or inf')
     d = np.sqrt(np.where(np.diag(A) > 0, np.diag(A), 1.0))
     As = A / np.outer(d, d)
     bs = b / d
-    z = _free_solve(As, bs, np.ones(len(bs), dtype=bool), 1e-13)
-    if np.any(z[nonnegative] < 0):
-        z = _active_set(As, bs, nonnegative, z)
+    if sparse:
+        z = _active_set(As, bs, nonnegative, np.zeros(len(bs)), d)
+    else:
+        z = _free_solve(As, bs, np.ones(len(bs), dtype=bool), 1e-13)
+        if np.any(z[nonnegative] < 0):
+            z = _active_set(As, bs, nonnegative, z, d)
     if z is None:
         z = _bvls(As, bs, nonnegative)
     beta = z / d

@@ -756,7 +756,9 @@ def _envelope(v_mid, a_mid, v_low, a_low, need):
     from arm_dyn_id.identification.estimators import bounded_solve
     scale = np.array([1.0, max(float(np.max(v_mid)), 1e-9), max(float(np.max(a_mid)), 1e-9)])
     A = np.column_stack([np.ones_like(v_mid), v_mid, a_mid]) / scale
-    coef = bounded_solve(A.T @ A, A.T @ need, np.ones(3, dtype=bool))[0] / scale
+    # sparse: with one or two bins, or bins in a line, the slopes the bins cannot tell
+    # stay at 0 and the intercept carries the need (as non-negative least squares does)
+    coef = bounded_solve(A.T @ A, A.T @ need, np.ones(3, dtype=bool), sparse=True)[0] / scale
     coef[0] += max(0.0, float(np.max(need - coef[0] - coef[1] * v_low - coef[2] * a_low)))
     return coef
 
