@@ -30,7 +30,10 @@ class StreamQuality:
     -----
     A step of ``dt`` seconds counts ``round(dt * expected_rate) - 1`` drops when
     it exceeds 1.5 periods. A step of zero is a duplicate, a negative step is
-    out of order; neither moves the reference stamp forward.
+    out of order; neither moves the reference stamp forward. The drops reported are at
+    most the samples the span between the first and last stamps lacks at the expected
+    rate (:func:`span_drops`): stamps that jitter around their period make long steps
+    and short ones, and nothing is missing.
     """
 
     def __init__(self, expected_rate=1000.0, gap_threshold=0.002):
@@ -127,7 +130,9 @@ class StreamQuality:
         duration = 0.0 if self.first_stamp is None else self.last_stamp - self.first_stamp
         rate = (stamped - 1 - self.duplicates - self.out_of_order) / duration \
             if duration > 0 else 0.0
-        expected = self.accepted + self.nonfinite + self.drops
+        drops = span_drops(self.drops, duration, self.expected_rate,
+                           stamped - self.duplicates - self.out_of_order)
+        expected = self.accepted + self.nonfinite + drops
         return {
             'messages': self.count,
             'accepted': self.accepted,
@@ -137,7 +142,7 @@ class StreamQuality:
             'gap_threshold_s': self.gap_threshold,
             'gaps': self.gaps,
             'max_gap_s': self.max_gap,
-            'drops': self.drops,
+            'drops': drops,
             'delivered_fraction': (self.accepted + self.nonfinite) / expected if expected else 1.0,
             'duplicates': self.duplicates,
             'out_of_order': self.out_of_order,
@@ -146,6 +151,15 @@ class StreamQuality:
             'first_stamp': self.first_stamp,
             'last_stamp': self.last_stamp,
         }
+
+
+def span_drops(counted, duration, rate, slots):
+    """The drops to report: those ``counted`` from long steps, at most the samples a span
+    of ``duration`` s at ``rate`` Hz lacks beyond the ``slots`` stamps that moved forward
+    (the first one included)."""
+    if duration <= 0 or slots <= 0:
+        return int(counted)
+    return int(min(counted, max(0, round(duration * rate) + 1 - slots)))
 
 
 def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.002,
@@ -204,6 +218,7 @@ def stream_quality(stamps, values=None, expected_rate=1000.0, gap_threshold=0.00
     first = float(t[0]) if n else None
     last = float(t.max()) if n else None
     duration = last - first if n else 0.0
+    drops = span_drops(drops, duration, rate, n - duplicates - out_of_order)
     expected = accepted + nonfinite + drops
     summary = {
         'messages': n,
