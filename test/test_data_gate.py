@@ -1713,3 +1713,38 @@ def test_effort_scale_search_lands_on_the_profiles_minimum():
     grid = np.exp(np.linspace(np.log(1.2), np.log(1.6), 2001))
     assert _profile(neq, w, 2, scale) <= min(_profile(neq, w, 2, s) for s in grid) * \
         (1 + REFINE_TOLERANCE ** 2)
+
+
+def test_a_scale_that_explains_much_of_the_record_is_said_either_way():
+    """A joint's freed scale that removes half of the fit's residual or more, reading off 1
+    by 5 % and 3 standard errors, is said as the model is written, high or low and
+    inside the 1.6x a right arm may read (a UR5 whose elbow constant was 1.2x read
+    shoulder_lift x1.2 and elbow x0.83, each removing about 700 %); right records'
+    scales remove at most 4 %, and a reading within 5 % of 1 or within its errors is not
+    said. It is a warning: the model is written."""
+    from arm_dyn_id.validation.plausibility import (EFFORT_SCALE_DECISIVE, effort_scale_warning,
+                                                    effort_scales, written_warnings)
+    joints = ['a', 'b', 'c']
+
+    def scales(*rows):
+        return {j: {'scale': s, 'std_error': se, 'drop': d, 'drop_others': d / 2,
+                    'rise': 1.0, 'at_end': False} for j, (s, se, d) in zip(joints, rows)}
+
+    pair = scales((1.204, 0.002, 6.7), (0.831, 0.002, 7.1), (0.99, 0.01, 0.001))
+    verdict = effort_scales(pair, joints)
+    # the one whose scale removes the most first
+    assert verdict.ok and verdict.checks['effort_scale_decisive'] == ['b', 'a']
+    said = effort_scale_warning(verdict.checks)
+    assert "a's reads x1.2" in said and "b's reads x0.831" in said and 'calibrate' in said
+    assert written_warnings(verdict.checks)['effort_scale_warning'] == said
+    for quiet in ((1.2, 0.002, 0.044),                        # a right record's most
+                  (1.2, 0.002, 0.9 * EFFORT_SCALE_DECISIVE),
+                  (1.04, 0.001, 7.0),                         # within 5 % of 1
+                  (1.2, 0.1, 7.0)):                           # within 3 standard errors
+        checks = effort_scales(scales(quiet, (1.0, 0.01, 0.0), (1.0, 0.01, 0.0)),
+                               joints).checks
+        assert 'effort_scale_decisive' not in checks and \
+            effort_scale_warning(checks) is None, quiet
+    # beyond the 1.6x by 3 standard errors it is refused, as before
+    assert not effort_scales(scales((2.0, 0.01, 7.0), (1.0, 0.01, 0.0), (1.0, 0.01, 0.0)),
+                             joints).ok

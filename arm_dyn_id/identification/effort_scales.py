@@ -133,7 +133,7 @@ def golden_minimum(f, lo, hi, tolerance):
     return (c, fc) if fc <= fd else (d, fd)
 
 
-def relative_effort_scales(parts, w, joints, limit=None):
+def relative_effort_scales(parts, w, joints, limit=None, decisive=None):
     """Each joint's effort scale against the others' (see the module's text).
 
     Parameters
@@ -147,6 +147,9 @@ def relative_effort_scales(parts, w, joints, limit=None):
     limit : float, optional
         The standard error is computed only for joints reading beyond ``limit`` (or
         below its inverse); every joint's when None.
+    decisive : float, optional
+        ... and for joints whose freed scale removes at least this share of the loss
+        (``drop``), whatever they read.
 
     Returns
     -------
@@ -166,7 +169,8 @@ def relative_effort_scales(parts, w, joints, limit=None):
         gain = rows_plain - rows
         others = float((gain.sum() - gain[j]) / max(at, 1e-300))
         se = None
-        if len(parts) >= 2 and (limit is None or max(s, 1.0 / s) > limit):
+        if len(parts) >= 2 and (limit is None or max(s, 1.0 / s) > limit or
+                                (decisive is not None and drop >= decisive)):
             rest = [_best_scale(NormalEquations.total(p for i, p in enumerate(parts) if i != g),
                                 w, j) for g in range(len(parts))]
             rest = np.asarray(rest)

@@ -62,7 +62,8 @@ from arm_dyn_id.validation.metrics import joint_metrics
 DEFAULT_METHODS = ('wls',)
 #: Joints whose effort scale against the others' reads beyond this (or below its
 #: inverse) get a standard error: the data gate judges the high ones, the low ones' is
-#: evidence in model.yaml.
+#: evidence in model.yaml; so do those whose freed scale removes
+#: :data:`~arm_dyn_id.validation.plausibility.EFFORT_SCALE_DECISIVE` of the loss.
 EFFORT_SCALE_SE_FROM = 1.5
 
 
@@ -1015,15 +1016,19 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                          {'condition_number': float(c.condition_number),
                           'residual_rms': c.residual_rms().tolist(),
                           'seconds': float(c.seconds)})
+    # here: serving a full model imports this module, the data gate's rules only fitting
+    from arm_dyn_id.validation.plausibility import EFFORT_SCALE_DECISIVE
     scales = relative_effort_scales(list(raw_parts.values()), w, joints,
-                                    limit=EFFORT_SCALE_SE_FROM)
+                                    limit=EFFORT_SCALE_SE_FROM,
+                                    decisive=EFFORT_SCALE_DECISIVE)
     union_scales = None
     if W_union is not None and any(d['scale'] > EFFORT_SCALE_SE_FROM and not d['at_end']
                                    for d in scales.values()):
         finite_union = finite & np.all(np.isfinite(W_union), axis=(1, 2))
         union_scales = relative_effort_scales(
             [sample_moments(W_union, target, np.ones(n), finite_union & (groups == g), keep)
-             for g in range(int(holdout))], w, joints, limit=EFFORT_SCALE_SE_FROM)
+             for g in range(int(holdout))], w, joints, limit=EFFORT_SCALE_SE_FROM,
+            decisive=EFFORT_SCALE_DECISIVE)
     metadata = {
         'robot_name': robot_name,
         'fit': {'method': method, 'estimator': method,

@@ -956,6 +956,15 @@ EFFORT_SCALE_CONDITION = 300.0
 #: of its own improves its own row alone (a right Kinova's fourth joint at 500 Hz with
 #: 1e-4 rad encoder noise read x3.85 ± 0.37, removing 4.5 %, the others' -1.8 %).
 EFFORT_SCALE_OTHERS = 0.005
+#: A joint whose freed scale removes this share of the weighted residual or more (the
+#: loss falls 1.5x) is said as the model is written whenever it reads off 1 by
+#: :data:`EFFORT_SCALE_OFF` and 3 standard errors, high or low, inside ``limit`` too:
+#: right records removed at most 0.044 (above), where one torque constant 15-30 % off on
+#: a UR5's shoulder or elbow or a Panda's fourth joint (a user's trial, 2026-11-29:
+#: readings 0.80-1.29) removed 3.1-77, and the other joint of a pair that shares the
+#: links read the reciprocal with about as much.
+EFFORT_SCALE_DECISIVE = 0.5
+EFFORT_SCALE_OFF = 0.05
 
 
 #: A joint's effort reads negative against the other joints' (a sign flipped) when its
@@ -1132,6 +1141,15 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
     def confirmed(j):
         # off with the friction chosen, and with the union's where it was read
         return off(table[j]) and (not isinstance(union.get(j), dict) or off(union[j]))
+
+    def decisive(d):
+        # off either way, where freeing it explains much of the record: no right record
+        # comes near (EFFORT_SCALE_DECISIVE)
+        read = reading(d)
+        return (read is not None and (d.get('drop') or 0.0) >= EFFORT_SCALE_DECISIVE and
+                abs(np.log(read[0])) >= np.log1p(EFFORT_SCALE_OFF) and
+                abs(np.log(read[0])) > 3.0 * (d['std_error'] or 0.0) / read[0])
+
     found = [j for j in joints if j in table and confirmed(j)]
     if not found:
         # warned of: high but not beyond the limit, or beyond it with the friction chosen
@@ -1139,6 +1157,10 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         suspects = [j for j in joints if j in table and (suspect(table[j]) or off(table[j]))]
         if suspects:
             checks['effort_scale_suspects'] = suspects
+        strong = sorted((j for j in joints if j in table and j not in suspects and
+                         decisive(table[j])), key=lambda j: -table[j]['drop'])
+        if strong:
+            checks['effort_scale_decisive'] = strong
         return Plausibility(True, None, checks)
     # a sign flipped throws the others' scales off too: left to flipped_effort, which
     # names it (a weaker negative reading leaves the constant's refusal standing)
@@ -1168,7 +1190,9 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
 
 def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
     """The warning of a fit written while a joint's effort reads high against the other
-    joints' (``checks['effort_scale_suspects']`` of :func:`effort_scales`), else None."""
+    joints' (``checks['effort_scale_suspects']`` of :func:`effort_scales`), or off either
+    way with a freed scale that explains much of the record
+    (``checks['effort_scale_decisive']``), else None."""
     table = (checks or {}).get('effort_scales') or {}
     union = (checks or {}).get('effort_scales_union') or {}
 
@@ -1177,15 +1201,19 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
         if not isinstance(d, dict) or not isinstance(d.get('scale'), (int, float)):
             return ''
         return f"; x{d['scale']:.3g} with every friction term fitted"
-    parts = [f"{j}'s reads x{table[j]['scale']:.3g} ± {table[j]['std_error']:.2g} "
-             f"(freeing it removes {100 * table[j]['drop']:.0f} % of the fit's residual"
-             f"{also(j)})"
-             for j in (checks or {}).get('effort_scale_suspects') or () if j in table]
-    if not parts:
-        return None
-    both = ' both with the friction chosen and with every friction term fitted' if union \
-        else ''
-    return (f"a joint's effort reads high against what the other joints' efforts make of "
+
+    def reads(j):
+        return (f"{j}'s reads x{table[j]['scale']:.3g} ± {table[j]['std_error']:.2g} "
+                f"(freeing it removes {100 * table[j]['drop']:.0f} % of the fit's residual"
+                f"{also(j)})")
+    said = []
+    parts = [reads(j) for j in (checks or {}).get('effort_scale_suspects') or ()
+             if j in table]
+    if parts:
+        both = ' both with the friction chosen and with every friction term fitted' \
+            if union else ''
+        said.append(
+            f"a joint's effort reads high against what the other joints' efforts make of "
             f"the arm (the rigid body's coupling, fitted with no URDF): {'; '.join(parts)}. "
             f'Not 1, yet not beyond the {limit:g}x a right arm may read by 3 standard '
             f'errors{both}, so the '
@@ -1193,6 +1221,19 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
             'it and on the links it shares (arm-dyn-id calibrate measures the constants); a '
             "geared joint's rotor inertia the fit leaves out (--armature yes, config key "
             'armature) or a friction the chosen model describes poorly reads this way too')
+    strong = [reads(j) for j in (checks or {}).get('effort_scale_decisive') or ()
+              if j in table]
+    if strong:
+        said.append(
+            f"the joints' efforts disagree on the arm (the rigid body's coupling, fitted "
+            f"with no URDF): {'; '.join(strong)}, where no right arm's freed scale removes "
+            'even 5 % of it. '
+            "A torque constant off by that factor there (or, for joints that carry the same "
+            "links, one's high read as the other's low) leaves the model wrong on that "
+            'joint and the links it shares: check the constants (arm-dyn-id check compares '
+            'each joint with the URDF, arm-dyn-id calibrate measures them with a known '
+            'load)')
+    return '; and '.join(said) or None
 
 
 def unchecked_scales(checks, joints):
@@ -1939,6 +1980,7 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'judge_workspace', 'level_scales', 'light_joint_signs', 'sign_message', 'still_floor',
            'swap_message', 'torque_agreement', 'unidentified', 'units_message', 'untested_scales',
            'constant_scales', 'effort_scales', 'EFFORT_SCALE_CONDITION', 'EFFORT_SCALE_DROP',
-           'EFFORT_SCALE_OTHERS', 'FLIP_DROP', 'FLIP_RANGE', 'SCALE_CAUSES',
+           'EFFORT_SCALE_OTHERS', 'EFFORT_SCALE_DECISIVE', 'EFFORT_SCALE_OFF', 'FLIP_DROP',
+           'FLIP_RANGE', 'SCALE_CAUSES',
            'effort_scale_warning', 'flipped_effort', 'shared_effort_scale',
            'fit_notes', 'unchecked_scales', 'written_warnings']
