@@ -684,6 +684,64 @@ def exchanged_scores(robot, model, t, q, tau, joint, holdout=HOLDOUT_FOLDS):
     return out
 
 
+def square_to(vector):
+    """Two unit vectors (3,) square to ``vector`` and to each other."""
+    down = np.asarray(vector, dtype=float) / np.linalg.norm(vector)
+    first = np.cross(down, np.eye(3)[int(np.argmin(np.abs(down)))])
+    first /= np.linalg.norm(first)
+    return first, np.cross(down, first)
+
+
+def tilt_refit(robot, model, t, q, tau):
+    """The gravity tilt a record's torques follow, fitted with the model's structure.
+
+    ``model``'s base set, friction model and preparation, refitted by weighted least
+    squares (each joint weighted by its residual's spread) with two columns more: the
+    model's gravity torques along two directions square to the URDF's gravity
+    (:meth:`~arm_dyn_id.model.dynamics.DynamicsModel.gravity_torques_along`), the small
+    tilt's horizontal part (linear in it). Fitted with the rigid-body columns, it is not
+    taken up by parameters that bent to explain it in the fit without it.
+
+    Returns
+    -------
+    dict
+        ``degrees``, ``removed`` (share of the weighted residual of the refit without the
+        two columns they remove), ``gravity_vector`` (m/s², the URDF's root frame).
+    """
+    prep = model.metadata.get('preparation') or {}
+    t, q, tau = _check_record(robot, t, q, tau)
+    prepared, W = _prepare(robot, model.base, model.friction_model, t, q, tau,
+                           cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
+                           decimate=prep.get('decimate'),
+                           filter_torque=prep.get('filter_torque', True))
+    g = np.asarray(model.robot.gravity_vector, dtype=float)
+    magnitude = float(np.linalg.norm(g))
+    first, second = square_to(g)
+    target = prepared.tau
+    G = np.stack([model.gravity_torques_along(prepared.q, magnitude * e)
+                  for e in (first, second)], axis=2)
+    rows = (np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2)) &
+            np.all(np.isfinite(G), axis=(1, 2)))
+    p = W.shape[2]
+    plain = np.linalg.lstsq(W[rows].reshape(-1, p), target[rows].ravel(), rcond=None)[0]
+    spread = np.std(target[rows] - W[rows] @ plain, axis=0)
+    w = 1.0 / np.maximum(spread, 1e-12 * max(float(spread.max()), 1e-300))
+    Ww = (W[rows] * w[None, :, None]).reshape(-1, p)
+    Gw = (G[rows] * w[None, :, None]).reshape(-1, 2)
+    y = (target[rows] * w).ravel()
+    without = y - Ww @ np.linalg.lstsq(Ww, y, rcond=None)[0]
+    both = np.hstack([Ww, Gw])
+    coef = np.linalg.lstsq(both, y, rcond=None)[0]
+    rss0, rss1 = float(without @ without), float(np.sum((y - both @ coef) ** 2))
+    delta = coef[-2:]
+    sideways = float(np.hypot(*delta))
+    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
+        delta[0] * first + delta[1] * second
+    return {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
+            'removed': 1.0 - rss1 / rss0 if rss0 > 0 else 0.0,
+            'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist()}
+
+
 def _signed_solve(neq, w, nonneg):
     """The least-squares coefficients of moments ``neq`` with per-joint weights ``w``,
     refitted with the ``nonneg`` ones bounded ≥ 0 when one comes out negative."""

@@ -1441,6 +1441,84 @@ def _swap_explains(fitted, robot, joint):
             'the driver\'s joint names); `arm-dyn-id check` tests each joint', found)
 
 
+#: A full fit is read for gravity tilted from the URDF's direction (:func:`gravity_tilt`);
+#: a tilt of at least this many degrees that removes :data:`TILT_SHARE` of the weighted
+#: residual is said (a refusal names it first, a written model carries it as a warning).
+#: A UR5 on a base tilted 3, 6 and 10° read 3.1, 7.1 and 10.3°, removing 47-88 %; right
+#: records removed at most 4.3 % (docs/benchmarks.md).
+TILT_DEGREES = 1.0
+TILT_SHARE = 0.2
+#: The residual's first reading (no refit) beyond which the refit is made: right records
+#: read 0.07-0.16° removing under 1 %, tilted ones 0.7-3.8° removing 5-23 %.
+TILT_SCREEN = (0.3, 0.02)
+
+
+def gravity_tilt(fitted, robot):
+    """How much of a full fit's torques gravity tilted from the URDF's direction explains.
+
+    A base that is not level loads the first joint about a vertical axis, which the
+    upright URDF never does, and bends the other joints' gravity: a fit that assumes it
+    level writes a model wrong on both, or is refused for a held-out quality it cannot
+    reach. For a small tilt the links' torque under the true gravity is theirs under the
+    URDF's plus their torque under the tilt's horizontal part, linear in it. First the
+    fit's residual (each joint weighted by its spread) is regressed on the model's gravity
+    torques along two directions square to the URDF's gravity
+    (:meth:`~arm_dyn_id.model.dynamics.DynamicsModel.gravity_torques_along`): cheap, but
+    it reads low, as the fitted parameters bent to take some of it up. Beyond
+    :data:`TILT_SCREEN` the record is refitted with those two columns beside the model's
+    own (:func:`~arm_dyn_id.identification.full_dynamics.tilt_refit`).
+
+    Returns
+    -------
+    dict or None
+        ``degrees`` (the tilt read), ``removed`` (share of the weighted residual it
+        removes), ``gravity_vector`` (m/s², the URDF's root frame: the gravity it reads),
+        ``by`` ('residual' or 'refit'); None when the record has too few finite samples.
+    """
+    from arm_dyn_id.identification.full_dynamics import square_to, tilt_refit
+    model, prepared = fitted.model, fitted.prepared
+    residual = prepared.tau - fitted.predicted
+    rows = np.all(np.isfinite(residual), axis=1) & np.all(np.isfinite(prepared.q), axis=1)
+    g = np.asarray(model.robot.gravity_vector, dtype=float)
+    magnitude = float(np.linalg.norm(g))
+    if rows.sum() < 10 or not magnitude > 0:
+        return None
+    first, second = square_to(g)
+    r = residual[rows]
+    weights = 1.0 / np.maximum(np.std(r, axis=0), 1e-12)
+    A = np.stack([(model.gravity_torques_along(prepared.q[rows], magnitude * e) *
+                   weights).ravel() for e in (first, second)], axis=1)
+    y = (r * weights).ravel()
+    coef = np.linalg.lstsq(A, y, rcond=None)[0]
+    total = float(y @ y)
+    sideways = float(np.hypot(*coef))
+    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
+        coef[0] * first + coef[1] * second
+    found = {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
+             'removed': 1.0 - float(np.sum((y - A @ coef) ** 2)) / total if total > 0
+             else 0.0,
+             'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist(),
+             'by': 'residual'}
+    if (found['degrees'] >= TILT_SCREEN[0] or found['removed'] >= TILT_SCREEN[1]) and \
+            fitted.record is not None:
+        found = {**tilt_refit(robot, model, *fitted.record), 'by': 'refit'}
+    return found
+
+
+def tilt_message(tilt):
+    """The sentence of a tilt :func:`gravity_tilt` read beyond :data:`TILT_DEGREES` and
+    :data:`TILT_SHARE`, else None."""
+    if not tilt or tilt['degrees'] < TILT_DEGREES or tilt['removed'] < TILT_SHARE:
+        return None
+    vector = ','.join(f'{v:.3g}' for v in tilt['gravity_vector'])
+    return (f"the torques follow gravity tilted about {tilt['degrees']:.1f}° from the "
+            f"URDF's (gravity along it removes {100 * tilt['removed']:.0f} % of the fit's "
+            f'residual): is the base not level? The fit takes gravity along the URDF\'s '
+            f'root frame, so a tilted mount leaves the model wrong; give the mount\'s '
+            f'gravity (m/s^2 in that frame, config key gravity_vector; this record reads '
+            f'about --gravity-vector={vector}) and fit again')
+
+
 def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     """The data gate of a full-dynamics fit, the same for ``arm-dyn-id fit`` and a node.
 
@@ -1496,6 +1574,16 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
         if swapped is not None:
             return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
                                  {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
+    # a base that is not level: said first in a refusal, as a warning with a written model
+    tilt = gravity_tilt(fitted, robot)
+    tilted = tilt_message(tilt)
+    if tilt is not None:
+        verdict.checks['gravity_tilt'] = tilt
+    if tilted and not verdict.ok:
+        return type(verdict)(False, f'{tilted}. As fitted: {verdict.reason}',
+                             verdict.checks, verdict.cause)
+    if tilted:
+        verdict.checks['gravity_tilt_warning'] = tilted
     if not verdict.ok or model.covariance is None:
         return verdict
     # held-out time blocks of the same motion: is the model determined elsewhere?
@@ -1507,7 +1595,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
            'FullPipelineFit', 'GravityPipelineFit', 'armature_choice', 'choose_dynamics',
            'choose_markers', 'clean_markers', 'fit_full_recording', 'fit_full_samples',
-           'fit_gravity', 'fit_gravity_recording', 'holdout_blocks', 'judge_full_fit',
+           'fit_gravity', 'fit_gravity_recording', 'gravity_tilt', 'holdout_blocks',
+           'judge_full_fit', 'tilt_message', 'TILT_DEGREES', 'TILT_SHARE',
            'judge_gravity_fit', 'metrics_dict', 'motion_statistics', 'workspace_poses',
            'workspace_uncertainty', 'noise_estimate', 'pair_metrics', 'plan_harmonic_hz',
            'split_pairs']

@@ -642,6 +642,16 @@ class DynamicsModel:
         theta = self._theta()[:self._nb10].reshape(-1, 10)[:, :4].ravel()
         return self.robot.gravity_torques_batch(q, theta, gravity=g)
 
+    def gravity_torques_along(self, q, vector):
+        """G(q) (N, n) with gravity ``vector`` (m/s², (3,), in the URDF's root frame) in
+        place of the fit's: the model's first moments (the identified ones and, where
+        the fit's gravity leaves them undetermined, the URDF's) under another direction;
+        linear in ``vector``."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        theta = self._theta()[:self._nb10].reshape(-1, 10)[:, :4].ravel()
+        return self.robot.gravity_torques_batch(q, theta,
+                                                gravity=np.asarray(vector, dtype=float))
+
     def set_gravity(self, magnitude):
         """Serve another gravity magnitude from now on (m/s²)."""
         self.robot.set_gravity(magnitude)

@@ -1262,9 +1262,12 @@ def unchecked_scales(checks, joints):
 def written_warnings(checks):
     """What a fit the gate let through must say as it is written: ``{key: text}`` for the
     model's ``fit`` section (``missing_load``: a load the URDF lacks explains the scales;
-    ``effort_scale_warning``: a joint's effort reads high against the others')."""
+    ``effort_scale_warning``: a joint's effort reads high against the others';
+    ``gravity_tilt_warning``: the torques follow gravity tilted from the URDF's)."""
     found = {'missing_load': load_warning(checks),
-             'effort_scale_warning': effort_scale_warning(checks)}
+             'effort_scale_warning': effort_scale_warning(checks),
+             # a base that is not level (identification.pipeline.gravity_tilt)
+             'gravity_tilt_warning': (checks or {}).get('gravity_tilt_warning')}
     assert tuple(found) == FIT_WARNINGS, 'model.gate.FIT_WARNINGS lists these keys'
     return {key: text for key, text in found.items() if text}
 
