@@ -266,6 +266,9 @@ def gated_fit(bag, out, options, tree=None):
     if code == 0 and gate.get('effort_scale_suspects'):
         # written, with the fit's warning (plausibility.effort_scale_warning)
         what += f' (warned: {", ".join(gate["effort_scale_suspects"])} reads high)'
+    if code == 0 and gate.get('effort_scale_decisive'):
+        # the same warning: a scale that explains much of the record, either way
+        what += f' (warned: {", ".join(gate["effort_scale_decisive"])} reads off)'
     return code, what, gate, gate.get('reason') or ''
 
 
