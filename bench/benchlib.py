@@ -269,6 +269,10 @@ def gated_fit(bag, out, options, tree=None):
     if code == 0 and gate.get('effort_scale_decisive'):
         # the same warning: a scale that explains much of the record, either way
         what += f' (warned: {", ".join(gate["effort_scale_decisive"])} reads off)'
+    tilt = gate.get('gravity_tilt') or {}
+    if gate.get('gravity_tilt_warning') or (code != 0 and 'gravity tilted' in
+                                             (gate.get('reason') or '')):
+        what += f' (tilt {tilt.get("degrees", 0):.1f}°)'
     return code, what, gate, gate.get('reason') or ''
 
 

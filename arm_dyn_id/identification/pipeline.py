@@ -1451,6 +1451,8 @@ TILT_SHARE = 0.2
 #: The residual's first reading (no refit) beyond which the refit is made: right records
 #: read 0.07-0.16° removing under 1 %, tilted ones 0.7-3.8° removing 5-23 %.
 TILT_SCREEN = (0.3, 0.02)
+#: Samples at most of that first reading (evenly spaced).
+TILT_SAMPLES = 2000
 
 
 def gravity_tilt(fitted, robot):
@@ -1484,9 +1486,12 @@ def gravity_tilt(fitted, robot):
     if rows.sum() < 10 or not magnitude > 0:
         return None
     first, second = square_to(g)
-    r = residual[rows]
+    # gravity torques change slowly: at most TILT_SAMPLES evenly spaced samples
+    index = np.flatnonzero(rows)
+    index = index[::max(1, len(index) // TILT_SAMPLES)]
+    r = residual[index]
     weights = 1.0 / np.maximum(np.std(r, axis=0), 1e-12)
-    A = np.stack([(model.gravity_torques_along(prepared.q[rows], magnitude * e) *
+    A = np.stack([(model.gravity_torques_along(prepared.q[index], magnitude * e) *
                    weights).ravel() for e in (first, second)], axis=1)
     y = (r * weights).ravel()
     coef = np.linalg.lstsq(A, y, rcond=None)[0]
