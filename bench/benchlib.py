@@ -270,8 +270,8 @@ def gated_fit(bag, out, options, tree=None):
         # the same warning: a scale that explains much of the record, either way
         what += f' (warned: {", ".join(gate["effort_scale_decisive"])} reads off)'
     tilt = gate.get('gravity_tilt') or {}
-    if gate.get('gravity_tilt_warning') or (code != 0 and 'gravity tilted' in
-                                             (gate.get('reason') or '')):
+    refused_for_tilt = code != 0 and 'gravity tilted' in (gate.get('reason') or '')
+    if gate.get('gravity_tilt_warning') or refused_for_tilt:
         what += f' (tilt {tilt.get("degrees", 0):.1f}°)'
     return code, what, gate, gate.get('reason') or ''
 
