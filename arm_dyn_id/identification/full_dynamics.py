@@ -645,6 +645,16 @@ def _held_out_percent(parts, w, nonneg, peak):
     return 100 * np.sqrt(rss / max(count, 1)) / peak
 
 
+def _as_fitted(robot, model, t, q, tau):
+    """A record prepared as ``model`` was fitted (its base set, friction model and
+    preparation) and its stacked regressor: ``(prepared, W)``."""
+    prep = model.metadata.get('preparation') or {}
+    t, q, tau = _check_record(robot, t, q, tau)
+    return _prepare(robot, model.base, model.friction_model, t, q, tau,
+                    cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
+                    decimate=prep.get('decimate'), filter_torque=prep.get('filter_torque', True))
+
+
 def exchanged_scores(robot, model, t, q, tau, joint, holdout=HOLDOUT_FOLDS):
     """Held-out RMSE % per joint of ``model``'s structure (its base set, friction model
     and preparation) fitted by signed weighted least squares on time blocks of a record,
@@ -659,12 +669,7 @@ def exchanged_scores(robot, model, t, q, tau, joint, holdout=HOLDOUT_FOLDS):
         that joint's peak torque.
     """
     n = robot.n_joints
-    prep = model.metadata.get('preparation') or {}
-    t, q, tau = _check_record(robot, t, q, tau)
-    prepared, W = _prepare(robot, model.base, model.friction_model, t, q, tau,
-                           cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
-                           decimate=prep.get('decimate'),
-                           filter_torque=prep.get('filter_torque', True))
+    prepared, W = _as_fitted(robot, model, t, q, tau)
     nonneg = _signed_terms(model.base.count, model.friction_model, n)
     groups = time_blocks(len(prepared.tau), int(holdout))
     keep = moving_rows(prepared)
@@ -692,6 +697,21 @@ def square_to(vector):
     return first, np.cross(down, first)
 
 
+def tilt_reading(gravity, coef, removed):
+    """``{degrees, removed, gravity_vector}`` of a tilt read as ``coef`` (2,) along
+    :func:`square_to` ``gravity``'s two directions (the horizontal part over the
+    magnitude)."""
+    g = np.asarray(gravity, dtype=float)
+    magnitude = float(np.linalg.norm(g))
+    first, second = square_to(g)
+    sideways = float(np.hypot(*coef))
+    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
+        coef[0] * first + coef[1] * second
+    return {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
+            'removed': float(removed),
+            'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist()}
+
+
 def tilt_refit(robot, model, t, q, tau):
     """The gravity tilt a record's torques follow, fitted with the model's structure.
 
@@ -708,12 +728,7 @@ def tilt_refit(robot, model, t, q, tau):
         ``degrees``, ``removed`` (share of the weighted residual of the refit without the
         two columns they remove), ``gravity_vector`` (m/s², the URDF's root frame).
     """
-    prep = model.metadata.get('preparation') or {}
-    t, q, tau = _check_record(robot, t, q, tau)
-    prepared, W = _prepare(robot, model.base, model.friction_model, t, q, tau,
-                           cutoff_hz=prep.get('cutoff_hz'), order=int(prep.get('order', 4)),
-                           decimate=prep.get('decimate'),
-                           filter_torque=prep.get('filter_torque', True))
+    prepared, W = _as_fitted(robot, model, t, q, tau)
     g = np.asarray(model.robot.gravity_vector, dtype=float)
     magnitude = float(np.linalg.norm(g))
     first, second = square_to(g)
@@ -733,13 +748,7 @@ def tilt_refit(robot, model, t, q, tau):
     both = np.hstack([Ww, Gw])
     coef = np.linalg.lstsq(both, y, rcond=None)[0]
     rss0, rss1 = float(without @ without), float(np.sum((y - both @ coef) ** 2))
-    delta = coef[-2:]
-    sideways = float(np.hypot(*delta))
-    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
-        delta[0] * first + delta[1] * second
-    return {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
-            'removed': 1.0 - rss1 / rss0 if rss0 > 0 else 0.0,
-            'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist()}
+    return tilt_reading(g, coef[-2:], 1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
 
 
 def _signed_solve(neq, w, nonneg):

@@ -1477,7 +1477,7 @@ def gravity_tilt(fitted, robot):
         removes), ``gravity_vector`` (m/s², the URDF's root frame: the gravity it reads),
         ``by`` ('residual' or 'refit'); None when the record has too few finite samples.
     """
-    from arm_dyn_id.identification.full_dynamics import square_to, tilt_refit
+    from arm_dyn_id.identification.full_dynamics import square_to, tilt_reading, tilt_refit
     model, prepared = fitted.model, fitted.prepared
     residual = prepared.tau - fitted.predicted
     rows = np.all(np.isfinite(residual), axis=1) & np.all(np.isfinite(prepared.q), axis=1)
@@ -1496,14 +1496,8 @@ def gravity_tilt(fitted, robot):
     y = (r * weights).ravel()
     coef = np.linalg.lstsq(A, y, rcond=None)[0]
     total = float(y @ y)
-    sideways = float(np.hypot(*coef))
-    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
-        coef[0] * first + coef[1] * second
-    found = {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
-             'removed': 1.0 - float(np.sum((y - A @ coef) ** 2)) / total if total > 0
-             else 0.0,
-             'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist(),
-             'by': 'residual'}
+    found = {**tilt_reading(g, coef, 1.0 - float(np.sum((y - A @ coef) ** 2)) / total
+                            if total > 0 else 0.0), 'by': 'residual'}
     if (found['degrees'] >= TILT_SCREEN[0] or found['removed'] >= TILT_SCREEN[1]) and \
             fitted.record is not None:
         found = {**tilt_refit(robot, model, *fitted.record), 'by': 'refit'}
