@@ -1263,11 +1263,14 @@ def written_warnings(checks):
     """What a fit the gate let through must say as it is written: ``{key: text}`` for the
     model's ``fit`` section (``missing_load``: a load the URDF lacks explains the scales;
     ``effort_scale_warning``: a joint's effort reads high against the others';
-    ``gravity_tilt_warning``: the torques follow gravity tilted from the URDF's)."""
+    ``gravity_tilt_warning``: the torques follow gravity tilted from the URDF's;
+    ``narrow_motion_warning``: a joint barely moved)."""
     found = {'missing_load': load_warning(checks),
              'effort_scale_warning': effort_scale_warning(checks),
              # a base that is not level (identification.pipeline.gravity_tilt)
-             'gravity_tilt_warning': (checks or {}).get('gravity_tilt_warning')}
+             'gravity_tilt_warning': (checks or {}).get('gravity_tilt_warning'),
+             # a joint barely moved (identification.pipeline.narrow_motion_message)
+             'narrow_motion_warning': (checks or {}).get('narrow_motion_warning')}
     assert tuple(found) == FIT_WARNINGS, 'model.gate.FIT_WARNINGS lists these keys'
     return {key: text for key, text in found.items() if text}
 
