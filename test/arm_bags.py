@@ -366,7 +366,7 @@ def soft_friction(scale, rng):
 
 
 def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
-                      base_hz=0.1, armature=0.0, friction=None):
+                      base_hz=0.1, armature=0.0, friction=None, amplitude=None):
     """t, q measured, τ (N,), (N, n), (N, n) of a rich recording of the true ``arm``: 4
     harmonics of ``base_hz`` about the middle of each joint's range, amplitude min(0.8
     rad, a quarter of the range); τ is pinocchio's RNEA plus Coulomb friction
@@ -374,7 +374,8 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
     a rotor inertia ``armature`` (kg·m², each joint; URDFs have none) and white noise
     of 0.5 % of each joint's largest rigid-body torque; q carries white encoder noise
     ``encoder`` (rad). ``friction``: a function of q̇ (N, n) giving the friction torque
-    (N, n) N·m instead (``holding`` then unused)."""
+    (N, n) N·m instead (``holding`` then unused). ``amplitude`` (n,): a factor on each
+    joint's amplitude (a joint that barely moves)."""
     from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
     n = arm.n
     ell = np.arange(1, 5)
@@ -384,6 +385,8 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
     t = np.arange(int(seconds * rate)) / rate
     q, _, _ = fourier_series(t, omega, a, b, np.zeros(n))
     s = np.minimum(0.8, (arm.upper - arm.lower) / 4) / np.abs(q).max(axis=0)
+    if amplitude is not None:
+        s = s * np.asarray(amplitude, dtype=float)
     q, dq, ddq = fourier_series(t, omega, a * s[:, None], b * s[:, None],
                                 (arm.lower + arm.upper) / 2)
     idx_v = [arm.model.joints[arm.model.getJointId(j)].idx_v for j in arm.joints]
