@@ -1814,3 +1814,24 @@ def test_a_joint_that_barely_moves_is_said_as_the_model_is_written():
     still = wide * np.array([1.0, 0.1 * LOCKED_SPAN / 1.0, 0.4 * NARROW_SPAN / 0.9])
     said = narrow_motion_message(still, ['a', 'b', 'c'])
     assert said.startswith('c (4°) moves') and 'b (' not in said, said
+
+
+def test_a_full_fit_names_the_joint_it_barely_moved(tmp_path, capsys):
+    """The command on a UR5 whose elbow moves ±0.016 rad: written, with the warning naming
+    the elbow, kept in model.yaml."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = example_robot('ur_description/urdf/ur5_robot.urdf')
+    arm = Arm(urdf).perturb(np.random.default_rng(109), mass=0.1, com=0.015)
+    amplitude = np.ones(arm.n)
+    amplitude[2] = 0.02
+    t, q, tau = realistic_fourier(arm, holding_friction(RobotModel.from_urdf(urdf)),
+                                  np.random.default_rng(9), amplitude=amplitude)
+    write_bag(tmp_path / 'bag', 1.7e9 + t, list(arm.joints), q, tau)
+    code, _, err = run(capsys, 'fit', tmp_path / 'bag', '--urdf', urdf, '--effort', 'torque',
+                       '--dynamics', 'full', '--no-report', '--out', tmp_path / 'fit')
+    assert code == 0, err
+    assert re.search(r'warning: elbow_joint \([\d.]+°\) moves less than 5°', err), err
+    model = yaml.safe_load((tmp_path / 'fit' / 'model.yaml').read_text())
+    assert model['fit']['narrow_motion_warning'].startswith('elbow_joint')
