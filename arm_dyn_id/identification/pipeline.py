@@ -1451,7 +1451,7 @@ TILT_SHARE = 0.2
 #: The residual's first reading (no refit) beyond which the refit is made: right records
 #: read 0.07-0.16° removing under 1 %, tilted ones 0.7-3.8° removing 5-23 %.
 TILT_SCREEN = (0.3, 0.02)
-#: Samples at most of that first reading (evenly spaced).
+#: Samples of that first reading, about (evenly spaced; up to twice as many).
 TILT_SAMPLES = 2000
 
 
@@ -1509,13 +1509,15 @@ def tilt_message(tilt):
     :data:`TILT_SHARE`, else None."""
     if not tilt or tilt['degrees'] < TILT_DEGREES or tilt['removed'] < TILT_SHARE:
         return None
-    vector = ','.join(f'{v:.3g}' for v in tilt['gravity_vector'])
+    # full precision: its length is the fit's gravity, which a config's `gravity` must match
+    vector = ','.join(f'{v:.9g}' for v in tilt['gravity_vector'])
     return (f"the torques follow gravity tilted about {tilt['degrees']:.1f}° from the "
-            f"URDF's (gravity along it removes {100 * tilt['removed']:.0f} % of the fit's "
-            f'residual): is the base not level? The fit takes gravity along the URDF\'s '
-            f'root frame, so a tilted mount leaves the model wrong; give the mount\'s '
-            f'gravity (m/s^2 in that frame, config key gravity_vector; this record reads '
-            f'about --gravity-vector={vector}) and fit again')
+            f"fit's (gravity along it removes {100 * tilt['removed']:.0f} % of the fit's "
+            f'residual): is the base not level? A tilted mount fitted as level leaves the '
+            f'model wrong; give the mount\'s gravity (m/s^2 in the URDF\'s root frame, '
+            f'config key gravity_vector) and fit again. This record reads about '
+            f'--gravity-vector={vector}, a first estimate from a small tilt\'s linear part: '
+            'fit again with it until this is no longer said')
 
 
 #: A joint whose recorded angle spans less than this (rad), yet more than
@@ -1527,12 +1529,12 @@ NARROW_SPAN = np.radians(5.0)
 
 
 def narrow_motion_message(q, joints):
-    """The warning naming the joints a full-dynamics record barely moves
-    (:data:`LOCKED_SPAN` to :data:`NARROW_SPAN`), else None."""
+    """The warning naming the joints a full-dynamics record ``q`` (as recorded: the
+    record was refused before the fit for a joint under :data:`LOCKED_SPAN`) moves less
+    than :data:`NARROW_SPAN`, else None."""
     from arm_dyn_id.validation.check import joint_spans
     span = joint_spans(np.where(np.isfinite(q), q, np.nan))
-    narrow = [(j, s) for j, s in zip(joints, span)
-              if np.isfinite(s) and LOCKED_SPAN <= s < NARROW_SPAN]
+    narrow = [(j, s) for j, s in zip(joints, span) if np.isfinite(s) and s < NARROW_SPAN]
     if not narrow:
         return None
     which = ', '.join(f'{j} ({np.degrees(s):.2g}°)' for j, s in narrow)
@@ -1602,7 +1604,10 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
             return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
                                  {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
     # a base that is not level: said first in a refusal, as a warning with a written model
-    tilt = gravity_tilt(fitted, robot)
+    try:
+        tilt = gravity_tilt(fitted, robot)
+    except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
+        tilt = None         # a reading that fails must not stop a fit the gate passed
     tilted = tilt_message(tilt)
     if tilt is not None:
         verdict.checks['gravity_tilt'] = tilt
@@ -1611,7 +1616,9 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                              verdict.checks, verdict.cause)
     if tilted:
         verdict.checks['gravity_tilt_warning'] = tilted
-    narrow = narrow_motion_message(fitted.prepared.q, list(robot.joint_names))
+    # as recorded, as the held-still refusal measured it (the filter narrows a span)
+    narrow = narrow_motion_message(fitted.prepared.q if fitted.record is None else
+                                   fitted.record[1], list(robot.joint_names))
     if narrow:
         verdict.checks['narrow_motion_warning'] = narrow
     if not verdict.ok or model.covariance is None:
@@ -1619,7 +1626,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     # held-out time blocks of the same motion: is the model determined elsewhere?
     where = _judge_workspace(robot, model, model.covariance, list(robot.joint_names),
                              fitted.prepared.q)
-    return type(where)(where.ok, where.reason, {**verdict.checks, **where.checks}, where.cause)
+    reason = where.reason if where.ok or not tilted else f'{tilted}. As fitted: {where.reason}'
+    return type(where)(where.ok, reason, {**verdict.checks, **where.checks}, where.cause)
 
 
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
