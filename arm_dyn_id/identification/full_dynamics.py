@@ -697,6 +697,16 @@ def square_to(vector):
     return first, np.cross(down, first)
 
 
+def tilt_columns(model, q):
+    """(N, n, 2): ``model``'s gravity torques at ``q`` along the two directions
+    :func:`square_to` its gravity, at its magnitude: the torques a small tilt's
+    horizontal part adds, linear in it (:func:`tilt_reading` reads their coefficients)."""
+    g = np.asarray(model.robot.gravity_vector, dtype=float)
+    magnitude = float(np.linalg.norm(g))
+    return np.stack([model.gravity_torques_along(q, magnitude * e) for e in square_to(g)],
+                    axis=2)
+
+
 def tilt_reading(gravity, coef, removed):
     """``{degrees, removed, gravity_vector}`` of a tilt read as ``coef`` (2,) along
     :func:`square_to` ``gravity``'s two directions (the horizontal part over the
@@ -729,12 +739,8 @@ def tilt_refit(robot, model, t, q, tau):
         two columns they remove), ``gravity_vector`` (m/s², the URDF's root frame).
     """
     prepared, W = _as_fitted(robot, model, t, q, tau)
-    g = np.asarray(model.robot.gravity_vector, dtype=float)
-    magnitude = float(np.linalg.norm(g))
-    first, second = square_to(g)
     target = prepared.tau
-    G = np.stack([model.gravity_torques_along(prepared.q, magnitude * e)
-                  for e in (first, second)], axis=2)
+    G = tilt_columns(model, prepared.q)
     rows = (np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2)) &
             np.all(np.isfinite(G), axis=(1, 2)))
     p = W.shape[2]
@@ -748,7 +754,8 @@ def tilt_refit(robot, model, t, q, tau):
     both = np.hstack([Ww, Gw])
     coef = np.linalg.lstsq(both, y, rcond=None)[0]
     rss0, rss1 = float(without @ without), float(np.sum((y - both @ coef) ** 2))
-    return tilt_reading(g, coef[-2:], 1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
+    return tilt_reading(model.robot.gravity_vector, coef[-2:],
+                        1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
 
 
 def _signed_solve(neq, w, nonneg):

@@ -1477,22 +1477,19 @@ def gravity_tilt(fitted, robot):
         removes), ``gravity_vector`` (m/s², the URDF's root frame: the gravity it reads),
         ``by`` ('residual' or 'refit'); None when the record has too few finite samples.
     """
-    from arm_dyn_id.identification.full_dynamics import square_to, tilt_reading, tilt_refit
+    from arm_dyn_id.identification.full_dynamics import tilt_columns, tilt_reading, tilt_refit
     model, prepared = fitted.model, fitted.prepared
     residual = prepared.tau - fitted.predicted
     rows = np.all(np.isfinite(residual), axis=1) & np.all(np.isfinite(prepared.q), axis=1)
     g = np.asarray(model.robot.gravity_vector, dtype=float)
-    magnitude = float(np.linalg.norm(g))
-    if rows.sum() < 10 or not magnitude > 0:
+    if rows.sum() < 10 or not np.linalg.norm(g) > 0:
         return None
-    first, second = square_to(g)
     # gravity torques change slowly: at most TILT_SAMPLES evenly spaced samples
     index = np.flatnonzero(rows)
     index = index[::max(1, len(index) // TILT_SAMPLES)]
     r = residual[index]
     weights = 1.0 / np.maximum(np.std(r, axis=0), 1e-12)
-    A = np.stack([(model.gravity_torques_along(prepared.q[index], magnitude * e) *
-                   weights).ravel() for e in (first, second)], axis=1)
+    A = (tilt_columns(model, prepared.q[index]) * weights[None, :, None]).reshape(-1, 2)
     y = (r * weights).ravel()
     coef = np.linalg.lstsq(A, y, rcond=None)[0]
     total = float(y @ y)
