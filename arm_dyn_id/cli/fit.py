@@ -305,12 +305,28 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     # the data gate: every averaged pair against the URDF, then the held-out ones
     verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                                 gains=gains)
+    if verdict.ok:
+        _fit_warnings(progress, model, verdict)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
     return _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted,
                       model, verdict, measurement, painter=painter,
                       save_plot_data=lambda path: _save_plot_data(
                           path, rec, model, sweeps, held_starts, fitted.cases))
+
+
+def _fit_warnings(progress, model, verdict, joints=None):
+    """Say the warnings of a fit the gate let through and keep them in its model's
+    ``fit`` section (:func:`~arm_dyn_id.validation.plausibility.fit_notes`; ``joints``
+    for a full fit's unchecked scales); returns the notes."""
+    from arm_dyn_id.model.gate import FIT_WARNINGS
+    from arm_dyn_id.validation.plausibility import fit_notes
+    notes = fit_notes(verdict.checks, joints)
+    model.metadata.setdefault('fit', {}).update(notes)
+    for key in FIT_WARNINGS:
+        if key in notes:
+            progress.warn(notes[key])
+    return notes
 
 
 def _read_plan(path):
@@ -335,8 +351,6 @@ def _read_plan(path):
 
 def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, read_s,
               choice, gains=None, measurement=None, painter=None):
-    from arm_dyn_id.model.gate import FIT_WARNINGS
-    from arm_dyn_id.validation.plausibility import fit_notes
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
@@ -376,11 +390,7 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
     if verdict.ok:
-        notes = fit_notes(verdict.checks, model.joint_names)
-        model.metadata.setdefault('fit', {}).update(notes)
-        for key in FIT_WARNINGS:
-            if key in notes:
-                progress.warn(notes[key])
+        notes = _fit_warnings(progress, model, verdict, model.joint_names)
         unchecked = notes['unchecked_scales']
         if unchecked:
             what = ('torque constant' if (args.effort or 'current') == 'current' else

@@ -689,48 +689,15 @@ def exchanged_scores(robot, model, t, q, tau, joint, holdout=HOLDOUT_FOLDS):
     return out
 
 
-def square_to(vector):
-    """Two unit vectors (3,) square to ``vector`` and to each other."""
-    down = np.asarray(vector, dtype=float) / np.linalg.norm(vector)
-    first = np.cross(down, np.eye(3)[int(np.argmin(np.abs(down)))])
-    first /= np.linalg.norm(first)
-    return first, np.cross(down, first)
-
-
-def tilt_columns(model, q):
-    """(N, n, 2): ``model``'s gravity torques at ``q`` along the two directions
-    :func:`square_to` its gravity, at its magnitude: the torques a small tilt's
-    horizontal part adds, linear in it (:func:`tilt_reading` reads their coefficients)."""
-    g = np.asarray(model.robot.gravity_vector, dtype=float)
-    magnitude = float(np.linalg.norm(g))
-    return np.stack([model.gravity_torques_along(q, magnitude * e) for e in square_to(g)],
-                    axis=2)
-
-
-def tilt_reading(gravity, coef, removed):
-    """``{degrees, removed, gravity_vector}`` of a tilt read as ``coef`` (2,) along
-    :func:`square_to` ``gravity``'s two directions (the horizontal part over the
-    magnitude)."""
-    g = np.asarray(gravity, dtype=float)
-    magnitude = float(np.linalg.norm(g))
-    first, second = square_to(g)
-    sideways = float(np.hypot(*coef))
-    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
-        coef[0] * first + coef[1] * second
-    return {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
-            'removed': float(removed),
-            'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist()}
-
-
 def tilt_refit(robot, model, t, q, tau):
     """The gravity tilt a record's torques follow, fitted with the model's structure.
 
     ``model``'s base set, friction model and preparation, refitted by weighted least
     squares (each joint weighted by its residual's spread) with two columns more: the
     model's gravity torques along two directions square to the URDF's gravity
-    (:meth:`~arm_dyn_id.model.dynamics.DynamicsModel.gravity_torques_along`), the small
-    tilt's horizontal part (linear in it). Fitted with the rigid-body columns, it is not
-    taken up by parameters that bent to explain it in the fit without it.
+    (:func:`arm_dyn_id.identification.tilt.tilt_columns`), the small tilt's horizontal
+    part (linear in it). Fitted with the rigid-body columns, it is not taken up by
+    parameters that bent to explain it in the fit without it.
 
     Returns
     -------
@@ -738,24 +705,10 @@ def tilt_refit(robot, model, t, q, tau):
         ``degrees``, ``removed`` (share of the weighted residual of the refit without the
         two columns they remove), ``gravity_vector`` (m/s², the URDF's root frame).
     """
+    from arm_dyn_id.identification.tilt import column_gain, tilt_columns, tilt_reading
     prepared, W = _as_fitted(robot, model, t, q, tau)
-    target = prepared.tau
-    G = tilt_columns(model, prepared.q)
-    rows = (np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2)) &
-            np.all(np.isfinite(G), axis=(1, 2)))
-    p = W.shape[2]
-    plain = np.linalg.lstsq(W[rows].reshape(-1, p), target[rows].ravel(), rcond=None)[0]
-    spread = np.std(target[rows] - W[rows] @ plain, axis=0)
-    w = 1.0 / np.maximum(spread, 1e-12 * max(float(spread.max()), 1e-300))
-    Ww = (W[rows] * w[None, :, None]).reshape(-1, p)
-    Gw = (G[rows] * w[None, :, None]).reshape(-1, 2)
-    y = (target[rows] * w).ravel()
-    without = y - Ww @ np.linalg.lstsq(Ww, y, rcond=None)[0]
-    both = np.hstack([Ww, Gw])
-    coef = np.linalg.lstsq(both, y, rcond=None)[0]
-    rss0, rss1 = float(without @ without), float(np.sum((y - both @ coef) ** 2))
-    return tilt_reading(model.robot.gravity_vector, coef[-2:],
-                        1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
+    coef, removed, _ = column_gain(W, tilt_columns(model, prepared.q), prepared.tau)
+    return tilt_reading(model.robot.gravity_vector, coef, removed)
 
 
 def _signed_solve(neq, w, nonneg):

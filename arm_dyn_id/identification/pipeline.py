@@ -32,6 +32,7 @@ from arm_dyn_id.identification.estimators import HOLDOUT_FOLDS
 from arm_dyn_id.identification.gravity import (DEFAULT_METHODS, GravityFit, as_record,
                                                identify_gravity)
 from arm_dyn_id.identification.pairing import average_pairs, pair_sweeps, sweeps_from_markers
+from arm_dyn_id.identification.tilt import gravity_tilt, read_tilt, sweep_tilt, tilt_message
 from arm_dyn_id.validation.metrics import joint_metrics
 
 #: Fraction of forward/backward pairs held out by default (``arm-dyn-id fit --holdout``).
@@ -1262,10 +1263,19 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     gains : array_like, (n,), optional
         N·m per A of the conversion (``effort='current'``).
 
+    A base that is not level (:func:`~arm_dyn_id.identification.tilt.sweep_tilt`, on the
+    fit's own samples) is named first in a refusal, or carried as a warning.
+
     Returns
     -------
     Plausibility
     """
+    return _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
+                      read_tilt(sweep_tilt, fitted, robot))[0]
+
+
+def _gravity_gate(fitted, robot, raw, effort, gains):
+    """:func:`judge_gravity_fit` before the tilt."""
     from arm_dyn_id.validation.plausibility import judge_data, judge_fit
     joints = list(robot.joint_names)
     q_all = np.concatenate([c[0].q for c in fitted.cases.values()])
@@ -1441,82 +1451,6 @@ def _swap_explains(fitted, robot, joint):
             'the driver\'s joint names); `arm-dyn-id check` tests each joint', found)
 
 
-#: A full fit is read for gravity tilted from the URDF's direction (:func:`gravity_tilt`);
-#: a tilt of at least this many degrees that removes :data:`TILT_SHARE` of the weighted
-#: residual is said (a refusal names it first, a written model carries it as a warning).
-#: A UR5 on a base tilted 3, 6 and 10° read 3.1, 7.1 and 10.3°, removing 47-88 %; right
-#: records removed at most 4.3 % (docs/benchmarks.md).
-TILT_DEGREES = 1.0
-TILT_SHARE = 0.2
-#: The residual's first reading (no refit) beyond which the refit is made: right records
-#: read 0.07-0.16° removing under 1 %, tilted ones 0.7-3.8° removing 5-23 %.
-TILT_SCREEN = (0.3, 0.02)
-#: Samples of that first reading, about (evenly spaced; up to twice as many).
-TILT_SAMPLES = 2000
-
-
-def gravity_tilt(fitted, robot):
-    """How much of a full fit's torques gravity tilted from the URDF's direction explains.
-
-    A base that is not level loads the first joint about a vertical axis, which the
-    upright URDF never does, and bends the other joints' gravity: a fit that assumes it
-    level writes a model wrong on both, or is refused for a held-out quality it cannot
-    reach. For a small tilt the links' torque under the true gravity is theirs under the
-    URDF's plus their torque under the tilt's horizontal part, linear in it. First the
-    fit's residual (each joint weighted by its spread) is regressed on the model's gravity
-    torques along two directions square to the URDF's gravity
-    (:meth:`~arm_dyn_id.model.dynamics.DynamicsModel.gravity_torques_along`): cheap, but
-    it reads low, as the fitted parameters bent to take some of it up. Beyond
-    :data:`TILT_SCREEN` the record is refitted with those two columns beside the model's
-    own (:func:`~arm_dyn_id.identification.full_dynamics.tilt_refit`).
-
-    Returns
-    -------
-    dict or None
-        ``degrees`` (the tilt read), ``removed`` (share of the weighted residual it
-        removes), ``gravity_vector`` (m/s², the URDF's root frame: the gravity it reads),
-        ``by`` ('residual' or 'refit'); None when the record has too few finite samples.
-    """
-    from arm_dyn_id.identification.full_dynamics import tilt_columns, tilt_reading, tilt_refit
-    model, prepared = fitted.model, fitted.prepared
-    residual = prepared.tau - fitted.predicted
-    rows = np.all(np.isfinite(residual), axis=1) & np.all(np.isfinite(prepared.q), axis=1)
-    g = np.asarray(model.robot.gravity_vector, dtype=float)
-    if rows.sum() < 10 or not np.linalg.norm(g) > 0:
-        return None
-    # gravity torques change slowly: at most TILT_SAMPLES evenly spaced samples
-    index = np.flatnonzero(rows)
-    index = index[::max(1, len(index) // TILT_SAMPLES)]
-    r = residual[index]
-    weights = 1.0 / np.maximum(np.std(r, axis=0), 1e-12)
-    A = (tilt_columns(model, prepared.q[index]) * weights[None, :, None]).reshape(-1, 2)
-    y = (r * weights).ravel()
-    coef = np.linalg.lstsq(A, y, rcond=None)[0]
-    total = float(y @ y)
-    found = {**tilt_reading(g, coef, 1.0 - float(np.sum((y - A @ coef) ** 2)) / total
-                            if total > 0 else 0.0), 'by': 'residual'}
-    if (found['degrees'] >= TILT_SCREEN[0] or found['removed'] >= TILT_SCREEN[1]) and \
-            fitted.record is not None:
-        found = {**tilt_refit(robot, model, *fitted.record), 'by': 'refit'}
-    return found
-
-
-def tilt_message(tilt):
-    """The sentence of a tilt :func:`gravity_tilt` read beyond :data:`TILT_DEGREES` and
-    :data:`TILT_SHARE`, else None."""
-    if not tilt or tilt['degrees'] < TILT_DEGREES or tilt['removed'] < TILT_SHARE:
-        return None
-    # full precision: its length is the fit's gravity, which a config's `gravity` must match
-    vector = ','.join(f'{v:.9g}' for v in tilt['gravity_vector'])
-    return (f"the torques follow gravity tilted about {tilt['degrees']:.1f}° from the "
-            f"fit's (gravity along it removes {100 * tilt['removed']:.0f} % of the fit's "
-            f'residual): is the base not level? A tilted mount fitted as level leaves the '
-            f'model wrong; give the mount\'s gravity (m/s^2 in the URDF\'s root frame, '
-            f'config key gravity_vector) and fit again. This record reads about '
-            f'--gravity-vector={vector}, a first estimate from a small tilt\'s linear part: '
-            'fit again with it until this is no longer said')
-
-
 #: A joint whose recorded angle spans less than this (rad), yet more than
 #: :data:`LOCKED_SPAN`, is said as the model is written: the inertia about its axis and
 #: its friction are known only near its motion (a UR5 whose elbow moved ±0.016 rad was
@@ -1601,18 +1535,9 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
             return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
                                  {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
     # a base that is not level: said first in a refusal, as a warning with a written model
-    try:
-        tilt = gravity_tilt(fitted, robot)
-    except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
-        tilt = None         # a reading that fails must not stop a fit the gate passed
-    tilted = tilt_message(tilt)
-    if tilt is not None:
-        verdict.checks['gravity_tilt'] = tilt
+    verdict, tilted = _with_tilt(verdict, read_tilt(gravity_tilt, fitted, robot))
     if tilted and not verdict.ok:
-        return type(verdict)(False, f'{tilted}. As fitted: {verdict.reason}',
-                             verdict.checks, verdict.cause)
-    if tilted:
-        verdict.checks['gravity_tilt_warning'] = tilted
+        return verdict
     # as recorded, as the held-still refusal measured it (the filter narrows a span)
     narrow = narrow_motion_message(fitted.prepared.q if fitted.record is None else
                                    fitted.record[1], list(robot.joint_names))
@@ -1623,15 +1548,31 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     # held-out time blocks of the same motion: is the model determined elsewhere?
     where = _judge_workspace(robot, model, model.covariance, list(robot.joint_names),
                              fitted.prepared.q)
-    reason = where.reason if where.ok or not tilted else f'{tilted}. As fitted: {where.reason}'
-    return type(where)(where.ok, reason, {**verdict.checks, **where.checks}, where.cause)
+    return _with_tilt(type(where)(where.ok, where.reason, {**verdict.checks, **where.checks},
+                                  where.cause), verdict.checks.get('gravity_tilt'))[0]
+
+
+def _with_tilt(verdict, tilt):
+    """``(verdict, sentence)``: a gate's verdict with the tilt read (``checks``'
+    ``gravity_tilt``) and, where :func:`~arm_dyn_id.identification.tilt.tilt_message`
+    says it, named first in a refusal or carried as ``gravity_tilt_warning``."""
+    tilted = tilt_message(tilt)
+    checks = dict(verdict.checks)
+    if tilt is not None:
+        checks['gravity_tilt'] = tilt
+    if tilted and not verdict.ok:
+        return type(verdict)(False, f'{tilted}. As fitted: {verdict.reason}', checks,
+                             verdict.cause), tilted
+    if tilted:
+        checks['gravity_tilt_warning'] = tilted
+    return type(verdict)(verdict.ok, verdict.reason, checks, verdict.cause), tilted
 
 
 __all__ = ['DEFAULT_HOLDOUT', 'DYNAMICS_MODES', 'FALLBACK_ACCELERATING', 'DynamicsChoice',
            'FullPipelineFit', 'GravityPipelineFit', 'armature_choice', 'choose_dynamics',
            'choose_markers', 'clean_markers', 'fit_full_recording', 'fit_full_samples',
-           'fit_gravity', 'fit_gravity_recording', 'gravity_tilt', 'holdout_blocks',
-           'judge_full_fit', 'tilt_message', 'TILT_DEGREES', 'TILT_SHARE', 'NARROW_SPAN',
+           'fit_gravity', 'fit_gravity_recording', 'holdout_blocks',
+           'judge_full_fit', 'NARROW_SPAN',
            'narrow_motion_message',
            'judge_gravity_fit', 'metrics_dict', 'motion_statistics', 'workspace_poses',
            'workspace_uncertainty', 'noise_estimate', 'pair_metrics', 'plan_harmonic_hz',

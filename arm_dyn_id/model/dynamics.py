@@ -644,9 +644,9 @@ class DynamicsModel:
 
     def gravity_torques_along(self, q, vector):
         """G(q) (N, n) with gravity ``vector`` (m/s², (3,), in the URDF's root frame) in
-        place of the fit's: the model's first moments (the identified ones and, where
-        the fit's gravity leaves them undetermined, the URDF's) under another direction;
-        linear in ``vector``."""
+        place of the fit's: the model's first moments under another direction (the base
+        values, zeros on the parameters the fit leaves undetermined); linear in
+        ``vector``."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
         theta = self._theta()[:self._nb10].reshape(-1, 10)[:, :4].ravel()
         return self.robot.gravity_torques_batch(q, theta,

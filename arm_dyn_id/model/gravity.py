@@ -124,6 +124,14 @@ class GravityModel:
                 (self.beta + self._payload_beta)
         return self.robot.gravity_torques_batch(q, self._theta(), gravity=g)
 
+    def gravity_torques_along(self, q, vector):
+        """G(q) (N, n) with gravity ``vector`` (m/s², (3,), in the URDF's root frame) in
+        place of the fit's: the base values under another direction (zeros on the
+        parameters the fit's gravity leaves undetermined); linear in ``vector``."""
+        q = np.atleast_2d(np.asarray(q, dtype=float))
+        return self.robot.gravity_torques_batch(q, self._theta(),
+                                                gravity=np.asarray(vector, dtype=float))
+
     def _theta(self):
         """The full mass-parameter vector that gives the base values (zeros elsewhere)."""
         theta = np.zeros(4 * self.robot.n_bodies)

@@ -1267,7 +1267,7 @@ def written_warnings(checks):
     ``narrow_motion_warning``: a joint barely moved)."""
     found = {'missing_load': load_warning(checks),
              'effort_scale_warning': effort_scale_warning(checks),
-             # a base that is not level (identification.pipeline.gravity_tilt)
+             # a base that is not level (identification.tilt: gravity_tilt, sweep_tilt)
              'gravity_tilt_warning': (checks or {}).get('gravity_tilt_warning'),
              # a joint barely moved (identification.pipeline.narrow_motion_message)
              'narrow_motion_warning': (checks or {}).get('narrow_motion_warning')}

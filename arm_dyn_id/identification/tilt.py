@@ -1,0 +1,267 @@
+"""A base that is not level: how much of a fit's torques gravity tilted from the URDF's
+direction explains, and the gravity vector they read.
+
+A base that is not level loads a first joint about a vertical axis, which an upright
+URDF never does, and bends the other joints' gravity: a fit that assumes it level writes
+a model wrong on both (a UR5 on a base tilted 4°: shoulder_pan's gravity, up to 4.7 N·m,
+missed whole), or is refused for a held-out quality it cannot reach. For a small tilt
+the links' torque under the true gravity is theirs under the URDF's plus their torque
+under the tilt's horizontal part, linear in it: the model's gravity torques along two
+directions square to the URDF's gravity (:func:`tilt_columns`) are fitted beside the
+model's own columns (:func:`column_gain`), and their coefficients read the tilt
+(:func:`tilt_reading`).
+
+- a full-dynamics fit (:func:`gravity_tilt`): the fit's residual first (cheap), then,
+  beyond :data:`TILT_SCREEN`, the record refitted with the two columns
+  (:func:`arm_dyn_id.identification.full_dynamics.tilt_refit`);
+- a gravity fit of sweep pairs or quasi-static samples (:func:`sweep_tilt`): its
+  samples refitted with the two columns, judged also by a jackknife over its pairs
+  (their held joints keep a friction that differs from hold to hold, which the share
+  removed alone cannot tell from a tilt).
+
+:func:`tilt_message` says a tilt read beyond the thresholds, with the vector to give.
+Nothing here prints or reads files.
+"""
+
+import numpy as np
+
+#: A full fit's tilt of at least this many degrees that removes :data:`TILT_SHARE` of the
+#: weighted residual is said (a refusal names it first, a written model carries it as a
+#: warning). A UR5 on a base tilted 3, 6 and 10° read 3.1, 7.1 and 10.3°, removing
+#: 47-88 %; right records removed at most 4.3 % (docs/benchmarks.md).
+TILT_DEGREES = 1.0
+TILT_SHARE = 0.2
+#: The residual's first reading (no refit) beyond which the refit is made: right records
+#: read 0.07-0.16° removing under 1 %, tilted ones 0.7-3.8° removing 5-23 %.
+TILT_SCREEN = (0.3, 0.02)
+#: Samples of that first reading and of a gravity fit's reading, about (evenly spaced;
+#: up to twice as many).
+TILT_SAMPLES = 2000
+#: A gravity fit's tilt (sweep pairs or quasi-static samples) is said from
+#: :data:`TILT_DEGREES` that remove this share of its weighted residual ...
+SWEEP_TILT_SHARE = 0.1
+#: ... and stand this many jackknife standard errors (over its pairs) from level. Level
+#: simulated sweep records of a UR5, a Panda and the humanoid arm (10 % mass and 1.5 cm
+#: centre-of-mass errors, friction held at rest that changes from hold to hold) read up to
+#: 3.7° removing at most 5.3 % at up to 4.3 standard errors; a UR5 or a Panda on a base
+#: tilted 4° read 3.3-5.1° removing 10-36 % at 4.6-15 (docs/benchmarks.md).
+SWEEP_TILT_Z = 4.0
+
+
+def square_to(vector):
+    """Two unit vectors (3,) square to ``vector`` and to each other."""
+    down = np.asarray(vector, dtype=float) / np.linalg.norm(vector)
+    first = np.cross(down, np.eye(3)[int(np.argmin(np.abs(down)))])
+    first /= np.linalg.norm(first)
+    return first, np.cross(down, first)
+
+
+def tilt_columns(model, q):
+    """(N, n, 2): ``model``'s gravity torques at ``q`` along the two directions
+    :func:`square_to` its gravity, at its magnitude: the torques a small tilt's
+    horizontal part adds, linear in it (:func:`tilt_reading` reads their coefficients).
+    ``model``: a full-dynamics or a gravity model (``gravity_torques_along``)."""
+    g = np.asarray(model.robot.gravity_vector, dtype=float)
+    magnitude = float(np.linalg.norm(g))
+    return np.stack([model.gravity_torques_along(q, magnitude * e) for e in square_to(g)],
+                    axis=2)
+
+
+def tilt_reading(gravity, coef, removed):
+    """``{degrees, removed, gravity_vector}`` of a tilt read as ``coef`` (2,) along
+    :func:`square_to` ``gravity``'s two directions (the horizontal part over the
+    magnitude)."""
+    g = np.asarray(gravity, dtype=float)
+    magnitude = float(np.linalg.norm(g))
+    first, second = square_to(g)
+    sideways = float(np.hypot(*coef))
+    read = np.sqrt(max(1.0 - sideways ** 2, 0.0)) * g / magnitude + \
+        coef[0] * first + coef[1] * second
+    return {'degrees': float(np.degrees(np.arcsin(min(sideways, 1.0)))),
+            'removed': float(removed),
+            'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist()}
+
+
+def column_gain(W, G, target, groups=None):
+    """The two columns ``G`` fitted beside a model's own ``W`` by weighted least squares,
+    each joint weighted by the spread of its residual without them.
+
+    Parameters
+    ----------
+    W : ndarray, (M, n, p)
+        The model's columns per sample and joint.
+    G : ndarray, (M, n, 2)
+        The two columns :func:`tilt_columns`.
+    target : ndarray, (M, n)
+        N·m. Samples with a value that is not finite are left out.
+    groups : ndarray of int, (M,), optional
+        The samples' groups (pairs, holds) for a jackknife of the two coefficients.
+
+    Returns
+    -------
+    coef : ndarray, (2,)
+    removed : float
+        Share of the weighted residual without the two columns that they remove.
+    z : float or None
+        The two coefficients' distance from zero in jackknife standard errors (the
+        Mahalanobis norm over the groups; None without ``groups`` or with fewer than 3).
+    """
+    rows = (np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2)) &
+            np.all(np.isfinite(G), axis=(1, 2)))
+    W, G, target = W[rows], G[rows], target[rows]
+    n, p = target.shape[1], W.shape[2]
+    plain = np.linalg.lstsq(W.reshape(-1, p), target.ravel(), rcond=None)[0]
+    spread = np.std(target - W @ plain, axis=0)
+    w = 1.0 / np.maximum(spread, 1e-12 * max(float(spread.max()), 1e-300))
+    Ww = (W * w[None, :, None]).reshape(-1, p)
+    Gw = (G * w[None, :, None]).reshape(-1, 2)
+    y = (target * w).ravel()
+
+    def fit(keep):
+        A, b = Ww[keep], y[keep]
+        without = b - A @ np.linalg.lstsq(A, b, rcond=None)[0]
+        both = np.hstack([A, Gw[keep]])
+        coef = np.linalg.lstsq(both, b, rcond=None)[0]
+        rss0, rss1 = float(without @ without), float(np.sum((b - both @ coef) ** 2))
+        return coef[-2:], (1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
+
+    coef, removed = fit(np.ones(len(y), dtype=bool))
+    z = None
+    if groups is not None:
+        member = np.repeat(np.asarray(groups)[rows], n)
+        labels = np.unique(member)
+        if len(labels) >= 3:
+            dropped = np.array([fit(member != g)[0] for g in labels])
+            k = len(labels)
+            centred = dropped - dropped.mean(axis=0)
+            covariance = (k - 1) / k * centred.T @ centred
+            try:
+                z = float(np.sqrt(max(coef @ np.linalg.solve(covariance, coef), 0.0)))
+            except np.linalg.LinAlgError:
+                z = None
+    return coef, removed, z
+
+
+def gravity_tilt(fitted, robot):
+    """How much of a full fit's torques gravity tilted from the URDF's direction explains.
+
+    First the fit's residual (each joint weighted by its spread) is regressed on
+    :func:`tilt_columns`: cheap, but it reads low, as the fitted parameters bent to take
+    some of it up. Beyond :data:`TILT_SCREEN` the record is refitted with those two
+    columns beside the model's own
+    (:func:`~arm_dyn_id.identification.full_dynamics.tilt_refit`).
+
+    Parameters
+    ----------
+    fitted : arm_dyn_id.identification.pipeline.FullPipelineFit
+    robot : RobotModel
+
+    Returns
+    -------
+    dict or None
+        ``degrees`` (the tilt read), ``removed`` (share of the weighted residual it
+        removes), ``gravity_vector`` (m/s², the URDF's root frame: the gravity it reads),
+        ``by`` ('residual' or 'refit'); None when the record has too few finite samples.
+    """
+    from arm_dyn_id.identification.full_dynamics import tilt_refit
+    model, prepared = fitted.model, fitted.prepared
+    residual = prepared.tau - fitted.predicted
+    rows = np.all(np.isfinite(residual), axis=1) & np.all(np.isfinite(prepared.q), axis=1)
+    g = np.asarray(model.robot.gravity_vector, dtype=float)
+    if rows.sum() < 10 or not np.linalg.norm(g) > 0:
+        return None
+    # gravity torques change slowly: at most TILT_SAMPLES evenly spaced samples
+    index = np.flatnonzero(rows)
+    index = index[::max(1, len(index) // TILT_SAMPLES)]
+    r = residual[index]
+    weights = 1.0 / np.maximum(np.std(r, axis=0), 1e-12)
+    A = (tilt_columns(model, prepared.q[index]) * weights[None, :, None]).reshape(-1, 2)
+    y = (r * weights).ravel()
+    coef = np.linalg.lstsq(A, y, rcond=None)[0]
+    total = float(y @ y)
+    found = {**tilt_reading(g, coef, 1.0 - float(np.sum((y - A @ coef) ** 2)) / total
+                            if total > 0 else 0.0), 'by': 'residual'}
+    if (found['degrees'] >= TILT_SCREEN[0] or found['removed'] >= TILT_SCREEN[1]) and \
+            fitted.record is not None:
+        found = {**tilt_refit(robot, model, *fitted.record), 'by': 'refit'}
+    return found
+
+
+def sweep_tilt(fitted, robot):
+    """How much of a gravity fit's samples (its sweep pairs' forward/backward averages, or
+    its quasi-static samples; held out and fitted) gravity tilted from the URDF's
+    direction explains: the samples refitted with the model's gravity base regressor and
+    :func:`tilt_columns`, the two coefficients judged by a jackknife over the pairs.
+
+    Parameters
+    ----------
+    fitted : arm_dyn_id.identification.pipeline.GravityPipelineFit
+    robot : RobotModel
+
+    Returns
+    -------
+    dict or None
+        ``degrees``, ``removed``, ``gravity_vector`` as :func:`gravity_tilt`, ``z`` (the
+        jackknife standard errors from level; None below :data:`TILT_DEGREES` or
+        :data:`SWEEP_TILT_SHARE`, where it is not needed, or with under 3 pairs) and ``by``
+        ('sweeps'); None with too few finite samples.
+    """
+    model = fitted.model
+    paired = [case[0] for case in fitted.cases.values()]
+    g = np.asarray(model.robot.gravity_vector, dtype=float)
+    if not paired or not np.linalg.norm(g) > 0:
+        return None
+    q = np.concatenate([p.q for p in paired])
+    tau = np.concatenate([p.tau for p in paired])
+    groups = np.concatenate([np.asarray(p.pair_id, dtype=np.int64) + (k << 32)
+                             for k, p in enumerate(paired)])
+    rows = np.flatnonzero(np.all(np.isfinite(q), axis=1) & np.all(np.isfinite(tau), axis=1))
+    if len(rows) < 10:
+        return None
+    rows = rows[::max(1, len(rows) // TILT_SAMPLES)]
+    q, tau, groups = q[rows], tau[rows], groups[rows]
+    regressor = robot.gravity_regressor_joint_major(q)          # (n, p, M)
+    W = np.transpose(regressor[:, model.base.independent, :], (2, 0, 1))
+    G = tilt_columns(model, q)
+    coef, removed, _ = column_gain(W, G, tau)
+    z = None
+    if np.degrees(np.arcsin(min(float(np.hypot(*coef)), 1.0))) >= TILT_DEGREES and \
+            removed >= SWEEP_TILT_SHARE:
+        # a jackknife over the pairs only where it may be said (30-40 refits)
+        z = column_gain(W, G, tau, groups)[2]
+    return {**tilt_reading(g, coef, removed), 'z': z, 'by': 'sweeps'}
+
+
+def tilt_message(tilt):
+    """The sentence of a tilt :func:`gravity_tilt` or :func:`sweep_tilt` read beyond
+    :data:`TILT_DEGREES` and the share (:data:`TILT_SHARE`, or :data:`SWEEP_TILT_SHARE`
+    and :data:`SWEEP_TILT_Z` for a gravity fit), else None."""
+    sweeps = bool(tilt) and tilt.get('by') == 'sweeps'
+    if not tilt or tilt['degrees'] < TILT_DEGREES or \
+            tilt['removed'] < (SWEEP_TILT_SHARE if sweeps else TILT_SHARE):
+        return None
+    if sweeps and not (tilt.get('z') or 0.0) >= SWEEP_TILT_Z:
+        return None
+    # full precision: its length is the fit's gravity, which a config's `gravity` must match
+    vector = ','.join(f'{v:.9g}' for v in tilt['gravity_vector'])
+    return (f"the torques follow gravity tilted about {tilt['degrees']:.1f}° from the "
+            f"fit's (gravity along it removes {100 * tilt['removed']:.0f} % of the fit's "
+            f'residual): is the base not level? A tilted mount fitted as level leaves the '
+            f'model wrong; give the mount\'s gravity (m/s^2 in the URDF\'s root frame, '
+            f'config key gravity_vector) and fit again. This record reads about '
+            f'--gravity-vector={vector}, a first estimate from a small tilt\'s linear part: '
+            'fit again with it until this is no longer said')
+
+
+def read_tilt(reader, fitted, robot):
+    """``reader(fitted, robot)`` guarded: a reading that fails must not stop a fit the
+    gate passed (None then)."""
+    try:
+        return reader(fitted, robot)
+    except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
+        return None
+
+
+__all__ = ['SWEEP_TILT_SHARE', 'SWEEP_TILT_Z', 'TILT_DEGREES', 'TILT_SAMPLES', 'TILT_SCREEN',
+           'TILT_SHARE', 'column_gain', 'gravity_tilt', 'read_tilt', 'square_to',
+           'sweep_tilt', 'tilt_columns', 'tilt_message', 'tilt_reading']
