@@ -90,6 +90,12 @@ def add_arguments(parser):
                         'data is kept (gravity: wls, joint_by_joint, threshold, irls, pso; '
                         'default wls,joint_by_joint; full: also consistent, default '
                         'wls,consistent)')
+    parser.add_argument('--pair-offsets', choices=('auto', 'yes', 'no'), default='auto',
+                        help='gravity from sweeps: fit each swept joint\'s constant in its '
+                        'forward/backward averages (Coulomb friction stronger one way, or an '
+                        'effort offset) beside the gravity (yes); or not, and warn when '
+                        'fitting it would move the model by 5 %% or more (auto, default); or '
+                        'neither (no)')
     parser.add_argument('--cutoff', type=float, metavar='HZ',
                         help='full dynamics: low-pass cut-off for q and τ (Hz; default chosen '
                         'from the data and stated in the model file)')
@@ -295,6 +301,7 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     fitted = fit_gravity_recording(
         rec, robot, config if args.config else None, methods=methods, holdout=args.holdout,
         seed=args.seed, segments=args.segments, robot_name=robot_name,
+        pair_offsets=getattr(args, 'pair_offsets', 'auto'),
         provenance={'data': ', '.join(map(str, bags)), 'config': str(args.config or ''),
                     'effort': args.effort or 'current'},
         where=f'bag {rec.source}', phase=progress.phase)

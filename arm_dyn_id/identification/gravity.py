@@ -50,11 +50,82 @@ def without_held_offsets(Yb, tau, groups, still):
     return Yb, tau
 
 
+#: ``pair_offsets`` of :func:`identify_gravity`: ``'auto'`` fits the gravity as seed 000
+#: does and reads it again with each swept joint's constant free
+#: (:func:`pair_offsets`: the gate says how far that moves it); ``'yes'`` fits it with
+#: them free; ``'no'`` neither.
+PAIR_OFFSET_MODES = ('auto', 'yes', 'no')
+
+
+def offset_mask(paired):
+    """(M, n) bool: the joint each averaged sample's pair sweeps, where that joint is swept
+    at two poses of the others or more (:func:`pair_offsets`)."""
+    mask = ~still_joints(paired)
+    for j in range(mask.shape[1]):
+        if len(_sweep_poses(paired, j)) < 2:
+            mask[:, j] = False
+    return mask
+
+
+def pair_offsets(robot, base, paired, noise=None):
+    """The gravity base parameters fitted with each swept joint's constant in its pairs'
+    forward/backward averages free, and those constants.
+
+    The average of a forward and a backward pass cancels friction that is the same both
+    ways (seed 000 eq. 5). Coulomb friction stronger one way (a harmonic drive's, a
+    cable's) or an offset in the effort leaves a constant on the swept joint, the same in
+    every pair that sweeps it, which a fit without it takes into the gravity parameters
+    (over a 40° sweep it is much like the gravity's own constant part): simulated sweeps
+    with Coulomb friction 20 % stronger one way were fitted 2-10 % off, 0.1-1.3 % (3
+    poses a joint) with the constants free. Freed on friction the same both ways, they
+    cost 0-1.2 points at 3 poses a joint and up to 1.6 at 2: the data cannot tell the two
+    apart, only say how much the choice moves the model. Weighted least squares on the
+    swept joints' samples and the held joints' variation within each pair
+    (:func:`without_held_offsets`), with one constant column per swept joint.
+
+    Only a joint swept at two poses of the others or more gets its constant: swept at
+    one, the constant is its own gravity's (simulated UR5s swept once a joint moved 3-9 %
+    with it free, on friction the same both ways).
+
+    Returns
+    -------
+    beta : ndarray, (r,) or None
+        The base parameters with the constants free; None when they cannot be told from
+        the gravity parameters (a rank-deficient design) or no joint is swept.
+    offsets : ndarray, (n,)
+        N·m; NaN for a joint no pair sweeps (and all NaN with ``beta`` None).
+    """
+    n = robot.n_joints
+    offsets = np.full(n, np.nan)
+    swept = [j for j in range(n) if offset_mask(paired)[:, j].any()]
+    moving = np.asarray(paired.moving_joint, dtype=int)
+    if not swept:
+        return None, offsets
+    Yb = base.reduce(robot.gravity_regressor(paired.q))
+    Yb, tau = without_held_offsets(Yb, paired.tau, paired.pair_id, still_joints(paired))
+    columns = np.zeros(Yb.shape[:2] + (len(swept),))
+    for k, j in enumerate(swept):
+        columns[moving == j, j, k] = 1.0
+    w = 1.0 / np.maximum(np.asarray(noise if noise is not None else np.ones(n), dtype=float),
+                         1e-12)
+    A = np.concatenate([Yb, columns], axis=2) * w[None, :, None]
+    y = tau * w
+    rows = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(A), axis=(1, 2))
+    flat, target = A[rows].reshape(-1, A.shape[2]), y[rows].ravel()
+    if np.linalg.matrix_rank(flat) < flat.shape[1]:
+        return None, offsets
+    coef = np.linalg.lstsq(flat, target, rcond=None)[0]
+    offsets[swept] = coef[base.count:]
+    return coef[:base.count], offsets
+
+
 def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, validation,
-            still=None):
+            still=None, moving=None):
     """Fit every method and choose one on held-out groups (samples or moments);
-    ``still`` (M, n): rows with a free offset per group (:func:`without_held_offsets`)."""
-    if len(q) > MOMENTS_THRESHOLD and validation is None and \
+    ``still`` (M, n): rows with a free offset per group (:func:`without_held_offsets`);
+    ``moving`` (M, n, optional): the swept joints' rows, with one free offset per joint
+    over all its pairs (:func:`pair_offsets`; the sample path only)."""
+    if len(q) > MOMENTS_THRESHOLD and validation is None and moving is None and \
             set(methods) <= set(MOMENT_ESTIMATORS):
         weights = None if noise is None else 1.0 / np.asarray(noise, dtype=float) ** 2
         # the samples of each group from one stable sort (not one mask per group)
@@ -76,12 +147,105 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
     Yb = base.reduce(robot.gravity_regressor(q))
     if still is not None:
         Yb, tau = without_held_offsets(Yb, tau, groups, still)
+    if moving is not None:
+        # the swept joint's offset, one per joint over all its pairs
+        swept = np.where(moving.any(axis=1), np.argmax(moving, axis=1), -1)
+        Yb, tau = without_held_offsets(Yb, tau, swept, moving)
     val = None
     if validation is not None:
         qv, tv = validation
         val = (base.reduce(robot.gravity_regressor(np.asarray(qv))), np.asarray(tv))
     return fit_best(Yb, tau, base.names, noise=noise, methods=tuple(methods), groups=groups,
                     strata=strata, folds=folds, seed=seed, validation=val)
+
+
+#: A joint's gravity moved by at least this fraction of the URDF's (RMS over the
+#: workspace poses, on a joint that carries gravity) when the pair offsets are freed is
+#: said as the model is written. Simulated sweeps of three arms with friction the same
+#: both ways moved at most 3.7 %; with Coulomb friction 20 % stronger one way or an
+#: effort offset, 3.7-32 %, and every model more than 3.3 % off was said
+#: (docs/benchmarks.md).
+PAIR_OFFSET_SHIFT = 0.05
+#: The warning advises sweeping each joint at this many poses or more before fitting
+#: the constants: at 2, simulated sweeps with an effort offset were fitted up to 17 %
+#: off with them (the humanoid arm), at 3 at most 1.3 % (docs/benchmarks.md).
+RELIABLE_POSES = 3
+
+
+def pair_offset_warning(model, read, robot, poses):
+    """The warning of a gravity fit whose model moves by :data:`PAIR_OFFSET_SHIFT` or more
+    on a loaded joint when refitted with the pair offsets free (``read``:
+    ``info['pair_offsets']`` of :func:`identify_gravity`), and the numbers behind it:
+    ``(text or None, checks)``."""
+    from arm_dyn_id.model.robot import carries_gravity
+    theta = np.zeros(4 * robot.n_bodies)
+    theta[model.base.independent] = read['beta']
+    fitted = model.gravity_torques(poses)
+    freed = model.robot.gravity_torques_batch(poses, theta)
+    urdf = np.sqrt(np.mean(robot.gravity_torques(poses) ** 2, axis=0))
+    loaded = carries_gravity(urdf)
+    shift = np.sqrt(np.mean((freed - fitted) ** 2, axis=0)) / np.maximum(urdf, 1e-12)
+    joints = list(model.joint_names)
+    checks = {'shift': {j: float(v) for j, v, ok in zip(joints, shift, loaded) if ok},
+              'offsets_nm': {j: float(v) for j, v in zip(joints, read['offsets'])
+                             if np.isfinite(v)},
+              'limit': PAIR_OFFSET_SHIFT}
+    moved = sorted(((v, j) for j, v in checks['shift'].items() if v >= PAIR_OFFSET_SHIFT),
+                   reverse=True)
+    if not moved:
+        return None, checks
+    which = ', '.join(f'{j} by {100 * v:.0f} %' for v, j in moved)
+    held = ', '.join(f'{j} {checks["offsets_nm"][j]:+.3g}' for _, j in moved
+                     if j in checks['offsets_nm'])
+    poses = [p for p in read.get('poses', []) if p >= 2]
+    few = bool(poses) and min(poses) < RELIABLE_POSES
+    checks['poses'] = {j: int(p) for j, p in zip(joints, read.get('poses', []))}
+    return (f'the model\'s gravity moves ({which} of the URDF\'s, over the joints\' range) '
+            'when each swept joint\'s constant in its forward/backward averages is fitted '
+            f'beside it ({held} N·m): Coulomb friction stronger one way, or an offset in '
+            'the effort, leaves such a constant, and these sweeps cannot tell it from '
+            'gravity. The model written assumes friction the same both ways and no effort '
+            'offset; if the arm\'s friction differs by direction or its effort has an '
+            'offset, fit again with --pair-offsets yes (or set current_offsets)' +
+            (f', after sweeping each joint at {RELIABLE_POSES} poses of the others or more '
+             f'(some are swept at {min(poses)}: fitted with so few, the constants can be '
+             'off as much the other way)' if few else '')), checks
+
+
+#: Two sweeps of a joint are at different poses when another joint's mean angle differs
+#: by this much (rad) or more.
+POSE_STEP = 0.05
+
+
+def _sweep_poses(paired, joint):
+    """The distinct poses of the other joints (rounded to :data:`POSE_STEP`) at which
+    ``joint``'s pairs sweep it."""
+    moving = np.asarray(paired.moving_joint, dtype=int)
+    rows = moving == joint
+    if np.count_nonzero(rows) < 3:
+        return set()
+    others = [k for k in range(paired.q.shape[1]) if k != joint]
+    poses = set()
+    for pair in np.unique(np.asarray(paired.pair_id)[rows]):
+        at = rows & (np.asarray(paired.pair_id) == pair)
+        mean = np.nanmean(paired.q[np.ix_(at, others)], axis=0)
+        poses.add(tuple(np.round(mean / POSE_STEP).astype(int)))
+    return poses
+
+
+def _offsets_of(beta, base, robot, paired):
+    """(n,) N·m: each swept joint's mean residual of the gravity ``beta`` over its own
+    pairs' samples (the offset fitted beside it); NaN for a joint no pair sweeps."""
+    moving = np.asarray(paired.moving_joint, dtype=int)
+    theta = np.zeros(4 * robot.n_bodies)
+    theta[base.independent] = beta
+    residual = paired.tau - robot.gravity_torques_batch(paired.q, theta)
+    out = np.full(robot.n_joints, np.nan)
+    for j in range(robot.n_joints):
+        rows = moving == j
+        if rows.any():
+            out[j] = float(np.nanmean(residual[rows, j]))
+    return out
 
 
 def as_record(t, q, tau):
@@ -109,7 +273,7 @@ class GravityFit:
 
 def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT_METHODS,
                      average=True, base=None, validation=None, provenance=None,
-                     folds=HOLDOUT_FOLDS, seed=0, free_offsets=True):
+                     folds=HOLDOUT_FOLDS, seed=0, free_offsets=True, pair_offsets_mode='auto'):
     """Identify the gravity base parameters from reciprocating data.
 
     Parameters
@@ -149,6 +313,13 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         With averaging, a free torque offset per pair on the joints it holds still
         (default); False fits their averaged torque as it is (exact only for an arm whose
         joints hold no friction at rest).
+    pair_offsets_mode : {'auto', 'yes', 'no'}
+        The constant each swept joint keeps in its pair averages (:func:`pair_offsets`):
+        ``'yes'`` fits it beside the gravity (kept as the model's ``pair_offset``
+        friction, not served); ``'auto'`` fits without it and reads the model again with
+        it (``info['pair_offsets']``: ``beta``, ``offsets``) for the data gate to say how
+        far it moves; ``'no'`` neither. Averaged pairs only, and for ``'auto'`` and
+        ``'yes'`` at most :data:`MOMENTS_THRESHOLD` averaged samples.
 
     Returns
     -------
@@ -184,14 +355,33 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
     unknown = [m for m in methods if m not in ESTIMATORS]
     if unknown:
         raise ValueError(f'unknown estimator {unknown[0]!r}; choose from {sorted(ESTIMATORS)}')
+    if pair_offsets_mode not in PAIR_OFFSET_MODES:
+        raise ValueError(f'pair_offsets {pair_offsets_mode!r}: choose from '
+                         f'{", ".join(PAIR_OFFSET_MODES)}')
+    still = None if paired is None or not free_offsets else still_joints(paired)
+    free = still is not None and pair_offsets_mode == 'yes'
+    if free and len(q_fit) > MOMENTS_THRESHOLD:
+        raise DataError(f'pair_offsets yes takes at most {MOMENTS_THRESHOLD} averaged '
+                        f'samples ({len(q_fit)} here): fit fewer or shorter bags')
     choice = _choose(robot, base, q_fit, tau_fit, noise, methods, groups, strata, folds, seed,
-                     validation,
-                     None if paired is None or not free_offsets else still_joints(paired))
+                     validation, still, offset_mask(paired) if free else None)
     result, candidates = choice.result, choice.candidates
-    friction = None
+    friction, read = None, None
     if paired is not None:
         coulomb, viscous = coulomb_viscous_from_pairs(paired, robot.n_joints)
         friction = {'coulomb': coulomb, 'viscous': viscous}
+        if free:
+            friction['pair_offset'] = np.where(offset_mask(paired).any(axis=0),
+                                               _offsets_of(result.beta, base, robot, paired),
+                                               np.nan)
+        elif still is not None and pair_offsets_mode == 'auto' and \
+                len(q_fit) <= MOMENTS_THRESHOLD:
+            # friction stronger one way (or an effort offset) leaves a constant in the
+            # pairs: the model read again with it free, for the gate to say how far it moves
+            beta_free, offsets = pair_offsets(robot, base, paired, noise)
+            if beta_free is not None:
+                read = {'beta': beta_free, 'offsets': offsets,
+                        'poses': [len(_sweep_poses(paired, j)) for j in range(robot.n_joints)]}
     metadata = {
         'fit': {
             'method': result.method,
@@ -201,6 +391,7 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
             'residual_rms': result.residual_rms().tolist(),
             'noise_std': result.noise_std.tolist(),
             'seconds': float(result.seconds),
+            'pair_offsets': pair_offsets_mode if paired is not None else None,
             'candidates': {m: (r if isinstance(r, str) else {
                 'residual_rms': r.residual_rms().tolist(), 'seconds': float(r.seconds)})
                 for m, r in candidates.items()},
@@ -209,5 +400,8 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         'provenance': dict(provenance or {}),
     }
     model = GravityModel(robot.copy(), base, result.beta, result.std_errors, friction, metadata)
+    info = {'n_raw_samples': int(len(t))}
+    if read is not None:
+        info['pair_offsets'] = read
     return GravityFit(model=model, result=result, candidates=candidates, paired=paired,
-                      info={'n_raw_samples': int(len(t))}, selection=choice.selection)
+                      info=info, selection=choice.selection)

@@ -272,6 +272,12 @@ def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None, pair
         # noise, at a fraction of the cost of G(q) for an hour at 1 kHz
         paired = type(paired)(**{k: v[::stride] for k, v in vars(paired).items()})
     predicted = model.gravity_torques(paired.q, gravity=gravity)
+    offset = np.nan_to_num(model.friction.get('pair_offset', np.zeros(len(joints))))
+    if np.any(offset):
+        # the constant a swept joint keeps in its pair averages, fitted beside gravity
+        rows = np.flatnonzero(paired.moving_joint >= 0)
+        predicted = predicted.copy()
+        predicted[rows, paired.moving_joint[rows]] += offset[paired.moving_joint[rows]]
     return joint_metrics(paired.tau, predicted, joints, noise), paired, predicted
 
 
@@ -417,7 +423,8 @@ class GravityPipelineFit:
 def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_METHODS,
                 holdout=DEFAULT_HOLDOUT, seed=0, segments='auto', joints=None,
                 robot_name=None, provenance=None, folds=HOLDOUT_FOLDS, phase=None,
-                where='the data', dq=None, quasi_static=None, rest_friction=None):
+                where='the data', dq=None, quasi_static=None, rest_friction=None,
+                pair_offsets='auto'):
     """Fit and validate the gravity model of reciprocating data (seed 000) or of any
     recording's quasi-static parts.
 
@@ -470,6 +477,10 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     rest_friction : float or array_like (n,), optional
         Bound on friction at rest in the quasi-static fit (N·m); default from
         the data (see :func:`_fit_quasi_static`).
+    pair_offsets : {'auto', 'yes', 'no'}
+        Sweep pairs: each swept joint's constant in its forward/backward averages
+        (:func:`~arm_dyn_id.identification.gravity.pair_offsets`): fitted beside the
+        gravity (``'yes'``), or not and read for the gate (``'auto'``), or neither.
 
     Returns
     -------
@@ -522,7 +533,8 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     say(f'fitting ({", ".join(methods)}) on {len(train)} pairs')
     started = time.perf_counter()
     fit = identify_gravity(robot, t, q, tau, fit_markers, noise=noise, methods=tuple(methods),
-                           average=True, provenance=provenance, folds=folds, seed=seed)
+                           average=True, provenance=provenance, folds=folds, seed=seed,
+                           pair_offsets_mode=pair_offsets)
     seconds = time.perf_counter() - started
     model = fit.model
     noise_std = noise_estimate(tau)
@@ -1265,13 +1277,26 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
 
     A base that is not level (:func:`~arm_dyn_id.identification.tilt.sweep_tilt`, on the
     fit's own samples) is named first in a refusal, or carried as a warning.
+    A model that moves by :data:`~arm_dyn_id.identification.gravity.PAIR_OFFSET_SHIFT`
+    when each swept joint's constant in its pair averages is fitted beside it is carried
+    as a warning (``pair_offset_warning``).
 
     Returns
     -------
     Plausibility
     """
-    return _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
-                      read_tilt(sweep_tilt, fitted, robot))[0]
+    verdict = _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
+                         read_tilt(sweep_tilt, fitted, robot))[0]
+    read = fitted.fit.info.get('pair_offsets') if fitted.fit is not None else None
+    if verdict.ok and read is not None:
+        # friction stronger one way, or an effort offset: how far the model moves with it
+        from arm_dyn_id.identification.gravity import pair_offset_warning
+        said, numbers = pair_offset_warning(fitted.model, read, robot,
+                                            workspace_poses(robot))
+        verdict.checks['pair_offsets'] = numbers
+        if said:
+            verdict.checks['pair_offset_warning'] = said
+    return verdict
 
 
 def _gravity_gate(fitted, robot, raw, effort, gains):

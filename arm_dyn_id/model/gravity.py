@@ -13,7 +13,7 @@ Model file (YAML, ``schema: arm_dyn_id/gravity_model``, ``version: 2``,
     gravity: {magnitude, direction},        # at which the data was taken
     base: {names, expressions, values, std_errors, independent, dependent, K,
            parameter_names, kind, friction},
-    friction: {coulomb, viscous},           # per joint, NaN when unknown
+    friction: {coulomb, viscous, pair_offset},   # per joint, NaN when unknown
     measurement: {effort, torque_constants, current_signs, current_offsets,
                   gear_ratios, efficiencies},   # what joint_states.effort carried
     fit: {method, condition_number, n_samples, residual_rms, noise_std, seconds},
@@ -41,6 +41,14 @@ VERSION = 2
 #: Sections of the model file carried in :attr:`GravityModel.metadata`.
 METADATA_SECTIONS = ('measurement', 'fit', 'selection', 'validation', 'provenance',
                      'gross_errors', 'rejected')
+
+
+#: The friction a gravity fit reads from its pairs (N·m, N·m·s/rad, N·m per joint; NaN
+#: when unknown): ``pair_offset`` is the constant a swept joint keeps in its
+#: forward/backward averages (Coulomb friction stronger one way, or an effort offset),
+#: fitted beside gravity where it stands out (identification.gravity.pair_offsets); none
+#: of them is served as gravity.
+FRICTION_KEYS = ('coulomb', 'viscous', 'pair_offset')
 
 
 class GravityModel:
@@ -75,7 +83,7 @@ class GravityModel:
         n = robot.n_joints
         friction = friction or {}
         self.friction = {k: np.asarray(friction.get(k, np.full(n, np.nan)), dtype=float)
-                         for k in ('coulomb', 'viscous')}
+                         for k in FRICTION_KEYS}
         self.metadata = dict(metadata or {})
         self.fit_gravity = robot.gravity_magnitude if fit_gravity is None else fit_gravity
         self._payload_beta = np.zeros(base.count)
@@ -195,7 +203,7 @@ class GravityModel:
         errors = files.array(b.get('std_errors'), len(values))
         fr = doc.get('friction', {})
         friction = {k: files.array(fr.get(k) or None, len(doc['joints']))
-                    for k in ('coulomb', 'viscous')}
+                    for k in FRICTION_KEYS}
         return cls(robot, base, values, errors, friction, metadata,
                    fit_gravity=doc['gravity']['magnitude'])
 

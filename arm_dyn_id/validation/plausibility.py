@@ -1264,13 +1264,17 @@ def written_warnings(checks):
     model's ``fit`` section (``missing_load``: a load the URDF lacks explains the scales;
     ``effort_scale_warning``: a joint's effort reads high against the others';
     ``gravity_tilt_warning``: the torques follow gravity tilted from the URDF's;
-    ``narrow_motion_warning``: a joint barely moved)."""
+    ``narrow_motion_warning``: a joint barely moved; ``pair_offset_warning``: a gravity
+    fit from sweeps moves with each swept joint's constant in its pair averages free)."""
     found = {'missing_load': load_warning(checks),
              'effort_scale_warning': effort_scale_warning(checks),
              # a base that is not level (identification.tilt: gravity_tilt, sweep_tilt)
              'gravity_tilt_warning': (checks or {}).get('gravity_tilt_warning'),
              # a joint barely moved (identification.pipeline.narrow_motion_message)
-             'narrow_motion_warning': (checks or {}).get('narrow_motion_warning')}
+             'narrow_motion_warning': (checks or {}).get('narrow_motion_warning'),
+             # sweeps whose model moves with the pair offsets free
+             # (identification.gravity.pair_offset_warning)
+             'pair_offset_warning': (checks or {}).get('pair_offset_warning')}
     assert tuple(found) == FIT_WARNINGS, 'model.gate.FIT_WARNINGS lists these keys'
     return {key: text for key, text in found.items() if text}
 
