@@ -31,23 +31,17 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'test'))
+sys.path.insert(0, str(ROOT / 'bench'))
 
-from arm_bags import Arm, example_robot, realistic_sweeps  # noqa: E402
+from arm_bags import Arm, realistic_sweeps  # noqa: E402
+from tilt_sweeps import ARMS, gravity_error, urdf_of  # noqa: E402
 
 from arm_dyn_id.identification.gravity import PAIR_OFFSET_SHIFT  # noqa: E402
 from arm_dyn_id.identification.pipeline import fit_gravity, judge_gravity_fit  # noqa: E402
-from arm_dyn_id.model.robot import RobotModel, carries_gravity  # noqa: E402
+from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
-ARMS = {'humanoid': str(ROOT / 'urdf' / 'humanoid_arm.urdf'),
-        'ur5': 'ur_description/urdf/ur5_robot.urdf',
-        'panda': 'panda_description/urdf/panda.urdf'}
 KINDS = ('same both ways', '20 % stronger one way', 'same, effort offset')
-
-
-def urdf_of(key):
-    path = ARMS[key]
-    return path if path.startswith('/') else str(example_robot(path))
 
 
 def record(key, seed, kind, poses):
@@ -62,15 +56,6 @@ def record(key, seed, kind, poses):
         tau = tau + np.abs(tau).max(axis=0) * rng.uniform(0.03, 0.06, arm.n) * \
             rng.choice([-1.0, 1.0], arm.n)
     return arm, robot, t, q, tau
-
-
-def gravity_error(arm, model):
-    Q = np.random.default_rng(999).uniform(arm.lower, arm.upper, size=(200, arm.n))
-    true = arm.gravity(Q)
-    loaded = carries_gravity(np.sqrt((true ** 2).mean(axis=0)))
-    err = 100 * np.sqrt(((model.gravity_torques(Q) - true) ** 2).mean(axis=0)) / \
-        np.abs(true).max(axis=0)
-    return float(err[loaded].max())
 
 
 def one(key, seed, kind, poses):
