@@ -1902,6 +1902,43 @@ def test_friction_stronger_one_way_on_sweeps_is_said_and_can_be_fitted(tmp_path,
         (held[joint], before[joint])
 
 
+def test_holds_that_span_the_range_are_refused_for_their_scatter_not_their_motion(
+        tmp_path, capsys):
+    """40 static holds of a UR5 spanning 200° or more on every joint, each holding a
+    friction within ± its breakaway: the workspace check refuses the model (its
+    uncertainty over the range), and told the user to move shoulder_lift through ±60°
+    "(the data moves it over 204°)". Now such a refusal names the torques' scatter over
+    the few samples, not the motion; a record that moves a joint narrowly still gets a
+    motion."""
+    from arm_bags import Arm, excitation, sample_path, sample_times
+    from arm_dyn_id.data.bag_writer import write_bag
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = example_robot('ur_description/urdf/ur5_robot.urdf')
+    robot = RobotModel.from_urdf(urdf)
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    rng = np.random.default_rng(0)
+    times, points = excitation(arm, rng, sweeps=False, holds=40)
+    t = sample_times(times[-1], rng, 100.0)
+    q, v = sample_path(times, points, t)
+    tau = arm.gravity(q)
+    holding = holding_friction(robot)
+    still = np.all(np.abs(v) < 1e-3, axis=1)
+    starts = np.flatnonzero(np.diff(np.concatenate([[0], still.astype(int)])) == 1)
+    for start in starts:
+        end = start + int(np.argmax(~still[start:])) if (~still[start:]).any() else len(t)
+        tau[start:end] += rng.uniform(-1, 1, arm.n) * holding
+    tau += rng.standard_normal(tau.shape) * 0.01 * np.abs(tau).max(axis=0)
+    assert np.degrees(np.ptp(q, axis=0)).min() > 150
+    write_bag(tmp_path / 'holds', 1.7e9 + t, list(arm.joints), q, tau)
+    code, _, err = run(capsys, 'fit', tmp_path / 'holds', '--urdf', urdf, '--effort',
+                       'torque', '--dynamics', 'gravity', '--no-report', '--out',
+                       tmp_path / 'fit')
+    refusal = err.strip().splitlines()[-1]
+    assert code == 3 and 'the torques scatter too much about the model' in refusal, err
+    assert 'the data already moves every joint over' in refusal and \
+        'through ±60°' not in refusal, refusal
+
+
 def test_a_joint_that_barely_moves_is_said_as_the_model_is_written():
     """A full-dynamics record whose joint moves 0.5-5°: above the span refused as held
     still, yet the inertia about its axis and its friction are known only near that

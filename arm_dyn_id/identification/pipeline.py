@@ -1371,12 +1371,38 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
     from arm_dyn_id.validation.check import held_still
     moved = {j: s for j, s, k in zip(joints, np.ptp(q_all, axis=0), held_still(q_all))
              if not k}
-    advice = ''
+    advice, scatter = '', None
     if weak and gravity:
-        from arm_dyn_id.identification.quasi_static import motion_advice
-        advice = motion_advice(robot, base, q_all[::max(1, len(q_all) // 400)],
-                               weak[:1]).get(weak[0], '')
-    return judge_workspace(sigma, nominal, joints, moved, weak, advice, extrapolation=far)
+        fit = model.metadata.get('fit') or {}
+        if moved and len(moved) == len(joints) and \
+                min(moved.values()) >= 2 * WIDE_MOTION and fit.get('residual_rms'):
+            # every joint already moves beyond what an advised motion adds: the scatter
+            # of the torques (friction held at rest, noise) over too few samples decides
+            loaded = np.asarray(nominal) >= 0.05 * np.max(nominal)
+            worst = int(np.argmax(np.where(loaded, np.asarray(sigma) /
+                                           np.maximum(nominal, 1e-300), -np.inf)))
+            scatter = (f'the data already moves every joint over '
+                       f'{np.degrees(min(moved.values())):.0f}° or more: what leaves them '
+                       f'undetermined is the torques\' scatter about the model '
+                       f'({joints[worst]} {fit["residual_rms"][worst]:.3g} N·m RMS, the '
+                       'friction a joint holds at rest among it) over '
+                       f'{fit.get("n_samples", "its")} samples; more samples determine '
+                       'them: more holds, or sweeps whose forward/backward pairs cancel the '
+                       'friction')
+        else:
+            from arm_dyn_id.identification.quasi_static import motion_advice
+            advice = motion_advice(robot, base, q_all[::max(1, len(q_all) // 400)],
+                                   weak[:1]).get(weak[0], '')
+    return judge_workspace(sigma, nominal, joints, moved, weak, advice, extrapolation=far,
+                           scatter=scatter)
+
+
+#: Half the range (rad) of the motion the workspace refusal advises
+#: (``quasi_static.motion_advice``): data that moves every joint over twice this already
+#: is told that its torques' scatter over its samples, not its motion, leaves the model
+#: undetermined (a user's trial: 40 holds of a UR5 spanning 204-214° were told to move
+#: shoulder_lift through ±60°).
+WIDE_MOTION = np.radians(60.0)
 
 
 #: A joint the model does not follow on held-out blocks is named swapped with another

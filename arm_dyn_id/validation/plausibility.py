@@ -1316,7 +1316,7 @@ def _scales_in_line(measured, nominal, velocity, acceleration, joints, tested, c
 
 
 def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice='',
-                    extrapolation=None):
+                    extrapolation=None, scatter=None):
     """Refuse a model that its data determines only near the poses it visited.
 
     Parameters
@@ -1337,6 +1337,9 @@ def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice='',
     extrapolation : array_like, (n,), optional
         Per joint, ``sigma`` over its uncertainty at the poses the data visited (a full
         fit's); judged against :data:`WORKSPACE_EXTRAPOLATION`.
+    scatter : str, optional
+        Said instead of a motion when the data already moves every joint widely: the
+        torques' scatter about the model over the samples it has (a gravity fit's).
 
     Returns
     -------
@@ -1366,14 +1369,15 @@ def judge_workspace(sigma, nominal, joints, moved=None, weak=(), advice='',
                       'torque' + (f', {far[i]:.3g}x its uncertainty at the poses visited'
                                   if far[i] > WORKSPACE_EXTRAPOLATION else '') + ')'
                       for i in worst[:3])
-    text = ('the data determines the model only near the poses it visited: over the '
-            f'joints\' range its gravity torque is uncertain by {shown}')
+    head = ('the data determines the model only near the poses it visited' if not scatter
+            else 'the torques scatter too much about the model for the samples the data has')
+    text = f'{head}: over the joints\' range its gravity torque is uncertain by {shown}'
     if moved is not None:
         went = ', '.join(f'{j} over {np.degrees(r):.0f}°' for j, r in moved.items())
         text += f'; the data moves {went or "no joint by more than a few degrees"}'
     if weak:
         text += f'; not determined: {", ".join(list(weak)[:4])}'
-        text += f' ({advice})' if advice else ''
+        text += f' ({scatter or advice})' if scatter or advice else ''
     text += ('. Sweep every joint in several poses of the others (the excitation node, '
              'arm-dyn-id design), or a Fourier excitation')
     return Plausibility(False, text, checks, 'excitation')
