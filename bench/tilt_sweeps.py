@@ -5,18 +5,19 @@ gate says it.
 Each record is ``test/arm_bags.realistic_sweeps`` of a true arm (the humanoid arm,
 example-robot-data's UR5 and Panda; masses 10 % and centres of mass 1.5 cm off the URDF,
 friction held at rest that changes from hold to hold, 100 Hz), its gravity tilted by 0, 2
-or 4° towards an azimuth of 37° x seed, fitted with the URDF upright by the gravity
-pipeline (``fit_gravity``, what ``arm-dyn-id fit`` calls) and judged by
-``judge_gravity_fit``. Per record: the tilt read and the share of the weighted residual it
-removes, its jackknife standard errors from level over the pairs (computed here for
-every record; the gate computes them only past the first two thresholds), whether the
+or 4° towards an azimuth of 37° x seed, swept at 2 or 5 poses a joint, fitted with the
+URDF upright by the gravity pipeline (``fit_gravity``, what ``arm-dyn-id fit`` calls) and
+judged by ``judge_gravity_fit``. Per record: the tilt read and the share of the weighted
+residual it removes, its jackknife standard errors from level over the pairs and their
+chance under a level base (computed here for every record; the gate computes them only
+past the first two thresholds), whether the
 gate said it, and the fitted gravity's error against the true arm's (RMS % of each
 loaded joint's peak over 200 random poses, worst joint: a UR5's shoulder_pan is loaded
 when tilted, and a model served upright misses its gravity whole).
 
     .venv/bin/python bench/tilt_sweeps.py [--seeds 6]
 
-About 2 minutes on 2 cores.
+About 3 minutes on 2 cores.
 """
 
 import os
@@ -37,9 +38,9 @@ sys.path.insert(0, str(ROOT / 'test'))
 from arm_bags import Arm, example_robot, realistic_sweeps  # noqa: E402
 
 from arm_dyn_id.identification.pipeline import fit_gravity, judge_gravity_fit  # noqa: E402
-from arm_dyn_id.identification.tilt import (SWEEP_TILT_SHARE, SWEEP_TILT_Z,  # noqa: E402
+from arm_dyn_id.identification.tilt import (SWEEP_TILT_P, SWEEP_TILT_SHARE,  # noqa: E402
                                             TILT_DEGREES, column_gain, sweep_tilt,
-                                            tilt_columns)
+                                            tilt_columns, tilt_significance)
 from arm_dyn_id.model.robot import RobotModel, carries_gravity  # noqa: E402
 from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
@@ -47,6 +48,8 @@ ARMS = {'humanoid': str(ROOT / 'urdf' / 'humanoid_arm.urdf'),
         'ur5': 'ur_description/urdf/ur5_robot.urdf',
         'panda': 'panda_description/urdf/panda.urdf'}
 TILTS = (0.0, 2.0, 4.0)
+#: poses a joint: the excitation's default, and realistic_sweeps'
+POSES = (2, 5)
 
 
 def urdf_of(key):
@@ -64,10 +67,11 @@ def jackknife_z(fitted, robot):
     q, tau, groups = q[rows], tau[rows], groups[rows]
     W = np.transpose(robot.gravity_regressor_joint_major(q)[:, fitted.model.base.independent],
                      (2, 0, 1))
-    return column_gain(W, tilt_columns(fitted.model, q), tau, groups)[2]
+    z, pairs = column_gain(W, tilt_columns(fitted.model, q), tau, groups)[2:]
+    return z, tilt_significance(z, pairs)
 
 
-def one(key, seed, degrees):
+def one(key, seed, degrees, poses):
     urdf = urdf_of(key)
     arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
     a, azimuth = np.radians(degrees), np.radians(37.0 * seed)
@@ -75,7 +79,8 @@ def one(key, seed, degrees):
                                                 np.sin(azimuth) * np.sin(a), -np.cos(a)])
     arm.data = arm.model.createData()
     robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_sweeps(arm, holding_friction(robot), np.random.default_rng(seed))
+    t, q, tau = realistic_sweeps(arm, holding_friction(robot), np.random.default_rng(seed),
+                                 poses_per_joint=poses)
     fitted = fit_gravity(robot, t, q, tau)
     read = sweep_tilt(fitted, robot)
     verdict = judge_gravity_fit(fitted, robot, tau, effort='torque')
@@ -103,24 +108,27 @@ def main(argv=None):
     started = time.perf_counter()
     print(f'# tilt on gravity fits from sweeps, {platform.node()}, '
           f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; said from '
-          f'{TILT_DEGREES:g}° removing {SWEEP_TILT_SHARE:.0%} at {SWEEP_TILT_Z:g} s.e.\n')
-    print('| arm | tilt ° | read ° (min-max) | removed % (max) | s.e. from level (min-max) | '
-          'said | gravity error % (worst loaded joint, median) |')
-    print('|---|---|---|---|---|---|---|')
+          f'{TILT_DEGREES:g}° removing {SWEEP_TILT_SHARE:.0%} at p <= {SWEEP_TILT_P:g}\n')
+    print('| arm | poses a joint | tilt ° | read ° (min-max) | removed % (max) | '
+          's.e. from level (min-max) | p (min) | said | gravity error % (worst loaded '
+          'joint, median) |')
+    print('|---|---|---|---|---|---|---|---|---|')
     for key in ARMS:
-        for degrees in TILTS:
-            rows = [one(key, seed, degrees) for seed in range(1, args.seeds + 1)]
-            reads = [r[0]['degrees'] for r in rows]
-            removed = [r[0]['removed'] for r in rows]
-            zs = [r[1] for r in rows if r[1] is not None]
-            said = {}
-            for r in rows:
-                said[r[2]] = said.get(r[2], 0) + 1
-            print(f'| {key} | {degrees:g} | {min(reads):.2f}-{max(reads):.2f} | '
-                  f'{100 * max(removed):.1f} | '
-                  f'{min(zs):.1f}-{max(zs):.1f} | '
-                  f'{", ".join(f"{k} {v}/{len(rows)}" for k, v in sorted(said.items()))} | '
-                  f'{np.median([r[3] for r in rows]):.2f} |', flush=True)
+        for poses in POSES:
+            for degrees in TILTS:
+                rows = [one(key, seed, degrees, poses) for seed in range(1, args.seeds + 1)]
+                reads = [r[0]['degrees'] for r in rows]
+                removed = [r[0]['removed'] for r in rows]
+                zs = [r[1][0] for r in rows if r[1][0] is not None]
+                ps = [r[1][1] for r in rows if r[1][1] is not None]
+                said = {}
+                for r in rows:
+                    said[r[2]] = said.get(r[2], 0) + 1
+                print(f'| {key} | {poses} | {degrees:g} | {min(reads):.2f}-{max(reads):.2f} | '
+                      f'{100 * max(removed):.1f} | {min(zs):.1f}-{max(zs):.1f} | '
+                      f'{min(ps):.2g} | '
+                      f'{", ".join(f"{k} {v}/{len(rows)}" for k, v in sorted(said.items()))} | '
+                      f'{np.median([r[3] for r in rows]):.2f} |', flush=True)
     print(f'\n{time.perf_counter() - started:.0f} s in all')
     return 0
 

@@ -309,6 +309,8 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     progress.phase(f'fitted {model.base.count} base parameters with {res.method} in '
                    f'{fitted.seconds:.1f} s (condition number {res.condition_number:.3g}; '
                    f'chosen {sel.by.replace("_", "-")})')
+    if getattr(args, 'pair_offsets', 'auto') == 'yes':
+        progress.phase(_pair_offsets_said(model))
     # the data gate: every averaged pair against the URDF, then the held-out ones
     verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                                 gains=gains)
@@ -320,6 +322,21 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
                       model, verdict, measurement, painter=painter,
                       save_plot_data=lambda path: _save_plot_data(
                           path, rec, model, sweeps, held_starts, fitted.cases))
+
+
+def _pair_offsets_said(model):
+    """What ``--pair-offsets yes`` did to a gravity fit, in one line."""
+    done = (model.metadata.get('fit') or {}).get('pair_offsets')
+    if not done:
+        return ('--pair-offsets yes: not applied (quasi-static samples have no '
+                'forward/backward pairs)')
+    if not done.get('fitted'):
+        return ('--pair-offsets yes: not applied (no joint is swept at two poses of the '
+                'others or more: at one, its constant cannot be told from its gravity)')
+    stride = done.get('stride', 1)
+    return (f'--pair-offsets yes: each swept joint\'s constant in its forward/backward '
+            f'averages fitted beside the gravity for {", ".join(done["fitted"])}'
+            + (f' (on every {stride}th averaged sample)' if stride > 1 else ''))
 
 
 def _fit_warnings(progress, model, verdict, joints=None):
@@ -361,6 +378,10 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     from arm_dyn_id.identification.pipeline import (fit_full_recording, judge_full_fit,
                                                     plan_harmonic_hz)
     methods = parse_methods(args.methods, extra=('consistent',)) if args.methods else None
+    if getattr(args, 'pair_offsets', 'auto') == 'yes':
+        progress.phase('--pair-offsets yes: not applied (it is for gravity fits from sweeps; '
+                       'a full fit\'s friction candidates hold an offset and a direction-'
+                       'dependent Coulomb term, --friction)')
     harmonic = plan_harmonic_hz(rec.markers, args.plan)
     if harmonic is not None and getattr(args, 'cutoff', None) is None:
         where = '--plan' if args.plan is not None else 'the recorder\'s start marker'

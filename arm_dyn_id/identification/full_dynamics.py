@@ -707,7 +707,7 @@ def tilt_refit(robot, model, t, q, tau):
     """
     from arm_dyn_id.identification.tilt import column_gain, tilt_columns, tilt_reading
     prepared, W = _as_fitted(robot, model, t, q, tau)
-    coef, removed, _ = column_gain(W, tilt_columns(model, prepared.q), prepared.tau)
+    coef, removed = column_gain(W, tilt_columns(model, prepared.q), prepared.tau)[:2]
     return tilt_reading(model.robot.gravity_vector, coef, removed)
 
 

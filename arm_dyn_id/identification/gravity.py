@@ -59,15 +59,15 @@ PAIR_OFFSET_MODES = ('auto', 'yes', 'no')
 
 def offset_mask(paired):
     """(M, n) bool: the joint each averaged sample's pair sweeps, where that joint is swept
-    at two poses of the others or more (:func:`pair_offsets`)."""
+    at two poses of the others or more (:func:`sweep_poses`)."""
     mask = ~still_joints(paired)
     for j in range(mask.shape[1]):
-        if len(_sweep_poses(paired, j)) < 2:
+        if sweep_poses(paired, j) < 2:
             mask[:, j] = False
     return mask
 
 
-def pair_offsets(robot, base, paired, noise=None):
+def pair_offsets(robot, base, paired, noise=None, plain=False):
     """The gravity base parameters fitted with each swept joint's constant in its pairs'
     forward/backward averages free, and those constants.
 
@@ -76,12 +76,12 @@ def pair_offsets(robot, base, paired, noise=None):
     cable's) or an offset in the effort leaves a constant on the swept joint, the same in
     every pair that sweeps it, which a fit without it takes into the gravity parameters
     (over a 40° sweep it is much like the gravity's own constant part): simulated sweeps
-    with Coulomb friction 20 % stronger one way were fitted 2-10 % off, 0.1-1.3 % (3
+    with Coulomb friction 20 % stronger one way were fitted 2-16 % off, within 1.3 % (3
     poses a joint) with the constants free. Freed on friction the same both ways, they
-    cost 0-1.2 points at 3 poses a joint and up to 1.6 at 2: the data cannot tell the two
-    apart, only say how much the choice moves the model. Weighted least squares on the
-    swept joints' samples and the held joints' variation within each pair
-    (:func:`without_held_offsets`), with one constant column per swept joint.
+    cost 0.1-2.6 points: the data cannot tell the two apart, only say how much the choice
+    moves the model. Weighted least squares on the swept joints' samples and the held
+    joints' variation within each pair (:func:`without_held_offsets`), with one constant
+    column per swept joint (``noise``: the fit's σ per joint, 1/σ² weights).
 
     Only a joint swept at two poses of the others or more gets its constant: swept at
     one, the constant is its own gravity's (simulated UR5s swept once a joint moved 3-9 %
@@ -94,13 +94,16 @@ def pair_offsets(robot, base, paired, noise=None):
         the gravity parameters (a rank-deficient design) or no joint is swept.
     offsets : ndarray, (n,)
         N·m; NaN for a joint no pair sweeps (and all NaN with ``beta`` None).
+    without : ndarray, (r,)
+        With ``plain``: the same fit without the constants (third value; None when
+        ``beta`` is None).
     """
     n = robot.n_joints
     offsets = np.full(n, np.nan)
     swept = [j for j in range(n) if offset_mask(paired)[:, j].any()]
     moving = np.asarray(paired.moving_joint, dtype=int)
     if not swept:
-        return None, offsets
+        return (None, offsets, None) if plain else (None, offsets)
     Yb = base.reduce(robot.gravity_regressor(paired.q))
     Yb, tau = without_held_offsets(Yb, paired.tau, paired.pair_id, still_joints(paired))
     columns = np.zeros(Yb.shape[:2] + (len(swept),))
@@ -112,10 +115,18 @@ def pair_offsets(robot, base, paired, noise=None):
     y = tau * w
     rows = np.all(np.isfinite(y), axis=1) & np.all(np.isfinite(A), axis=(1, 2))
     flat, target = A[rows].reshape(-1, A.shape[2]), y[rows].ravel()
-    if np.linalg.matrix_rank(flat) < flat.shape[1]:
-        return None, offsets
+    # the rank of the columns scaled to unit norm: the joints' weights differ by orders of
+    # magnitude (a joint whose torque is friction alone has a tiny noise)
+    norms = np.linalg.norm(flat, axis=0)
+    if not np.all(norms > 0) or \
+            np.linalg.matrix_rank(flat / norms, tol=1e-9 * np.sqrt(len(flat))) < flat.shape[1]:
+        return (None, offsets, None) if plain else (None, offsets)
     coef = np.linalg.lstsq(flat, target, rcond=None)[0]
     offsets[swept] = coef[base.count:]
+    if plain:
+        # the same samples, weights and held-joint offsets without the constants
+        without = np.linalg.lstsq(flat[:, :base.count], target, rcond=None)[0]
+        return coef[:base.count], offsets, without
     return coef[:base.count], offsets
 
 
@@ -161,27 +172,54 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
 
 #: A joint's gravity moved by at least this fraction of the URDF's (RMS over the
 #: workspace poses, on a joint that carries gravity) when the pair offsets are freed is
-#: said as the model is written. Simulated sweeps of three arms with friction the same
-#: both ways moved at most 3.7 %; with Coulomb friction 20 % stronger one way or an
-#: effort offset, 3.7-32 %, and every model more than 3.3 % off was said
+#: said as the model is written. Simulated sweeps of three arms at 2-3 poses a joint:
+#: with friction the same both ways 1 of 48 was said (5.3 %); with Coulomb friction 20 %
+#: stronger one way or an effort offset 87 of 96, every model more than 2.3 % off
 #: (docs/benchmarks.md).
 PAIR_OFFSET_SHIFT = 0.05
 #: The warning advises sweeping each joint at this many poses or more before fitting
-#: the constants: at 2, simulated sweeps with an effort offset were fitted up to 17 %
-#: off with them (the humanoid arm), at 3 at most 1.3 % (docs/benchmarks.md).
+#: the constants: at 2, simulated sweeps were fitted up to 28-40 % off with them (the
+#: humanoid arm), at 3 at most 1.3 % (docs/benchmarks.md).
 RELIABLE_POSES = 3
+
+
+def pair_offset_reading(model, cases, robot, noise=None):
+    """The data of a gravity fit (every averaged pair, held out and fitted: ``cases`` of a
+    :class:`~arm_dyn_id.identification.pipeline.GravityPipelineFit`) fitted with and
+    without each swept joint's constant (:func:`pair_offsets`, on every k-th sample
+    beyond :data:`MOMENTS_THRESHOLD`): ``{beta, without, offsets, poses}`` or None when
+    no joint is swept at two poses or the constants cannot be told from gravity."""
+    from arm_dyn_id.identification.pairing import PairedData
+    paired = [case[0] for case in cases.values()]
+    if not paired:
+        return None
+    joined = PairedData(**{
+        key: np.concatenate([np.asarray(getattr(p, key)) +
+                             (k << 32 if key == 'pair_id' else 0) for k, p in enumerate(paired)])
+        for key in ('q', 'tau', 'friction', 'dq', 'moving_joint', 'pair_id')})
+    stride = -(-len(joined.q) // MOMENTS_THRESHOLD)
+    if stride > 1:
+        joined = PairedData(**{k: v[::stride] for k, v in vars(joined).items()})
+    beta, offsets, without = pair_offsets(robot, model.base, joined, noise, plain=True)
+    if beta is None:
+        return None
+    return {'beta': beta, 'without': without, 'offsets': offsets,
+            'poses': [sweep_poses(joined, j) for j in range(robot.n_joints)]}
 
 
 def pair_offset_warning(model, read, robot, poses):
     """The warning of a gravity fit whose model moves by :data:`PAIR_OFFSET_SHIFT` or more
     on a loaded joint when refitted with the pair offsets free (``read``:
-    ``info['pair_offsets']`` of :func:`identify_gravity`), and the numbers behind it:
-    ``(text or None, checks)``."""
+    :func:`pair_offset_reading`, the same data fitted with and without them), and the
+    numbers behind it: ``(text or None, checks)``."""
     from arm_dyn_id.model.robot import carries_gravity
-    theta = np.zeros(4 * robot.n_bodies)
-    theta[model.base.independent] = read['beta']
-    fitted = model.gravity_torques(poses)
-    freed = model.robot.gravity_torques_batch(poses, theta)
+
+    def gravity(beta):
+        theta = np.zeros(4 * robot.n_bodies)
+        theta[model.base.independent] = beta
+        return model.robot.gravity_torques_batch(poses, theta)
+
+    fitted, freed = gravity(read['without']), gravity(read['beta'])
     urdf = np.sqrt(np.mean(robot.gravity_torques(poses) ** 2, axis=0))
     loaded = carries_gravity(urdf)
     shift = np.sqrt(np.mean((freed - fitted) ** 2, axis=0)) / np.maximum(urdf, 1e-12)
@@ -206,31 +244,34 @@ def pair_offset_warning(model, read, robot, poses):
             'the effort, leaves such a constant, and these sweeps cannot tell it from '
             'gravity. The model written assumes friction the same both ways and no effort '
             'offset; if the arm\'s friction differs by direction or its effort has an '
-            'offset, fit again with --pair-offsets yes (or set current_offsets)' +
+            'offset, fit again with `arm-dyn-id fit --pair-offsets yes` (or set '
+            'current_offsets)' +
             (f', after sweeping each joint at {RELIABLE_POSES} poses of the others or more '
              f'(some are swept at {min(poses)}: fitted with so few, the constants can be '
              'off as much the other way)' if few else '')), checks
 
 
 #: Two sweeps of a joint are at different poses when another joint's mean angle differs
-#: by this much (rad) or more.
+#: by this much (rad) or more (the poses grouped by that distance, not rounded: a review
+#: found two sweeps 0.2 mrad apart counted as two poses across a rounding edge).
 POSE_STEP = 0.05
 
 
-def _sweep_poses(paired, joint):
-    """The distinct poses of the other joints (rounded to :data:`POSE_STEP`) at which
-    ``joint``'s pairs sweep it."""
+def sweep_poses(paired, joint):
+    """How many distinct poses of the other joints (:data:`POSE_STEP` apart) ``joint``'s
+    pairs sweep it at; 0 when fewer than 3 samples sweep it."""
     moving = np.asarray(paired.moving_joint, dtype=int)
     rows = moving == joint
     if np.count_nonzero(rows) < 3:
-        return set()
+        return 0
+    ids = np.asarray(paired.pair_id)
     others = [k for k in range(paired.q.shape[1]) if k != joint]
-    poses = set()
-    for pair in np.unique(np.asarray(paired.pair_id)[rows]):
-        at = rows & (np.asarray(paired.pair_id) == pair)
-        mean = np.nanmean(paired.q[np.ix_(at, others)], axis=0)
-        poses.add(tuple(np.round(mean / POSE_STEP).astype(int)))
-    return poses
+    kept = []
+    for pair in np.unique(ids[rows]):
+        mean = np.nanmean(paired.q[np.ix_(rows & (ids == pair), others)], axis=0)
+        if all(np.max(np.abs(mean - other)) >= POSE_STEP for other in kept):
+            kept.append(mean)
+    return len(kept)
 
 
 def _offsets_of(beta, base, robot, paired):
@@ -315,11 +356,11 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         joints hold no friction at rest).
     pair_offsets_mode : {'auto', 'yes', 'no'}
         The constant each swept joint keeps in its pair averages (:func:`pair_offsets`):
-        ``'yes'`` fits it beside the gravity (kept as the model's ``pair_offset``
-        friction, not served); ``'auto'`` fits without it and reads the model again with
-        it (``info['pair_offsets']``: ``beta``, ``offsets``) for the data gate to say how
-        far it moves; ``'no'`` neither. Averaged pairs only, and for ``'auto'`` and
-        ``'yes'`` at most :data:`MOMENTS_THRESHOLD` averaged samples.
+        ``'yes'`` fits it beside the gravity for the joints swept at two poses or more
+        (kept as the model's ``pair_offset`` friction, not served; beyond
+        :data:`MOMENTS_THRESHOLD` averaged samples on every k-th); ``'auto'`` and
+        ``'no'`` fit without it (the data gate reads it for ``'auto'``:
+        :func:`pair_offset_reading`). Averaged pairs only.
 
     Returns
     -------
@@ -359,29 +400,28 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         raise ValueError(f'pair_offsets {pair_offsets_mode!r}: choose from '
                          f'{", ".join(PAIR_OFFSET_MODES)}')
     still = None if paired is None or not free_offsets else still_joints(paired)
-    free = still is not None and pair_offsets_mode == 'yes'
+    mask = offset_mask(paired) if still is not None and pair_offsets_mode == 'yes' \
+        else None
+    free = mask is not None and bool(mask.any())
+    stride = 1
     if free and len(q_fit) > MOMENTS_THRESHOLD:
-        raise DataError(f'pair_offsets yes takes at most {MOMENTS_THRESHOLD} averaged '
-                        f'samples ({len(q_fit)} here): fit fewer or shorter bags')
+        # the constants need the samples path: every k-th averaged sample (slow sweeps
+        # at a high rate are oversampled many times over)
+        stride = -(-len(q_fit) // MOMENTS_THRESHOLD)
+        keep = slice(None, None, stride)
+        q_fit, tau_fit, groups, still, mask = (q_fit[keep], tau_fit[keep], groups[keep],
+                                               still[keep], mask[keep])
     choice = _choose(robot, base, q_fit, tau_fit, noise, methods, groups, strata, folds, seed,
-                     validation, still, offset_mask(paired) if free else None)
+                     validation, still, mask if free else None)
     result, candidates = choice.result, choice.candidates
-    friction, read = None, None
+    friction = None
     if paired is not None:
         coulomb, viscous = coulomb_viscous_from_pairs(paired, robot.n_joints)
         friction = {'coulomb': coulomb, 'viscous': viscous}
         if free:
-            friction['pair_offset'] = np.where(offset_mask(paired).any(axis=0),
+            friction['pair_offset'] = np.where(mask.any(axis=0),
                                                _offsets_of(result.beta, base, robot, paired),
                                                np.nan)
-        elif still is not None and pair_offsets_mode == 'auto' and \
-                len(q_fit) <= MOMENTS_THRESHOLD:
-            # friction stronger one way (or an effort offset) leaves a constant in the
-            # pairs: the model read again with it free, for the gate to say how far it moves
-            beta_free, offsets = pair_offsets(robot, base, paired, noise)
-            if beta_free is not None:
-                read = {'beta': beta_free, 'offsets': offsets,
-                        'poses': [len(_sweep_poses(paired, j)) for j in range(robot.n_joints)]}
     metadata = {
         'fit': {
             'method': result.method,
@@ -391,7 +431,11 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
             'residual_rms': result.residual_rms().tolist(),
             'noise_std': result.noise_std.tolist(),
             'seconds': float(result.seconds),
-            'pair_offsets': pair_offsets_mode if paired is not None else None,
+            'pair_offsets': None if paired is None else {
+                'mode': pair_offsets_mode,
+                'fitted': [robot.joint_names[j] for j in range(robot.n_joints)
+                           if free and mask[:, j].any()],
+                'stride': stride},
             'candidates': {m: (r if isinstance(r, str) else {
                 'residual_rms': r.residual_rms().tolist(), 'seconds': float(r.seconds)})
                 for m, r in candidates.items()},
@@ -400,8 +444,5 @@ def identify_gravity(robot, t, q, tau, markers=None, noise=None, methods=DEFAULT
         'provenance': dict(provenance or {}),
     }
     model = GravityModel(robot.copy(), base, result.beta, result.std_errors, friction, metadata)
-    info = {'n_raw_samples': int(len(t))}
-    if read is not None:
-        info['pair_offsets'] = read
     return GravityFit(model=model, result=result, candidates=candidates, paired=paired,
-                      info=info, selection=choice.selection)
+                      info={'n_raw_samples': int(len(t))}, selection=choice.selection)

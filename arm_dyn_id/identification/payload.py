@@ -467,6 +467,13 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
         q, tau = paired.q, paired.tau
         note = f'gravity model, {len(np.unique(paired.pair_id))} forward/backward pairs averaged'
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
+    offset = np.nan_to_num(getattr(model, 'friction', {}).get('pair_offset',
+                                                              np.zeros(tau.shape[1])))
+    if average and np.any(offset):
+        # the constant the arm's own sweeps kept on the swept joint (friction stronger one
+        # way, an effort offset: --pair-offsets yes), which the payload did not bring
+        rows = np.flatnonzero(paired.moving_joint >= 0)
+        extra[rows, paired.moving_joint[rows]] -= offset[paired.moving_joint[rows]]
     P = whole = payload_regressor(model.robot, q, frame)
     if average and free_offsets:
         P, extra = without_held_offsets(P, extra, paired.pair_id, still_joints(paired))

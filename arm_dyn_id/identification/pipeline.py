@@ -554,7 +554,8 @@ def fit_gravity(robot, t, q, tau, markers=None, *, noise=None, methods=DEFAULT_M
     return _with_gross_errors(GravityPipelineFit(
         model=model, fit=fit, validation=validation, cases=cases, held_out=held,
         training=train, markers=markers, marker_source=source, noise_std=noise_std,
-        holdout=holdout, seed=seed, seconds=seconds), gross)
+        holdout=holdout, seed=seed, seconds=seconds,
+        info={'weights_noise': np.asarray(noise, dtype=float)}), gross)
 
 
 def _with_gross_errors(outcome, gross):
@@ -1287,13 +1288,19 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     """
     verdict = _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
                          read_tilt(sweep_tilt, fitted, robot))[0]
-    read = fitted.fit.info.get('pair_offsets') if fitted.fit is not None else None
-    if verdict.ok and read is not None:
+    mode = ((fitted.model.metadata.get('fit') or {}).get('pair_offsets') or {}).get('mode')
+    if verdict.ok and mode == 'auto':
         # friction stronger one way, or an effort offset: how far the model moves with it
-        from arm_dyn_id.identification.gravity import pair_offset_warning
-        said, numbers = pair_offset_warning(fitted.model, read, robot,
-                                            workspace_poses(robot))
-        verdict.checks['pair_offsets'] = numbers
+        from arm_dyn_id.identification.gravity import pair_offset_reading, pair_offset_warning
+        try:
+            read = pair_offset_reading(fitted.model, fitted.cases, robot,
+                                       fitted.info.get('weights_noise'))
+            said, numbers = (None, None) if read is None else pair_offset_warning(
+                fitted.model, read, robot, workspace_poses(robot))
+        except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
+            said, numbers = None, None   # a reading that fails must not stop a passed fit
+        if numbers is not None:
+            verdict.checks['pair_offsets'] = numbers
         if said:
             verdict.checks['pair_offset_warning'] = said
     return verdict
@@ -1374,7 +1381,7 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
     advice, scatter = '', None
     if weak and gravity:
         fit = model.metadata.get('fit') or {}
-        if moved and len(moved) == len(joints) and \
+        if fit.get('quasi_static') and moved and len(moved) == len(joints) and \
                 min(moved.values()) >= 2 * WIDE_MOTION and fit.get('residual_rms'):
             # every joint already moves beyond what an advised motion adds: the scatter
             # of the torques (friction held at rest, noise) over too few samples decides
@@ -1398,9 +1405,9 @@ def _judge_workspace(robot, model, covariance, joints, q_all):
 
 
 #: Half the range (rad) of the motion the workspace refusal advises
-#: (``quasi_static.motion_advice``): data that moves every joint over twice this already
-#: is told that its torques' scatter over its samples, not its motion, leaves the model
-#: undetermined (a user's trial: 40 holds of a UR5 spanning 204-214° were told to move
+#: (``quasi_static.motion_advice``): quasi-static data that moves every joint over twice
+#: this already is told that its torques' scatter over its samples, not its motion, leaves
+#: the model undetermined (a user's trial: 40 holds of a UR5 spanning 204-214° were told to move
 #: shoulder_lift through ±60°).
 WIDE_MOTION = np.radians(60.0)
 

@@ -40,12 +40,15 @@ TILT_SAMPLES = 2000
 #: A gravity fit's tilt (sweep pairs or quasi-static samples) is said from
 #: :data:`TILT_DEGREES` that remove this share of its weighted residual ...
 SWEEP_TILT_SHARE = 0.1
-#: ... and stand this many jackknife standard errors (over its pairs) from level. Level
-#: simulated sweep records of a UR5, a Panda and the humanoid arm (10 % mass and 1.5 cm
-#: centre-of-mass errors, friction held at rest that changes from hold to hold) read up to
-#: 3.7° removing at most 5.3 % at up to 4.3 standard errors; a UR5 or a Panda on a base
-#: tilted 4° read 3.3-5.1° removing 10-36 % at 4.6-15 (docs/benchmarks.md).
-SWEEP_TILT_Z = 4.0
+#: ... and stand from level beyond chance at this level: the two coefficients' jackknife
+#: distance (over the pairs) judged as Hotelling's T² with the pairs' count, an F(2, k-2)
+#: tail (:func:`tilt_significance`): with few pairs the jackknife covariance is itself
+#: uncertain (at 2 poses a joint, 12 pairs, T² must reach 33, a z of 5.7; at 30 pairs, a
+#: z of 4.3). A review found level UR5 and humanoid sweeps at 1-2 poses a joint read 3-6°
+#: at z 4.4-5.2, said under a plain z of 4 (docs/benchmarks.md).
+SWEEP_TILT_P = 1e-3
+#: ... from at least this many pairs.
+SWEEP_TILT_PAIRS = 8
 
 
 def square_to(vector):
@@ -105,6 +108,8 @@ def column_gain(W, G, target, groups=None):
     z : float or None
         The two coefficients' distance from zero in jackknife standard errors (the
         Mahalanobis norm over the groups; None without ``groups`` or with fewer than 3).
+    groups : int
+        How many groups the jackknife had (0 without ``groups``).
     """
     rows = (np.all(np.isfinite(target), axis=1) & np.all(np.isfinite(W), axis=(1, 2)) &
             np.all(np.isfinite(G), axis=(1, 2)))
@@ -126,7 +131,7 @@ def column_gain(W, G, target, groups=None):
         return coef[-2:], (1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
 
     coef, removed = fit(np.ones(len(y), dtype=bool))
-    z = None
+    z, k = None, 0
     if groups is not None:
         member = np.repeat(np.asarray(groups)[rows], n)
         labels = np.unique(member)
@@ -139,7 +144,7 @@ def column_gain(W, G, target, groups=None):
                 z = float(np.sqrt(max(coef @ np.linalg.solve(covariance, coef), 0.0)))
             except np.linalg.LinAlgError:
                 z = None
-    return coef, removed, z
+    return coef, removed, z, k
 
 
 def gravity_tilt(fitted, robot):
@@ -202,9 +207,10 @@ def sweep_tilt(fitted, robot):
     -------
     dict or None
         ``degrees``, ``removed``, ``gravity_vector`` as :func:`gravity_tilt`, ``z`` (the
-        jackknife standard errors from level; None below :data:`TILT_DEGREES` or
-        :data:`SWEEP_TILT_SHARE`, where it is not needed, or with under 3 pairs) and ``by``
-        ('sweeps'); None with too few finite samples.
+        jackknife standard errors from level; None below :data:`TILT_DEGREES`,
+        :data:`SWEEP_TILT_SHARE` or :data:`SWEEP_TILT_PAIRS`, where it is not needed),
+        ``pairs``, ``p`` (:func:`tilt_significance`) and ``by`` ('sweeps'); None with too
+        few finite samples.
     """
     model = fitted.model
     paired = [case[0] for case in fitted.cases.values()]
@@ -223,24 +229,37 @@ def sweep_tilt(fitted, robot):
     regressor = robot.gravity_regressor_joint_major(q)          # (n, p, M)
     W = np.transpose(regressor[:, model.base.independent, :], (2, 0, 1))
     G = tilt_columns(model, q)
-    coef, removed, _ = column_gain(W, G, tau)
-    z = None
+    coef, removed = column_gain(W, G, tau)[:2]
+    z, pairs = None, len(np.unique(groups))
     if np.degrees(np.arcsin(min(float(np.hypot(*coef)), 1.0))) >= TILT_DEGREES and \
-            removed >= SWEEP_TILT_SHARE:
+            removed >= SWEEP_TILT_SHARE and pairs >= SWEEP_TILT_PAIRS:
         # a jackknife over the pairs only where it may be said (30-40 refits)
-        z = column_gain(W, G, tau, groups)[2]
-    return {**tilt_reading(g, coef, removed), 'z': z, 'by': 'sweeps'}
+        z, pairs = column_gain(W, G, tau, groups)[2:]
+    return {**tilt_reading(g, coef, removed), 'z': z, 'pairs': int(pairs),
+            'p': tilt_significance(z, pairs), 'by': 'sweeps'}
+
+
+def tilt_significance(z, pairs):
+    """The chance that level sweeps read a jackknife distance ``z`` or more over ``pairs``
+    pairs: Hotelling's T² = z² with the covariance from ``pairs`` groups, whose
+    ``(k - 2) / (2 (k - 1)) T²`` is F(2, k - 2), the tail ``(1 + 2x / m)^(-m / 2)``.
+    None without a distance or with under 3 pairs."""
+    if z is None or pairs < 3:
+        return None
+    m = pairs - 2
+    x = (pairs - 2) / (2.0 * (pairs - 1)) * z * z
+    return float((1.0 + 2.0 * x / m) ** (-m / 2.0))
 
 
 def tilt_message(tilt):
     """The sentence of a tilt :func:`gravity_tilt` or :func:`sweep_tilt` read beyond
     :data:`TILT_DEGREES` and the share (:data:`TILT_SHARE`, or :data:`SWEEP_TILT_SHARE`
-    and :data:`SWEEP_TILT_Z` for a gravity fit), else None."""
+    and :data:`SWEEP_TILT_P` for a gravity fit), else None."""
     sweeps = bool(tilt) and tilt.get('by') == 'sweeps'
     if not tilt or tilt['degrees'] < TILT_DEGREES or \
             tilt['removed'] < (SWEEP_TILT_SHARE if sweeps else TILT_SHARE):
         return None
-    if sweeps and not (tilt.get('z') or 0.0) >= SWEEP_TILT_Z:
+    if sweeps and not (tilt.get('p') is not None and tilt['p'] <= SWEEP_TILT_P):
         return None
     # full precision: its length is the fit's gravity, which a config's `gravity` must match
     vector = ','.join(f'{v:.9g}' for v in tilt['gravity_vector'])
@@ -262,6 +281,7 @@ def read_tilt(reader, fitted, robot):
         return None
 
 
-__all__ = ['SWEEP_TILT_SHARE', 'SWEEP_TILT_Z', 'TILT_DEGREES', 'TILT_SAMPLES', 'TILT_SCREEN',
-           'TILT_SHARE', 'column_gain', 'gravity_tilt', 'read_tilt', 'square_to',
-           'sweep_tilt', 'tilt_columns', 'tilt_message', 'tilt_reading']
+__all__ = ['SWEEP_TILT_P', 'SWEEP_TILT_PAIRS', 'SWEEP_TILT_SHARE', 'TILT_DEGREES',
+           'TILT_SAMPLES', 'TILT_SCREEN', 'TILT_SHARE', 'column_gain', 'gravity_tilt',
+           'read_tilt', 'square_to', 'sweep_tilt', 'tilt_columns', 'tilt_message',
+           'tilt_reading', 'tilt_significance']
