@@ -1802,6 +1802,18 @@ def test_a_base_that_is_not_level_is_named_and_its_gravity_given_back(tmp_path, 
     assert code == 0 and 'tilted about' not in again, again
 
 
+def test_a_tilt_reading_beyond_a_small_tilt_is_not_said():
+    """The reading is a small tilt's linear part: the real UR10e's level single-joint
+    record of its wrist_3 read 90° (saturated), and its refusal for too little excitation
+    was put after a tilt sentence. A reading beyond TILT_MAX is kept, not said; 5° is."""
+    from arm_dyn_id.identification.tilt import TILT_MAX, tilt_message
+    reading = {'removed': 0.9, 'gravity_vector': [0.0, 0.0, -9.81], 'by': 'refit'}
+    assert tilt_message({**reading, 'degrees': 90.0}) is None
+    assert tilt_message({**reading, 'degrees': TILT_MAX + 1}) is None
+    assert tilt_message({**reading, 'degrees': 5.0}).startswith(
+        'the torques follow gravity tilted about 5.0°')
+
+
 def test_a_tilted_base_is_named_on_a_gravity_fit_from_sweeps(tmp_path, capsys):
     """The same on the gravity path: slow sweeps of a UR5 on a base tilted 4° (friction
     held at rest that changes from hold to hold) were written without a word, shoulder_pan's

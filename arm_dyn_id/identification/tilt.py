@@ -31,6 +31,11 @@ import numpy as np
 #: 47-88 %; right records removed at most 4.3 % (docs/benchmarks.md).
 TILT_DEGREES = 1.0
 TILT_SHARE = 0.2
+#: ... and no more than this many: the reading is a small tilt's linear part, and one
+#: beyond this is not a tilt it can read (the real UR10e's single-joint record of its
+#: wrist_3, level, read 90°, and its refusal for too little excitation was put after a
+#: tilt sentence).
+TILT_MAX = 30.0
 #: The residual's first reading (no refit) beyond which the refit is made: right records
 #: read 0.07-0.16° removing under 1 %, tilted ones 0.7-3.8° removing 5-23 %.
 TILT_SCREEN = (0.3, 0.02)
@@ -252,11 +257,11 @@ def tilt_significance(z, pairs):
 
 
 def tilt_message(tilt):
-    """The sentence of a tilt :func:`gravity_tilt` or :func:`sweep_tilt` read beyond
-    :data:`TILT_DEGREES` and the share (:data:`TILT_SHARE`, or :data:`SWEEP_TILT_SHARE`
-    and :data:`SWEEP_TILT_P` for a gravity fit), else None."""
+    """The sentence of a tilt :func:`gravity_tilt` or :func:`sweep_tilt` read between
+    :data:`TILT_DEGREES` and :data:`TILT_MAX`, beyond the share (:data:`TILT_SHARE`, or
+    :data:`SWEEP_TILT_SHARE` and :data:`SWEEP_TILT_P` for a gravity fit), else None."""
     sweeps = bool(tilt) and tilt.get('by') == 'sweeps'
-    if not tilt or tilt['degrees'] < TILT_DEGREES or \
+    if not tilt or tilt['degrees'] < TILT_DEGREES or tilt['degrees'] > TILT_MAX or \
             tilt['removed'] < (SWEEP_TILT_SHARE if sweeps else TILT_SHARE):
         return None
     if sweeps and not (tilt.get('p') is not None and tilt['p'] <= SWEEP_TILT_P):
@@ -282,6 +287,6 @@ def read_tilt(reader, fitted, robot):
 
 
 __all__ = ['SWEEP_TILT_P', 'SWEEP_TILT_PAIRS', 'SWEEP_TILT_SHARE', 'TILT_DEGREES',
-           'TILT_SAMPLES', 'TILT_SCREEN', 'TILT_SHARE', 'column_gain', 'gravity_tilt',
+           'TILT_MAX', 'TILT_SAMPLES', 'TILT_SCREEN', 'TILT_SHARE', 'column_gain', 'gravity_tilt',
            'read_tilt', 'square_to', 'sweep_tilt', 'tilt_columns', 'tilt_message',
            'tilt_reading', 'tilt_significance']
