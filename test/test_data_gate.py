@@ -1814,6 +1814,18 @@ def test_a_tilt_reading_beyond_a_small_tilt_is_not_said():
         'the torques follow gravity tilted about 5.0°')
 
 
+def test_a_sweep_tilt_needs_more_standard_errors_from_fewer_pairs():
+    """The jackknife distance over k pairs is judged as Hotelling's T²: with many pairs its
+    tail is the chi-square's exp(-z²/2); with the 12 pairs of sweeps at 2 poses a joint,
+    4 standard errors are far from enough (a review: level sweeps read 4.4-5.2)."""
+    from arm_dyn_id.identification.tilt import SWEEP_TILT_P, tilt_significance
+    assert tilt_significance(4.0, 100000) == pytest.approx(np.exp(-8.0), rel=1e-3)
+    assert tilt_significance(4.0, 12) > 10 * SWEEP_TILT_P
+    assert tilt_significance(5.2, 12) > SWEEP_TILT_P
+    assert tilt_significance(7.9, 30) < SWEEP_TILT_P       # a UR5 tilted 4°, 5 poses
+    assert tilt_significance(None, 30) is None and tilt_significance(9.0, 2) is None
+
+
 def test_a_tilted_base_is_named_on_a_gravity_fit_from_sweeps(tmp_path, capsys):
     """The same on the gravity path: slow sweeps of a UR5 on a base tilted 4° (friction
     held at rest that changes from hold to hold) were written without a word, shoulder_pan's
