@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / 'test'))
 
 from arm_bags import Arm, example_robot, realistic_sweeps  # noqa: E402
 
+from arm_dyn_id.identification.pairing import join_paired  # noqa: E402
 from arm_dyn_id.identification.pipeline import fit_gravity, judge_gravity_fit  # noqa: E402
 from arm_dyn_id.identification.tilt import (SWEEP_TILT_P, SWEEP_TILT_SHARE,  # noqa: E402
                                             TILT_DEGREES, column_gain, sweep_tilt,
@@ -59,14 +60,10 @@ def urdf_of(key):
 
 def jackknife_z(fitted, robot):
     """The jackknife standard errors of the tilt read (every record, for the table)."""
-    paired = [case[0] for case in fitted.cases.values()]
-    q = np.concatenate([p.q for p in paired])
-    tau = np.concatenate([p.tau for p in paired])
-    groups = np.concatenate([p.pair_id + (k << 32) for k, p in enumerate(paired)])
-    rows = np.arange(len(q))[::max(1, len(q) // 2000)]
-    q, tau, groups = q[rows], tau[rows], groups[rows]
-    W = np.transpose(robot.gravity_regressor_joint_major(q)[:, fitted.model.base.independent],
-                     (2, 0, 1))
+    joined = join_paired([case[0] for case in fitted.cases.values()])
+    rows = np.arange(len(joined.q))[::max(1, len(joined.q) // 2000)]
+    q, tau, groups = joined.q[rows], joined.tau[rows], joined.pair_id[rows]
+    W = fitted.model.base.reduce(robot.gravity_regressor(q))
     z, pairs = column_gain(W, tilt_columns(fitted.model, q), tau, groups)[2:]
     return z, tilt_significance(z, pairs)
 

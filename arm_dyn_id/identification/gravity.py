@@ -100,7 +100,7 @@ def pair_offsets(robot, base, paired, noise=None, plain=False):
     """
     n = robot.n_joints
     offsets = np.full(n, np.nan)
-    swept = [j for j in range(n) if offset_mask(paired)[:, j].any()]
+    swept = list(np.flatnonzero(offset_mask(paired).any(axis=0)))
     moving = np.asarray(paired.moving_joint, dtype=int)
     if not swept:
         return (None, offsets, None) if plain else (None, offsets)
@@ -189,14 +189,10 @@ def pair_offset_reading(model, cases, robot, noise=None):
     without each swept joint's constant (:func:`pair_offsets`, on every k-th sample
     beyond :data:`MOMENTS_THRESHOLD`): ``{beta, without, offsets, poses}`` or None when
     no joint is swept at two poses or the constants cannot be told from gravity."""
-    from arm_dyn_id.identification.pairing import PairedData
-    paired = [case[0] for case in cases.values()]
-    if not paired:
+    from arm_dyn_id.identification.pairing import PairedData, join_paired
+    if not cases:
         return None
-    joined = PairedData(**{
-        key: np.concatenate([np.asarray(getattr(p, key)) +
-                             (k << 32 if key == 'pair_id' else 0) for k, p in enumerate(paired)])
-        for key in ('q', 'tau', 'friction', 'dq', 'moving_joint', 'pair_id')})
+    joined = join_paired([case[0] for case in cases.values()])
     stride = -(-len(joined.q) // MOMENTS_THRESHOLD)
     if stride > 1:
         joined = PairedData(**{k: v[::stride] for k, v in vars(joined).items()})

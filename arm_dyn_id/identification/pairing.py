@@ -59,6 +59,27 @@ class PairedData:
         return self.q.shape[0]
 
 
+def join_paired(parts):
+    """One :class:`PairedData` of several (a fit's held-out and training cases), their
+    pairs kept apart (each part's ``pair_id`` shifted past the others')."""
+    return PairedData(**{
+        key: np.concatenate([np.asarray(getattr(p, key)) +
+                             (np.int64(k) << 32 if key == 'pair_id' else 0)
+                             for k, p in enumerate(parts)])
+        for key in ('q', 'tau', 'friction', 'dq', 'moving_joint', 'pair_id')})
+
+
+def on_swept_joint(paired, per_joint):
+    """(M, n): ``per_joint`` (n,) on each averaged sample's swept joint, zero elsewhere and
+    where it is not finite (a gravity model's ``pair_offset`` as torque)."""
+    out = np.zeros(np.shape(paired.tau))
+    value = np.nan_to_num(np.asarray(per_joint, dtype=float))
+    moving = np.asarray(paired.moving_joint, dtype=int)
+    rows = np.flatnonzero(moving >= 0)
+    out[rows, moving[rows]] = value[moving[rows]]
+    return out
+
+
 def sweeps_from_markers(t, markers):
     """Sample ranges of the sweep phases given segment markers.
 

@@ -38,7 +38,7 @@ from arm_dyn_id.model.payload import (DEFAULT_FRAMES, _six, _skew, _sym,  # noqa
                                       payload_frame, payload_full_regressor, payload_regressor,
                                       payload_transform)
 from arm_dyn_id.model.robot import Payload
-from arm_dyn_id.identification.pairing import average_pairs, sweeps_from_markers
+from arm_dyn_id.identification.pairing import average_pairs, on_swept_joint, sweeps_from_markers
 
 PAYLOAD_PARAMS = ('m', 'mx', 'my', 'mz')
 
@@ -467,13 +467,10 @@ def identify_payload(model, t, q, tau, markers=None, noise=None, frame='flange',
         q, tau = paired.q, paired.tau
         note = f'gravity model, {len(np.unique(paired.pair_id))} forward/backward pairs averaged'
     extra = tau - (model.gravity_torques(q) if len(q) else np.empty_like(tau))
-    offset = np.nan_to_num(getattr(model, 'friction', {}).get('pair_offset',
-                                                              np.zeros(tau.shape[1])))
-    if average and np.any(offset):
+    if average and 'pair_offset' in getattr(model, 'friction', {}):
         # the constant the arm's own sweeps kept on the swept joint (friction stronger one
         # way, an effort offset: --pair-offsets yes), which the payload did not bring
-        rows = np.flatnonzero(paired.moving_joint >= 0)
-        extra[rows, paired.moving_joint[rows]] -= offset[paired.moving_joint[rows]]
+        extra = extra - on_swept_joint(paired, model.friction['pair_offset'])
     P = whole = payload_regressor(model.robot, q, frame)
     if average and free_offsets:
         P, extra = without_held_offsets(P, extra, paired.pair_id, still_joints(paired))

@@ -31,7 +31,8 @@ from arm_dyn_id.errors import DataError
 from arm_dyn_id.identification.estimators import HOLDOUT_FOLDS
 from arm_dyn_id.identification.gravity import (DEFAULT_METHODS, GravityFit, as_record,
                                                identify_gravity)
-from arm_dyn_id.identification.pairing import average_pairs, pair_sweeps, sweeps_from_markers
+from arm_dyn_id.identification.pairing import (average_pairs, on_swept_joint, pair_sweeps,
+                                               sweeps_from_markers)
 from arm_dyn_id.identification.tilt import gravity_tilt, read_tilt, sweep_tilt, tilt_message
 from arm_dyn_id.validation.metrics import joint_metrics
 
@@ -272,12 +273,9 @@ def pair_metrics(model, t, q, tau, pairs, joints, noise=None, gravity=None, pair
         # noise, at a fraction of the cost of G(q) for an hour at 1 kHz
         paired = type(paired)(**{k: v[::stride] for k, v in vars(paired).items()})
     predicted = model.gravity_torques(paired.q, gravity=gravity)
-    offset = np.nan_to_num(model.friction.get('pair_offset', np.zeros(len(joints))))
-    if np.any(offset):
+    if 'pair_offset' in model.friction:
         # the constant a swept joint keeps in its pair averages, fitted beside gravity
-        rows = np.flatnonzero(paired.moving_joint >= 0)
-        predicted = predicted.copy()
-        predicted[rows, paired.moving_joint[rows]] += offset[paired.moving_joint[rows]]
+        predicted = predicted + on_swept_joint(paired, model.friction['pair_offset'])
     return joint_metrics(paired.tau, predicted, joints, noise), paired, predicted
 
 

@@ -217,22 +217,19 @@ def sweep_tilt(fitted, robot):
         ``pairs``, ``p`` (:func:`tilt_significance`) and ``by`` ('sweeps'); None with too
         few finite samples.
     """
+    from arm_dyn_id.identification.pairing import join_paired
     model = fitted.model
-    paired = [case[0] for case in fitted.cases.values()]
     g = np.asarray(model.robot.gravity_vector, dtype=float)
-    if not paired or not np.linalg.norm(g) > 0:
+    if not fitted.cases or not np.linalg.norm(g) > 0:
         return None
-    q = np.concatenate([p.q for p in paired])
-    tau = np.concatenate([p.tau for p in paired])
-    groups = np.concatenate([np.asarray(p.pair_id, dtype=np.int64) + (k << 32)
-                             for k, p in enumerate(paired)])
+    joined = join_paired([case[0] for case in fitted.cases.values()])
+    q, tau, groups = joined.q, joined.tau, joined.pair_id
     rows = np.flatnonzero(np.all(np.isfinite(q), axis=1) & np.all(np.isfinite(tau), axis=1))
     if len(rows) < 10:
         return None
     rows = rows[::max(1, len(rows) // TILT_SAMPLES)]
     q, tau, groups = q[rows], tau[rows], groups[rows]
-    regressor = robot.gravity_regressor_joint_major(q)          # (n, p, M)
-    W = np.transpose(regressor[:, model.base.independent, :], (2, 0, 1))
+    W = model.base.reduce(robot.gravity_regressor(q))
     G = tilt_columns(model, q)
     coef, removed = column_gain(W, G, tau)[:2]
     z, pairs = None, len(np.unique(groups))
