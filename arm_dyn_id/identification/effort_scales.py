@@ -1,4 +1,8 @@
-"""Each joint's effort scale against the other joints', from a full fit's own moments.
+"""Each joint's effort scale against the other joints', from a fit's own moments.
+
+Full fits read it on their time blocks (``full_dynamics``); gravity fits from sweeps on
+their averaged pairs (``gravity.pair_effort_scales``), with the held joints' offsets and
+the swept joints' constants eliminated.
 
 A joint's torque constant (or the scale its driver applies) off by a factor scales that
 joint's row of the dynamic equations alone. The rigid body couples the rows: a link's

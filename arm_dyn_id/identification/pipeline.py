@@ -1276,9 +1276,12 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
 
     A base that is not level (:func:`~arm_dyn_id.identification.tilt.sweep_tilt`, on the
     fit's own samples) is named first in a refusal, or carried as a warning.
-    A model that moves by :data:`~arm_dyn_id.identification.gravity.PAIR_OFFSET_SHIFT`
-    when each swept joint's constant in its pair averages is fitted beside it is carried
-    as a warning (``pair_offset_warning``).
+    A joint whose effort disagrees with the other joints' on the averaged pairs
+    (:func:`_pair_scales`: one torque constant off) is refused or carried as a warning
+    (``pair_scale_warning``, said as the ``effort_scale_warning``). A model that moves by
+    :data:`~arm_dyn_id.identification.gravity.PAIR_OFFSET_SHIFT` when each swept joint's
+    constant in its pair averages is fitted beside it is carried as a warning
+    (``pair_offset_warning``).
 
     Returns
     -------
@@ -1287,6 +1290,10 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     verdict = _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
                          read_tilt(sweep_tilt, fitted, robot))[0]
     mode = ((fitted.model.metadata.get('fit') or {}).get('pair_offsets') or {}).get('mode')
+    if mode is not None and (verdict.ok or verdict.cause == 'load'):
+        # one torque constant off: the joints' efforts against each other, on the pairs
+        # (a load the URDF lacks moves none of them: the fit identifies it)
+        verdict = _pair_scales(fitted, robot, verdict, effort, gains)
     if verdict.ok and mode == 'auto':
         # friction stronger one way, or an effort offset: how far the model moves with it
         from arm_dyn_id.identification.gravity import pair_offset_reading, pair_offset_warning
@@ -1302,6 +1309,35 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
         if said:
             verdict.checks['pair_offset_warning'] = said
     return verdict
+
+
+def _pair_scales(fitted, robot, verdict, effort, gains):
+    """``verdict`` with a gravity fit's effort scales read on its averaged pairs
+    (:func:`~arm_dyn_id.identification.gravity.pair_effort_scales`) and judged
+    (:func:`~arm_dyn_id.validation.plausibility.pair_scales`): a passed one refused, or
+    carrying the warning. A refusal for a load the URDF lacks (its scales against the
+    URDF growing along the chain) names the constant instead when one joint's effort
+    is refused against the others': a humanoid arm's joint_4 at 2x, read x1.1 x1.1 x1.02
+    x2.08 against the URDF, was refused as a missing load."""
+    from arm_dyn_id.identification.gravity import every_pair, pair_effort_scales
+    from arm_dyn_id.validation.plausibility import pair_scales
+    try:
+        joined = every_pair(fitted.cases)
+        scales = None if joined is None else pair_effort_scales(
+            fitted.model.base, joined, robot, fitted.info.get('weights_noise'))
+    except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
+        scales = None   # a reading that fails must not stop a passed fit
+    if scales is None:
+        return verdict
+    judged = pair_scales(scales, list(robot.joint_names), effort, gains)
+    checks = {**verdict.checks, **judged.checks}
+    if not verdict.ok:
+        if judged.ok:
+            return type(verdict)(False, verdict.reason, checks, verdict.cause)
+        return type(verdict)(False, judged.reason + ' (the URDF\'s checks read it as a load '
+                             'the URDF lacks, which moves no joint\'s effort against the '
+                             'others\')', checks, judged.cause)
+    return type(verdict)(judged.ok, judged.reason, checks, judged.cause)
 
 
 def _gravity_gate(fitted, robot, raw, effort, gains):

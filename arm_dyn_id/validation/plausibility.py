@@ -1188,11 +1188,89 @@ def effort_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_
         checks, 'torque_constant')
 
 
+#: A gravity fit from sweeps (:func:`arm_dyn_id.identification.gravity.
+#: pair_effort_scales`) judges a joint's effort scale where freeing it removes this share
+#: of the weighted residual: right sweeps of three arms at 1-3 poses a joint, with friction
+#: the same both ways, stronger one way or held, removed at most 0.001; one constant
+#: 0.8x or 1.2x removed 0.007-2.4 (docs/benchmarks.md, "A torque constant off on sweeps").
+PAIR_SCALE_DROP = 0.003
+
+
+def pair_scales(scales, joints, effort=None, gains=None, limit=RELATIVE_SCALE_LIMIT):
+    """A gravity fit's effort scales, read from its sweeps (``scales``: :func:`arm_dyn_id.
+    identification.gravity.pair_effort_scales`), judged: a joint whose freed scale
+    removes :data:`PAIR_SCALE_DROP` of the residual, pinned by the coupling (``rise``
+    :data:`EFFORT_SCALE_DROP`, not at the searched range's end), off 1 by
+    :data:`EFFORT_SCALE_OFF` and 3 standard errors, is said as the model is written
+    (``checks['pair_scale_warning']``); beyond ``limit`` by 3 standard errors it is
+    refused (cause ``torque_constant``). Both ways: the swept joint's averaged torque and
+    the gravity regressor carry no error that would shrink a scale (right sweeps read
+    0.98-1.02). The joint named is the one whose scale removes the most, with every joint
+    whose scale removes half as much: joints that carry the same links read one's 2x as
+    the other's 0.5x. A base tilted 4° that the tilt reading leaves unsaid (2 poses a
+    joint) was warned of 3 times in 18 this way, so the warning names the tilt too.
+
+    Returns
+    -------
+    Plausibility
+        ``checks['pair_scales']``: the readings.
+    """
+    checks = {'pair_scales': dict(scales or {})}
+    table = checks['pair_scales']
+
+    def reading(d):
+        """``(s, |log s| less 3 standard errors)`` of a judged joint, else None."""
+        s, se = d.get('scale'), d.get('std_error')
+        if not (isinstance(s, (int, float)) and np.isfinite(s) and s > 0 and
+                se is not None and np.isfinite(se) and not d.get('at_end', True) and
+                (d.get('drop') or 0.0) >= PAIR_SCALE_DROP and
+                (d.get('rise') or 0.0) >= EFFORT_SCALE_DROP):
+            return None
+        return s, abs(np.log(s)) - 3.0 * se / s
+
+    off = {j: reading(table[j]) for j in joints if isinstance(table.get(j), dict)}
+    off = {j: r for j, r in off.items()
+           if r is not None and abs(np.log(r[0])) >= np.log1p(EFFORT_SCALE_OFF) and r[1] > 0}
+    if not off:
+        return Plausibility(True, None, checks)
+    name = max(off, key=lambda j: table[j]['drop'])
+    alike = [j for j in off if j != name and table[j]['drop'] >= 0.5 * table[name]['drop']]
+
+    def reads(j):
+        d = table[j]
+        return f"{j}'s reads x{d['scale']:.3g} ± {d['std_error']:.2g}"
+    also = ''.join(f'; or {reads(j)}' for j in alike)
+    if alike:
+        also += (' (these joints carry the same links: one\'s scale high reads as the '
+                 "other's low)")
+    share = f"freeing it removes {100 * table[name]['drop']:.0f} % of the fit's residual"
+    if off[name][1] > np.log(limit):
+        what, why = _constant_advice(None if gains is None else gains[list(joints).index(name)],
+                                     table[name]['scale'], effort)
+        return Plausibility(
+            False, f"on these sweeps {reads(name)} of what the other joints' efforts make of "
+            f"the arm (the gravity torque each joint shares with those before it, fitted "
+            f"with no URDF; {share}){also}, where a right arm reads within {limit:g}x: "
+            f'{what} looks off {why}', checks, 'torque_constant')
+    checks['pair_scale_warning'] = (
+        f"the joints' efforts disagree on the arm: on these sweeps {reads(name)} of what "
+        f"the other joints' efforts make of it (the gravity torque each joint shares with "
+        f"those before it, fitted with no URDF; {share}, where right sweeps remove under "
+        f'{100 * PAIR_SCALE_DROP:g} %){also}. A torque constant off by that factor there '
+        "leaves the model wrong on that joint and the links it shares: check the "
+        'constants (arm-dyn-id check compares each joint with the URDF, arm-dyn-id '
+        'calibrate measures them with a known load). A base that is not level reads this '
+        "way too: if the arm's mount is tilted, give its gravity (--gravity-vector, "
+        'config key gravity_vector)')
+    return Plausibility(True, None, checks)
+
+
 def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
     """The warning of a fit written while a joint's effort reads high against the other
     joints' (``checks['effort_scale_suspects']`` of :func:`effort_scales`), or off either
     way with a freed scale that explains much of the record
-    (``checks['effort_scale_decisive']``), else None."""
+    (``checks['effort_scale_decisive']``), or a gravity fit's from its sweeps
+    (``checks['pair_scale_warning']`` of :func:`pair_scales`), else None."""
     table = (checks or {}).get('effort_scales') or {}
     union = (checks or {}).get('effort_scales_union') or {}
 
@@ -1233,6 +1311,8 @@ def effort_scale_warning(checks, limit=RELATIVE_SCALE_LIMIT):
             'joint and the links it shares: check the constants (arm-dyn-id check compares '
             'each joint with the URDF, arm-dyn-id calibrate measures them with a known '
             'load)')
+    if (checks or {}).get('pair_scale_warning'):
+        said.append(checks['pair_scale_warning'])    # a gravity fit's, from its sweeps
     return '; and '.join(said) or None
 
 
