@@ -269,6 +269,12 @@ def gated_fit(bag, out, options, tree=None):
     if code == 0 and gate.get('effort_scale_decisive'):
         # the same warning: a scale that explains much of the record, either way
         what += f' (warned: {", ".join(gate["effort_scale_decisive"])} reads off)'
+    if code == 0 and gate.get('pair_offset_warning'):
+        # a gravity fit from sweeps that moves with the pair offsets freed
+        what += ' (warned: pair offsets)'
+    if code == 0 and gate.get('pair_scale_warning'):
+        # a gravity fit from sweeps whose joints' efforts disagree
+        what += ' (warned: effort scale)'
     tilt = gate.get('gravity_tilt') or {}
     refused_for_tilt = code != 0 and 'gravity tilted' in (gate.get('reason') or '')
     if gate.get('gravity_tilt_warning') or refused_for_tilt:
