@@ -236,3 +236,17 @@ def test_a_sweep_merged_with_the_move_after_it_is_still_found_through_encoder_no
         counts[(s.joint_index, s.direction)] += 1
         assert s.speed == pytest.approx(np.deg2rad(15.0), rel=0.05), s
     assert all(c == 2 for c in counts.values()), counts
+
+
+def test_the_crests_of_an_oscillation_are_not_sweeps():
+    """A joint oscillating as a sinusoid (a real UR10e's single-joint records: 0.1 Hz, 1
+    rad) has no constant-speed stretch: its speed crests within a 5 % band for a second or
+    more, but there the passes' accelerations are the same at the same angle both ways and
+    would not cancel in their average. The other speed levels tried when a run's median
+    finds no sweep keep only a stretch whose speed holds level (the medians of its thirds
+    within a quarter of the band), so no sweep is found in it, as before."""
+    t = np.arange(0.0, 60.0, 0.01)
+    q = np.zeros((len(t), 3))
+    q[:, 1] = -2.26 + 1.03 * np.sin(2 * np.pi * 0.1 * t)
+    q += np.random.default_rng(0).standard_normal(q.shape) * 1e-5
+    assert detect_sweeps(t, q) == []
