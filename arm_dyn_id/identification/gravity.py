@@ -188,19 +188,18 @@ def every_pair(cases):
     :class:`~arm_dyn_id.identification.pipeline.GravityPipelineFit`) as one
     :class:`~arm_dyn_id.identification.pairing.PairedData`, every k-th sample beyond
     :data:`MOMENTS_THRESHOLD`; None without cases."""
-    from arm_dyn_id.identification.pairing import PairedData, join_paired
+    from arm_dyn_id.identification.pairing import join_paired, thinned
     if not cases:
         return None
-    joined = join_paired([case[0] for case in cases.values()])
-    stride = -(-len(joined.q) // MOMENTS_THRESHOLD)
-    if stride > 1:
-        joined = PairedData(**{k: v[::stride] for k, v in vars(joined).items()})
-    return joined
+    return thinned(join_paired([case[0] for case in cases.values()]), MOMENTS_THRESHOLD)
 
 
 #: The averaged pairs are dealt into this many blocks (whole pairs, in turn) for the
 #: jackknife of :func:`pair_effort_scales`.
 PAIR_SCALE_BLOCKS = 8
+#: ... on every k-th averaged sample beyond this many (sweeps at 1 kHz are oversampled
+#: many times over; the pairs, not the samples, carry the scales' errors).
+PAIR_SCALE_ROWS = 20_000
 
 
 def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS):
@@ -216,8 +215,11 @@ def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS
     clear). Read on the fit's own regressor, with the held joints' offsets over each pair
     and each swept joint's constant over its pairs (:func:`offset_mask`) eliminated as
     free unknowns: friction stronger one way, held friction and effort offsets then move
-    no scale. ``noise``: the fit's σ per joint (1/σ² weights); the standard error is the
-    jackknife over ``blocks`` blocks of whole pairs.
+    no scale (every k-th averaged sample beyond :data:`PAIR_SCALE_ROWS`). ``noise``: the
+    fit's σ per joint (1/σ² weights); the standard error is the jackknife over ``blocks``
+    blocks of whole pairs, computed for a joint whose scale reads
+    off 1 by :data:`~arm_dyn_id.validation.plausibility.EFFORT_SCALE_OFF` or more (None
+    for the others: the gate judges no joint nearer 1).
 
     Returns
     -------
@@ -227,6 +229,8 @@ def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS
     """
     from arm_dyn_id.identification.effort_scales import relative_effort_scales
     from arm_dyn_id.identification.estimators import sample_moments
+    from arm_dyn_id.identification.pairing import thinned
+    joined = thinned(joined, PAIR_SCALE_ROWS)
     ids = np.unique(joined.pair_id)
     if len(ids) < 2:
         return None
@@ -243,7 +247,10 @@ def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS
     ok = np.all(np.isfinite(tau), axis=1) & np.all(np.isfinite(Yb), axis=(1, 2))
     parts = [sample_moments(Yb, tau, np.ones(n), ok & (block == b))
              for b in range(min(int(blocks), len(ids)))]
-    return relative_effort_scales(parts, w, list(robot.joint_names))
+    # the jackknife only where a scale reads off 1 by what the gate judges
+    from arm_dyn_id.validation.plausibility import EFFORT_SCALE_OFF
+    return relative_effort_scales(parts, w, list(robot.joint_names),
+                                  limit=1.0 + EFFORT_SCALE_OFF)
 
 
 def pair_offset_reading(model, cases, robot, noise=None):

@@ -59,6 +59,15 @@ class PairedData:
         return self.q.shape[0]
 
 
+def thinned(paired, rows):
+    """``paired`` (:class:`PairedData`) on every k-th averaged sample, the smallest k that
+    leaves at most ``rows`` (itself when it holds no more)."""
+    stride = -(-len(paired.q) // int(rows))
+    if stride <= 1:
+        return paired
+    return PairedData(**{k: v[::stride] for k, v in vars(paired).items()})
+
+
 def join_paired(parts):
     """One :class:`PairedData` of several (a fit's held-out and training cases), their
     pairs kept apart (each part's ``pair_id`` shifted past the others')."""
