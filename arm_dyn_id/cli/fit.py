@@ -315,7 +315,17 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                                 gains=gains)
     if verdict.ok:
-        _fit_warnings(progress, model, verdict)
+        few = _fit_warnings(progress, model, verdict).get('unchecked_sweeps')
+        if few:
+            what = ('a torque constant' if (args.effort or 'current') == 'current' else
+                    'an effort scale')
+            progress.phase(
+                f'not checked by these sweeps: {", ".join(few)} (swept at '
+                f'{"one pose" if max(few.values()) == 1 else "fewer than two poses"} of the '
+                f'other joints): friction stronger one way or an effort offset there, and '
+                f'{what} off against the other joints\', would be written like a right '
+                'model; sweep each joint at two poses or more (arm-dyn-id design) to have '
+                'them read')
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
     return _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted,

@@ -1344,8 +1344,11 @@ def _pair_scales(fitted, robot, verdict, effort, gains):
         joined = every_pair(fitted.cases)
         scales = None if joined is None else pair_effort_scales(
             fitted.model.base, joined, robot, fitted.info.get('weights_noise'))
+        few = None if joined is None else _few_poses(robot, joined)
     except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
-        scales = None   # a reading that fails must not stop a passed fit
+        scales = few = None   # a reading that fails must not stop a passed fit
+    if few is not None:
+        verdict.checks['few_poses'] = few
     if scales is None:
         return verdict
     judged = pair_scales(scales, list(robot.joint_names), effort, gains)
@@ -1357,6 +1360,20 @@ def _pair_scales(fitted, robot, verdict, effort, gains):
                              'the URDF lacks, which moves no joint\'s effort against the '
                              'others\')', checks, judged.cause)
     return type(verdict)(judged.ok, judged.reason, checks, judged.cause)
+
+
+def _few_poses(robot, joined):
+    """The joints that carry gravity and that a gravity fit's pairs (``joined``) sweep at
+    fewer than two poses of the others: {joint: poses}. There neither the constant a
+    forward/backward average keeps (friction stronger one way, an effort offset: it is
+    that joint's own gravity's constant) nor the joint's effort scale against the others'
+    is read (sweeps of three arms at one pose a joint: 0.8x-1.2x said 2 times in 24)."""
+    from arm_dyn_id.identification.gravity import sweep_poses
+    from arm_dyn_id.model.robot import carries_gravity
+    urdf = np.sqrt(np.mean(robot.gravity_torques(workspace_poses(robot)) ** 2, axis=0))
+    return {name: int(sweep_poses(joined, j))
+            for j, (name, loaded) in enumerate(zip(robot.joint_names, carries_gravity(urdf)))
+            if loaded and sweep_poses(joined, j) < 2}
 
 
 def _gravity_gate(fitted, robot, raw, effort, gains):

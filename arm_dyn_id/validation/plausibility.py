@@ -1362,10 +1362,16 @@ def written_warnings(checks):
 def fit_notes(checks, joints=None):
     """What a fit the gate let through adds to its model's ``fit`` section: its warnings
     (:func:`written_warnings`, keys :data:`~arm_dyn_id.model.gate.FIT_WARNINGS`) and, for
-    a full fit (``joints`` given), ``unchecked_scales`` (:func:`unchecked_scales`)."""
+    a full fit (``joints`` given), ``unchecked_scales`` (:func:`unchecked_scales`); for a
+    gravity fit from sweeps, ``unchecked_sweeps``: {joint: poses} of the loaded joints
+    swept at fewer than two poses of the others (the gate's ``few_poses``), whose pair
+    constant and effort scale the sweeps do not read."""
     notes = written_warnings(checks)
     if joints is not None:
         notes['unchecked_scales'] = unchecked_scales(checks, joints)
+    if 'few_poses' in (checks or {}):
+        # a gravity fit from sweeps: its loaded joints swept at fewer than two poses
+        notes['unchecked_sweeps'] = dict(checks['few_poses'])
     return notes
 
 
