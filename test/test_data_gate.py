@@ -2086,7 +2086,7 @@ def test_sweeps_at_one_pose_a_joint_say_what_they_cannot_check(tmp_path, capsys)
         if poses == 1:
             assert doc['fit']['unchecked_sweeps'] == {'shoulder_lift_joint': 1,
                                                       'elbow_joint': 1}, doc['fit']
-            assert ('not checked by these sweeps: shoulder_lift_joint, elbow_joint (swept at '
-                    'one pose of the other joints)') in err, err
+            assert ('not checked by these sweeps: shoulder_lift_joint (one pose), elbow_joint '
+                    '(one pose) (swept at fewer than two poses of the other joints)') in err, err
         else:
             assert doc['fit']['unchecked_sweeps'] == {} and 'not checked' not in err, err

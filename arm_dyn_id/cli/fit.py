@@ -319,11 +319,12 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
         if few:
             what = ('a torque constant' if (args.effort or 'current') == 'current' else
                     'an effort scale')
+            swept = ', '.join(f'{joint} ({"not swept" if poses == 0 else "one pose"})'
+                              for joint, poses in few.items())
             progress.phase(
-                f'not checked by these sweeps: {", ".join(few)} (swept at '
-                f'{"one pose" if max(few.values()) == 1 else "fewer than two poses"} of the '
-                f'other joints): friction stronger one way or an effort offset there, and '
-                f'{what} off against the other joints\', would be written like a right '
+                f'not checked by these sweeps: {swept} (swept at fewer than two poses of '
+                f'the other joints): friction stronger one way or an effort offset there, '
+                f'and {what} off against the other joints\', would be written like a right '
                 'model; sweep each joint at two poses or more (arm-dyn-id design) to have '
                 'them read')
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
