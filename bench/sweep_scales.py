@@ -19,7 +19,7 @@ arm, worst joint.
 
     .venv/bin/python bench/sweep_scales.py [--seeds 4] [--arms humanoid,ur5,panda]
 
-About 4 minutes on 2 cores.
+About 1.5 minutes on 2 cores.
 """
 
 import os
