@@ -254,6 +254,17 @@ def _flat_sweep(t, speed, j, offset, half, speed_tolerance, still_fraction, min_
                       min_duration)
     if found is not None:
         return found
+    # no level can pass where the other joints never stand still for a sweep's length
+    # (a move between poses: most runs that reach this point). A stretch _sweep_at keeps
+    # has speed >= plateau (1 - tolerance) and the others <= still_fraction x plateau, so
+    # every sample of it passes this test: it prunes nothing that could be found
+    others = np.delete(speed, j, axis=1)
+    if others.size and speed_tolerance < 1:
+        quiet = np.all(others <= still_fraction / (1 - speed_tolerance) * speed[:, [j]],
+                       axis=1)
+        if not any(t[offset + b - 1] - t[offset + a] >= min_duration
+                   for a, b in _runs(quiet)):
+            return None
     levels = np.quantile(speed[:, j], PLATEAU_QUANTILES)
     spans = [_longest_span(np.abs(speed[:, j] - level) <= speed_tolerance * level, 2 * half)
              for level in levels]
