@@ -50,6 +50,16 @@ def without_held_offsets(Yb, tau, groups, still):
     return Yb, tau
 
 
+def without_swept_constants(Yb, tau, mask):
+    """Yb, τ with each swept joint's constant over all its pairs taken out of its rows
+    (``mask`` (M, n): :func:`offset_mask`): one free offset per swept joint, eliminated
+    (:func:`without_held_offsets` grouped by the joint each sample sweeps)."""
+    if not np.any(mask):
+        return Yb, tau
+    swept = np.where(mask.any(axis=1), np.argmax(mask, axis=1), -1)
+    return without_held_offsets(Yb, tau, swept, mask)
+
+
 #: ``pair_offsets`` of :func:`identify_gravity`: ``'auto'`` fits the gravity as seed 000
 #: does and reads it again with each swept joint's constant free
 #: (:func:`pair_offsets`: the gate says how far that moves it); ``'yes'`` fits it with
@@ -160,8 +170,7 @@ def _choose(robot, base, q, tau, noise, methods, groups, strata, folds, seed, va
         Yb, tau = without_held_offsets(Yb, tau, groups, still)
     if moving is not None:
         # the swept joint's offset, one per joint over all its pairs
-        swept = np.where(moving.any(axis=1), np.argmax(moving, axis=1), -1)
-        Yb, tau = without_held_offsets(Yb, tau, swept, moving)
+        Yb, tau = without_swept_constants(Yb, tau, moving)
     val = None
     if validation is not None:
         qv, tv = validation
@@ -202,7 +211,8 @@ PAIR_SCALE_BLOCKS = 8
 PAIR_SCALE_ROWS = 20_000
 
 
-def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS):
+def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS,
+                       limit=None):
     """Each joint's effort scale against the other joints' (:func:`arm_dyn_id.
     identification.effort_scales.relative_effort_scales`), read from a gravity fit's
     averaged pairs (``joined``: :func:`every_pair`).
@@ -217,9 +227,9 @@ def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS
     free unknowns: friction stronger one way, held friction and effort offsets then move
     no scale (every k-th averaged sample beyond :data:`PAIR_SCALE_ROWS`). ``noise``: the
     fit's σ per joint (1/σ² weights); the standard error is the jackknife over ``blocks``
-    blocks of whole pairs, computed for a joint whose scale reads
-    off 1 by :data:`~arm_dyn_id.validation.plausibility.EFFORT_SCALE_OFF` or more (None
-    for the others: the gate judges no joint nearer 1).
+    blocks of whole pairs, computed for a joint whose scale reads beyond ``limit`` (or
+    below its inverse; every joint's when None) and None for the others (the gate passes
+    the nearest it judges).
 
     Returns
     -------
@@ -237,31 +247,21 @@ def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS
     n = robot.n_joints
     Yb = base.reduce(robot.gravity_regressor(joined.q))
     Yb, tau = without_held_offsets(Yb, joined.tau, joined.pair_id, still_joints(joined))
-    mask = offset_mask(joined)
-    if mask.any():
-        swept = np.where(mask.any(axis=1), np.argmax(mask, axis=1), -1)
-        Yb, tau = without_held_offsets(Yb, tau, swept, mask)
+    Yb, tau = without_swept_constants(Yb, tau, offset_mask(joined))
     sigma = np.asarray(noise if noise is not None else np.ones(n), dtype=float)
     w = 1.0 / np.maximum(sigma, 1e-12) ** 2
     block = np.searchsorted(ids, joined.pair_id) % min(int(blocks), len(ids))
     ok = np.all(np.isfinite(tau), axis=1) & np.all(np.isfinite(Yb), axis=(1, 2))
     parts = [sample_moments(Yb, tau, np.ones(n), ok & (block == b))
              for b in range(min(int(blocks), len(ids)))]
-    # the jackknife only where a scale reads off 1 by what the gate judges
-    from arm_dyn_id.validation.plausibility import EFFORT_SCALE_OFF
-    return relative_effort_scales(parts, w, list(robot.joint_names),
-                                  limit=1.0 + EFFORT_SCALE_OFF)
+    return relative_effort_scales(parts, w, list(robot.joint_names), limit=limit)
 
 
-def pair_offset_reading(model, cases, robot, noise=None):
-    """The data of a gravity fit (every averaged pair, held out and fitted: ``cases`` of a
-    :class:`~arm_dyn_id.identification.pipeline.GravityPipelineFit`) fitted with and
-    without each swept joint's constant (:func:`pair_offsets`, on every k-th sample
-    beyond :data:`MOMENTS_THRESHOLD`): ``{beta, without, offsets, poses}`` or None when
-    no joint is swept at two poses or the constants cannot be told from gravity."""
-    joined = every_pair(cases)
-    if joined is None:
-        return None
+def pair_offset_reading(model, joined, robot, noise=None):
+    """The data of a gravity fit (every averaged pair, held out and fitted: ``joined``,
+    :func:`every_pair`) fitted with and without each swept joint's constant
+    (:func:`pair_offsets`): ``{beta, without, offsets, poses}`` or None when no joint is
+    swept at two poses or the constants cannot be told from gravity."""
     beta, offsets, without = pair_offsets(robot, model.base, joined, noise, plain=True)
     if beta is None:
         return None
@@ -275,13 +275,8 @@ def pair_offset_warning(model, read, robot, poses):
     :func:`pair_offset_reading`, the same data fitted with and without them), and the
     numbers behind it: ``(text or None, checks)``."""
     from arm_dyn_id.model.robot import carries_gravity
-
-    def gravity(beta):
-        theta = np.zeros(4 * robot.n_bodies)
-        theta[model.base.independent] = beta
-        return model.robot.gravity_torques_batch(poses, theta)
-
-    fitted, freed = gravity(read['without']), gravity(read['beta'])
+    fitted, freed = (_gravity_of(model.robot, model.base, read[key], poses)
+                     for key in ('without', 'beta'))
     urdf = np.sqrt(np.mean(robot.gravity_torques(poses) ** 2, axis=0))
     loaded = carries_gravity(urdf)
     shift = np.sqrt(np.mean((freed - fitted) ** 2, axis=0)) / np.maximum(urdf, 1e-12)
@@ -336,13 +331,18 @@ def sweep_poses(paired, joint):
     return len(kept)
 
 
+def _gravity_of(robot, base, beta, q):
+    """G(q) (N, n) of the base values ``beta`` (zeros on the parameters they leave out)."""
+    theta = np.zeros(4 * robot.n_bodies)
+    theta[base.independent] = beta
+    return robot.gravity_torques_batch(q, theta)
+
+
 def _offsets_of(beta, base, robot, paired):
     """(n,) N·m: each swept joint's mean residual of the gravity ``beta`` over its own
     pairs' samples (the offset fitted beside it); NaN for a joint no pair sweeps."""
     moving = np.asarray(paired.moving_joint, dtype=int)
-    theta = np.zeros(4 * robot.n_bodies)
-    theta[base.independent] = beta
-    residual = paired.tau - robot.gravity_torques_batch(paired.q, theta)
+    residual = paired.tau - _gravity_of(robot, base, beta, paired.q)
     out = np.full(robot.n_joints, np.nan)
     for j in range(robot.n_joints):
         rows = moving == j

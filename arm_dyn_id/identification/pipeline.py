@@ -1319,15 +1319,23 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     verdict = _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
                          read_tilt(sweep_tilt, fitted, robot))[0]
     mode = ((fitted.model.metadata.get('fit') or {}).get('pair_offsets') or {}).get('mode')
-    if mode is not None and (verdict.ok or verdict.cause == 'load'):
-        # one torque constant off: the joints' efforts against each other, on the pairs
-        # (a load the URDF lacks moves none of them: the fit identifies it)
-        verdict = _pair_scales(fitted, robot, verdict, effort, gains)
+    if mode is None or not (verdict.ok or verdict.cause == 'load'):
+        return verdict
+    from arm_dyn_id.identification.gravity import every_pair
+    try:
+        joined = every_pair(fitted.cases)    # every averaged pair, held out and fitted
+    except (ValueError, ArithmeticError, LookupError, MemoryError):
+        joined = None   # the readings below must not stop a passed fit
+    if joined is None:
+        return verdict
+    # one torque constant off: the joints' efforts against each other, on the pairs (a
+    # load the URDF lacks moves none of them: the fit identifies it)
+    verdict = _pair_scales(fitted, robot, joined, verdict, effort, gains)
     if verdict.ok and mode == 'auto':
         # friction stronger one way, or an effort offset: how far the model moves with it
         from arm_dyn_id.identification.gravity import pair_offset_reading, pair_offset_warning
         try:
-            read = pair_offset_reading(fitted.model, fitted.cases, robot,
+            read = pair_offset_reading(fitted.model, joined, robot,
                                        fitted.info.get('weights_noise'))
             said, numbers = (None, None) if read is None else pair_offset_warning(
                 fitted.model, read, robot, workspace_poses(robot))
@@ -1340,21 +1348,22 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     return verdict
 
 
-def _pair_scales(fitted, robot, verdict, effort, gains):
+def _pair_scales(fitted, robot, joined, verdict, effort, gains):
     """``verdict`` with a gravity fit's effort scales read on its averaged pairs
-    (:func:`~arm_dyn_id.identification.gravity.pair_effort_scales`) and judged
+    (``joined``; :func:`~arm_dyn_id.identification.gravity.pair_effort_scales`) and judged
     (:func:`~arm_dyn_id.validation.plausibility.pair_scales`): a passed one refused, or
     carrying the warning. A refusal for a load the URDF lacks (its scales against the
     URDF growing along the chain) names the constant instead when one joint's effort
     is refused against the others': a humanoid arm's joint_4 at 2x, read x1.1 x1.1 x1.02
     x2.08 against the URDF, was refused as a missing load."""
-    from arm_dyn_id.identification.gravity import every_pair, pair_effort_scales
-    from arm_dyn_id.validation.plausibility import pair_scales
+    from arm_dyn_id.identification.gravity import pair_effort_scales
+    from arm_dyn_id.validation.plausibility import EFFORT_SCALE_OFF, pair_scales
     try:
-        joined = every_pair(fitted.cases)
-        scales = None if joined is None else pair_effort_scales(
-            fitted.model.base, joined, robot, fitted.info.get('weights_noise'))
-        few = None if joined is None else _few_poses(robot, joined)
+        # the jackknife only where a scale reads off 1 by what pair_scales judges
+        scales = pair_effort_scales(fitted.model.base, joined, robot,
+                                    fitted.info.get('weights_noise'),
+                                    limit=1.0 + EFFORT_SCALE_OFF)
+        few = _few_poses(robot, joined)
     except (ValueError, ArithmeticError, LookupError, MemoryError):   # LinAlgError too
         scales = few = None   # a reading that fails must not stop a passed fit
     if few is not None:
@@ -1381,9 +1390,10 @@ def _few_poses(robot, joined):
     from arm_dyn_id.identification.gravity import sweep_poses
     from arm_dyn_id.model.robot import carries_gravity
     urdf = np.sqrt(np.mean(robot.gravity_torques(workspace_poses(robot)) ** 2, axis=0))
-    return {name: int(sweep_poses(joined, j))
-            for j, (name, loaded) in enumerate(zip(robot.joint_names, carries_gravity(urdf)))
-            if loaded and sweep_poses(joined, j) < 2}
+    poses = {name: int(sweep_poses(joined, j))
+             for j, (name, loaded) in enumerate(zip(robot.joint_names, carries_gravity(urdf)))
+             if loaded}
+    return {name: count for name, count in poses.items() if count < 2}
 
 
 def _gravity_gate(fitted, robot, raw, effort, gains):
