@@ -90,7 +90,17 @@ def tilt_reading(gravity, coef, removed):
             'gravity_vector': (magnitude * read / np.linalg.norm(read)).tolist()}
 
 
-def column_gain(W, G, target, groups=None):
+def _solve(A, b):
+    """Least squares with the columns of ``A`` brought to unit norm first: a joint whose
+    residual is its noise alone (a first joint about a vertical axis, its sweeps'
+    constants eliminated) weighs orders of magnitude above the others, and lstsq's cut-off
+    would drop the model's columns."""
+    norms = np.linalg.norm(A, axis=0)
+    norms[~(norms > 0)] = 1.0
+    return np.linalg.lstsq(A / norms, b, rcond=None)[0] / norms
+
+
+def column_gain(W, G, target, groups=None, tilt_weights=False):
     """The two columns ``G`` fitted beside a model's own ``W`` by weighted least squares,
     each joint weighted by the spread of its residual without them.
 
@@ -120,8 +130,13 @@ def column_gain(W, G, target, groups=None):
             np.all(np.isfinite(G), axis=(1, 2)))
     W, G, target = W[rows], G[rows], target[rows]
     n, p = target.shape[1], W.shape[2]
-    plain = np.linalg.lstsq(W.reshape(-1, p), target.ravel(), rcond=None)[0]
-    spread = np.std(target - W @ plain, axis=0)
+    if tilt_weights:
+        both = np.concatenate([W, G], axis=2).reshape(-1, p + 2)
+        spread = np.std(target - (both @ _solve(both, target.ravel())).reshape(target.shape),
+                        axis=0)
+    else:
+        plain = np.linalg.lstsq(W.reshape(-1, p), target.ravel(), rcond=None)[0]
+        spread = np.std(target - W @ plain, axis=0)
     w = 1.0 / np.maximum(spread, 1e-12 * max(float(spread.max()), 1e-300))
     Ww = (W * w[None, :, None]).reshape(-1, p)
     Gw = (G * w[None, :, None]).reshape(-1, 2)
@@ -129,9 +144,9 @@ def column_gain(W, G, target, groups=None):
 
     def fit(keep):
         A, b = Ww[keep], y[keep]
-        without = b - A @ np.linalg.lstsq(A, b, rcond=None)[0]
+        without = b - A @ _solve(A, b)
         both = np.hstack([A, Gw[keep]])
-        coef = np.linalg.lstsq(both, b, rcond=None)[0]
+        coef = _solve(both, b)
         rss0, rss1 = float(without @ without), float(np.sum((b - both @ coef) ** 2))
         return coef[-2:], (1.0 - rss1 / rss0 if rss0 > 0 else 0.0)
 
@@ -197,48 +212,76 @@ def gravity_tilt(fitted, robot):
     return found
 
 
-def sweep_tilt(fitted, robot):
+def sweep_tilt(fitted, robot, jackknife=False):
     """How much of a gravity fit's samples (its sweep pairs' forward/backward averages, or
     its quasi-static samples; held out and fitted) gravity tilted from the URDF's
     direction explains: the samples refitted with the model's gravity base regressor and
-    :func:`tilt_columns`, the two coefficients judged by a jackknife over the pairs.
+    :func:`tilt_columns`, the two coefficients judged by a jackknife over the pairs. On
+    sweep pairs, what no gravity explains is eliminated first
+    (:func:`_without_pair_constants`: the held joints' offsets over each pair, the swept
+    joints' constants).
 
     Parameters
     ----------
     fitted : arm_dyn_id.identification.pipeline.GravityPipelineFit
     robot : RobotModel
+    jackknife : bool, optional
+        Compute the jackknife on every record (a benchmark's table), not only where the
+        tilt may be said.
 
     Returns
     -------
     dict or None
         ``degrees``, ``removed``, ``gravity_vector`` as :func:`gravity_tilt`, ``z`` (the
         jackknife standard errors from level; None below :data:`TILT_DEGREES`,
-        :data:`SWEEP_TILT_SHARE` or :data:`SWEEP_TILT_PAIRS`, where it is not needed),
+        :data:`SWEEP_TILT_SHARE` or :data:`SWEEP_TILT_PAIRS`, where it is not needed,
+        unless ``jackknife``),
         ``pairs``, ``p`` (:func:`tilt_significance`) and ``by`` ('sweeps'); None with too
         few finite samples.
     """
-    from arm_dyn_id.identification.pairing import join_paired
+    from arm_dyn_id.identification.pairing import PairedData, join_paired, thinned
     model = fitted.model
     g = np.asarray(model.robot.gravity_vector, dtype=float)
     if not fitted.cases or not np.linalg.norm(g) > 0:
         return None
     joined = join_paired([case[0] for case in fitted.cases.values()])
-    q, tau, groups = joined.q, joined.tau, joined.pair_id
-    rows = np.flatnonzero(np.all(np.isfinite(q), axis=1) & np.all(np.isfinite(tau), axis=1))
-    if len(rows) < 10:
+    rows = np.all(np.isfinite(joined.q), axis=1) & np.all(np.isfinite(joined.tau), axis=1)
+    if rows.sum() < 10:
         return None
-    rows = rows[::max(1, len(rows) // TILT_SAMPLES)]
-    q, tau, groups = q[rows], tau[rows], groups[rows]
+    joined = thinned(PairedData(**{k: v[rows] for k, v in vars(joined).items()}),
+                     TILT_SAMPLES)
+    q, tau, groups = joined.q, joined.tau, joined.pair_id
     W = model.base.reduce(robot.gravity_regressor(q))
     G = tilt_columns(model, q)
-    coef, removed = column_gain(W, G, tau)[:2]
+    if not (model.metadata.get('fit') or {}).get('quasi_static'):
+        W, G, tau = _without_pair_constants(W, G, tau, joined)
+    coef, removed = column_gain(W, G, tau, tilt_weights=True)[:2]
     z, pairs = None, len(np.unique(groups))
-    if np.degrees(np.arcsin(min(float(np.hypot(*coef)), 1.0))) >= TILT_DEGREES and \
-            removed >= SWEEP_TILT_SHARE and pairs >= SWEEP_TILT_PAIRS:
+    if jackknife or (np.degrees(np.arcsin(min(float(np.hypot(*coef)), 1.0))) >= TILT_DEGREES
+                     and removed >= SWEEP_TILT_SHARE and pairs >= SWEEP_TILT_PAIRS):
         # a jackknife over the pairs only where it may be said (30-40 refits)
-        z, pairs = column_gain(W, G, tau, groups)[2:]
+        z, pairs = column_gain(W, G, tau, groups, tilt_weights=True)[2:]
     return {**tilt_reading(g, coef, removed), 'z': z, 'pairs': int(pairs),
             'p': tilt_significance(z, pairs), 'by': 'sweeps'}
+
+
+def _without_pair_constants(W, G, tau, paired):
+    """The model's columns ``W``, the tilt's ``G`` and τ of sweep pairs (``paired``) with
+    what no gravity explains eliminated as free unknowns, as the effort scales' reading
+    does (:func:`~arm_dyn_id.identification.gravity.pair_effort_scales`): each held
+    joint's offset over each pair (the friction it holds, which changes from hold to hold)
+    and each swept joint's constant over its pairs (friction stronger one way, an effort
+    offset). Read with them, a level UR5 or Panda swept at 2 poses a joint read a tilt of
+    1.5-3°, as much as one tilted 2-4°; without them, 0.0-0.1° against 1.2-4.3°
+    (docs/benchmarks.md)."""
+    from arm_dyn_id.identification.gravity import (still_joints, without_held_offsets,
+                                                   without_swept_constants)
+    both = np.concatenate([W, G], axis=2)
+    still = still_joints(paired)
+    both, tau = without_held_offsets(both, tau, paired.pair_id, still)
+    # every swept joint's, at one pose too: a tilt is read from how the torque varies
+    both, tau = without_swept_constants(both, tau, ~still)
+    return both[:, :, :-2], both[:, :, -2:], tau
 
 
 def tilt_significance(z, pairs):

@@ -134,10 +134,17 @@ class GravityModel:
 
     def gravity_torques_along(self, q, vector):
         """G(q) (N, n) with gravity ``vector`` (m/s², (3,), in the URDF's root frame) in
-        place of the fit's: the base values under another direction (zeros on the
-        parameters the fit's gravity leaves undetermined); linear in ``vector``."""
+        place of the fit's: the base values under another direction, the URDF's values on
+        the parameters the fit's gravity leaves undetermined; linear in ``vector``.
+
+        Under a direction other than the fit's, those parameters carry torque: with zeros
+        on them, a UR5's shoulder_pan under a horizontal gravity missed most of its torque
+        (a tilt of 4° read as 2°, its sweeps' pairs disagreeing)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
-        return self.robot.gravity_torques_batch(q, self._theta(),
+        urdf = self.robot.parameters('gravity')
+        theta = urdf.copy()
+        theta[self.base.independent] += self.beta + self._payload_beta - self.base.beta(urdf)
+        return self.robot.gravity_torques_batch(q, theta,
                                                 gravity=np.asarray(vector, dtype=float))
 
     def _theta(self):
