@@ -129,6 +129,26 @@ def test_a_fit_the_gate_refuses_is_an_error_naming_it(arm):
         fit_samples(robot, config, data['t'], data['q'], flipped, data['markers'], GRAVITY)
 
 
+def test_a_live_fit_of_sweeps_at_one_pose_says_what_it_cannot_check(arm):
+    """Sweeps at one pose of the other joints: the node's fit names the loaded joints its
+    sweeps cannot check, in the model's fit section and in its reply (which it logs), as
+    ``arm-dyn-id fit`` does; at three poses a joint it names none."""
+    robot, config = arm['robot'], arm['config']
+    for poses in (1, 3):
+        data = reciprocating_data(seed=1, poses=poses)
+        fit = fit_samples(robot, config, data['t'], data['q'], data['tau'], data['markers'],
+                          GRAVITY)
+        few = fit.model.metadata['fit']['unchecked_sweeps']
+        if poses == 1:
+            assert few and all(v < 2 for v in few.values()), few
+            assert fit.unchecked.startswith('not checked by these sweeps: '), fit.unchecked
+            assert all(joint in fit.unchecked for joint in few)
+            assert f'written; {fit.unchecked}' in without_warnings(fit.message('written'))
+        else:
+            assert few == {} and fit.unchecked == '', (few, fit.unchecked)
+            assert 'not checked' not in fit.message('written')
+
+
 def test_check_of_the_samples_held_fails_a_reversed_joint(arm):
     data = reciprocating_data(seed=2)
     robot, config = arm['robot'], arm['config']

@@ -315,18 +315,7 @@ def _fit_gravity(args, progress, bags, out, config, rec, robot, urdf, robot_name
     verdict = judge_gravity_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                                 gains=gains)
     if verdict.ok:
-        few = _fit_warnings(progress, model, verdict).get('unchecked_sweeps')
-        if few:
-            what = ('a torque constant' if (args.effort or 'current') == 'current' else
-                    'an effort scale')
-            swept = ', '.join(f'{joint} ({"not swept" if poses == 0 else "one pose"})'
-                              for joint, poses in few.items())
-            progress.phase(
-                f'not checked by these sweeps: {swept} (swept at fewer than two poses of '
-                f'the other joints): friction stronger one way or an effort offset there, '
-                f'and {what} off against the other joints\', would be written like a right '
-                'model; sweep each joint at two poses or more (arm-dyn-id design) to have '
-                'them read')
+        _say_unchecked(progress, _fit_warnings(progress, model, verdict), verdict, args)
     sweeps = [s for pair in fitted.held_out + fitted.training for s in pair]
     held_starts = {s.start for pair in fitted.held_out for s in pair}
     return _write_fit(args, progress, bags, out, config, rec, urdf, read_s, choice, fitted,
@@ -362,6 +351,15 @@ def _fit_warnings(progress, model, verdict, joints=None):
         if key in notes:
             progress.warn(notes[key])
     return notes
+
+
+def _say_unchecked(progress, notes, verdict, args):
+    """Say what the gate could not check
+    (:func:`~arm_dyn_id.validation.plausibility.unchecked_note`)."""
+    from arm_dyn_id.validation.plausibility import unchecked_note
+    text = unchecked_note(notes, verdict.checks, args.effort or 'current')
+    if text:
+        progress.phase(text)
 
 
 def _read_plan(path):
@@ -429,17 +427,8 @@ def _fit_full(args, progress, bags, out, config, rec, robot, urdf, robot_name, r
     verdict = judge_full_fit(fitted, robot, rec.tau, effort=args.effort or 'current',
                              gains=gains)
     if verdict.ok:
-        notes = _fit_warnings(progress, model, verdict, model.joint_names)
-        unchecked = notes['unchecked_scales']
-        if unchecked:
-            what = ('torque constant' if (args.effort or 'current') == 'current' else
-                    'effort scale')
-            why = ('the cut-off at the rate limit: no scale was judged' if
-                   (verdict.checks.get('cutoff') or {}).get('at_rate_limit') else
-                   'neither the URDF\'s torque nor the coupling between joints tells it')
-            progress.phase(f'not checked by this recording: the {what} of '
-                           f'{", ".join(unchecked)} ({why}; one 2x off there would be '
-                           'written like a right one: arm-dyn-id calibrate measures it)')
+        _say_unchecked(progress, _fit_warnings(progress, model, verdict, model.joint_names),
+                       verdict, args)
     paths, validation = _write_fit(
         args, progress, bags, out, config, rec, urdf, read_s, choice, fitted, model, verdict,
         measurement, painter=painter,

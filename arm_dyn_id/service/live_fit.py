@@ -40,7 +40,7 @@ from arm_dyn_id.service.contact import thresholds_file
 from arm_dyn_id.service.contact_from_fit import held_out_thresholds
 from arm_dyn_id.service.model_dir import write_fit
 from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples
-from arm_dyn_id.validation.plausibility import fit_notes
+from arm_dyn_id.validation.plausibility import fit_notes, unchecked_note
 
 #: what the fit's provenance says its data was
 LIVE_DATA = 'live joint_torques'
@@ -86,13 +86,16 @@ class LiveFit:
     used: np.ndarray = field(repr=False, default=None)   # mask of the samples fitted
     #: what the data gate let the fit through with (plausibility.written_warnings)
     warnings: tuple = ()
+    #: what the gate could not check (plausibility.unchecked_note), or ''
+    unchecked: str = ''
 
     def message(self, written):
-        """The reply of ``~/fit``: what was fitted, how, ``written`` (where) and its
-        warnings."""
+        """The reply of ``~/fit``: what was fitted, how, ``written`` (where), what the gate
+        could not check and its warnings."""
         return (f'{self.choice.kind} dynamics ({self.choice.reason}): fitted '
                 f'{self.model.base.count} base parameters from {self.samples} samples with '
                 f'{self.summary} in {self.seconds:.2f} s; {written}' +
+                (f'; {self.unchecked}' if self.unchecked else '') +
                 ''.join(f'{WARNING_JOIN}{text}' for text in self.warnings))
 
 
@@ -183,8 +186,11 @@ def fit_samples(robot, config, t, q, tau, markers, settings=FitSettings()):
     # what joint_states.effort carries (the recorder's conversion), for who serves it
     model.metadata.setdefault('measurement', effort_reading(
         model.joint_names, effort=settings.effort, config=config).measurement())
+    unchecked = unchecked_note(notes, verdict.checks,
+                               model.metadata['measurement'].get('effort', 'torque'))
     return LiveFit(model, fitted.validation, choice, summary, time.monotonic() - started,
-                   len(t), used, tuple(notes[key] for key in FIT_WARNINGS if key in notes))
+                   len(t), used, tuple(notes[key] for key in FIT_WARNINGS if key in notes),
+                   unchecked or '')
 
 
 def write_live_fit(root, fit, urdf):

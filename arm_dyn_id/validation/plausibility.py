@@ -1377,6 +1377,34 @@ def fit_notes(checks, joints=None):
     return notes
 
 
+def unchecked_note(notes, checks, effort='current'):
+    """The sentence naming what a fit the gate let through could not check (``notes`` of
+    :func:`fit_notes`): a full fit's ``unchecked_scales``, a gravity fit's
+    ``unchecked_sweeps``; None when there is none. ``effort``: 'current' (the effort was
+    converted by torque constants) or 'torque'. ``fit`` says it as it writes the model,
+    the identifier node in its fit's reply and log."""
+    current = effort == 'current'
+    few = (notes or {}).get('unchecked_sweeps')
+    if few:
+        swept = ', '.join(f'{joint} ({"not swept" if poses == 0 else "one pose"})'
+                          for joint, poses in few.items())
+        return (f'not checked by these sweeps: {swept} (swept at fewer than two poses of '
+                f'the other joints): friction stronger one way or an effort offset there, '
+                f'and {"a torque constant" if current else "an effort scale"} off against '
+                "the other joints', would be written like a right model; sweep each joint "
+                'at two poses or more (arm-dyn-id design) to have them read')
+    unchecked = (notes or {}).get('unchecked_scales')
+    if unchecked:
+        why = ('the cut-off at the rate limit: no scale was judged' if
+               ((checks or {}).get('cutoff') or {}).get('at_rate_limit') else
+               "neither the URDF's torque nor the coupling between joints tells it")
+        return (f'not checked by this recording: the '
+                f'{"torque constant" if current else "effort scale"} of '
+                f'{", ".join(unchecked)} ({why}; one 2x off there would be written like a '
+                'right one: arm-dyn-id calibrate measures it)')
+    return None
+
+
 def _scales_in_line(measured, nominal, velocity, acceleration, joints, tested, checks):
     """Whether every tested joint's scale, with friction and rotor inertia fitted apart
     (:func:`arm_dyn_id.validation.check.nuisance_scales`), is determined and within
@@ -2085,4 +2113,4 @@ __all__ = ['AGREE_RHO', 'CAUSES', 'DERIVATIVE_NOISE', 'DERIVATIVE_NOISE_ANY', 'J
            'EFFORT_SCALE_OTHERS', 'EFFORT_SCALE_DECISIVE', 'EFFORT_SCALE_OFF', 'FLIP_DROP',
            'FLIP_RANGE', 'SCALE_CAUSES',
            'effort_scale_warning', 'flipped_effort', 'shared_effort_scale',
-           'fit_notes', 'unchecked_scales', 'written_warnings']
+           'fit_notes', 'unchecked_note', 'unchecked_scales', 'written_warnings']
