@@ -5,7 +5,8 @@ gate says it.
 Each record is ``test/arm_bags.realistic_sweeps`` of a true arm (the humanoid arm,
 example-robot-data's UR5 and Panda; masses 10 % and centres of mass 1.5 cm off the URDF,
 friction held at rest that changes from hold to hold, 100 Hz), its gravity tilted by 0, 2
-or 4° towards an azimuth of 37° x seed, swept at 1, 2 or 5 poses a joint, fitted with the
+or 4° towards an azimuth of 37° x seed (or level, with a cable's once-per-turn pull of
+2 N·m on the first joint), swept at 1, 2 or 5 poses a joint, fitted with the
 URDF upright by the gravity pipeline (``fit_gravity``, what ``arm-dyn-id fit`` calls) and
 judged by ``judge_gravity_fit``. Per record: the tilt read and the share of the weighted
 residual it removes, its jackknife standard errors from level over the pairs and their
@@ -47,6 +48,8 @@ ARMS = {'humanoid': str(ROOT / 'urdf' / 'humanoid_arm.urdf'),
         'ur5': 'ur_description/urdf/ur5_robot.urdf',
         'panda': 'panda_description/urdf/panda.urdf'}
 TILTS = (0.0, 2.0, 4.0)
+#: and a level arm whose first joint carries a torque following its own angle (N·m)
+PULL = 2.0
 #: poses a joint: one, the excitation's default, and realistic_sweeps'
 POSES = (1, 2, 5)
 
@@ -64,7 +67,7 @@ def jackknife_z(fitted, robot):
     return read['z'], read['p']
 
 
-def one(key, seed, degrees, poses):
+def one(key, seed, degrees, poses, pull=0.0):
     urdf = urdf_of(key)
     arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
     a, azimuth = np.radians(degrees), np.radians(37.0 * seed)
@@ -74,6 +77,9 @@ def one(key, seed, degrees, poses):
     robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
     t, q, tau = realistic_sweeps(arm, holding_friction(robot), np.random.default_rng(seed),
                                  poses_per_joint=poses)
+    if pull:
+        # a cable's once-per-turn pull on the first joint, following its own angle
+        tau[:, 0] += pull * np.sin(q[:, 0] + np.random.default_rng(seed + 7).uniform(0, 6.28))
     fitted = fit_gravity(robot, t, q, tau)
     read = sweep_tilt(fitted, robot)
     verdict = judge_gravity_fit(fitted, robot, tau, effort='torque')
@@ -108,8 +114,9 @@ def main(argv=None):
     print('|---|---|---|---|---|---|---|---|---|')
     for key in ARMS:
         for poses in POSES:
-            for degrees in TILTS:
-                rows = [one(key, seed, degrees, poses) for seed in range(1, args.seeds + 1)]
+            for degrees, pull in [(d, 0.0) for d in TILTS] + [(0.0, PULL)]:
+                rows = [one(key, seed, degrees, poses, pull)
+                        for seed in range(1, args.seeds + 1)]
                 reads = [r[0]['degrees'] for r in rows]
                 removed = [r[0]['removed'] for r in rows]
                 zs = [r[1][0] for r in rows if r[1][0] is not None]
@@ -117,7 +124,8 @@ def main(argv=None):
                 said = {}
                 for r in rows:
                     said[r[2]] = said.get(r[2], 0) + 1
-                print(f'| {key} | {poses} | {degrees:g} | {min(reads):.2f}-{max(reads):.2f} | '
+                what = f'{degrees:g}' + (f', first joint pulled {pull:g} N·m' if pull else '')
+                print(f'| {key} | {poses} | {what} | {min(reads):.2f}-{max(reads):.2f} | '
                       f'{100 * max(removed):.1f} | {min(zs):.1f}-{max(zs):.1f} | '
                       f'{min(ps):.2g} | '
                       f'{", ".join(f"{k} {v}/{len(rows)}" for k, v in sorted(said.items()))} | '

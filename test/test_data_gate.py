@@ -1873,6 +1873,38 @@ def test_a_tilted_base_is_named_on_a_gravity_fit_from_sweeps(tmp_path, capsys, p
     assert code == 0 and 'tilted about' not in again, again
 
 
+def test_a_torque_that_follows_a_vertical_first_joint_is_no_tilt():
+    """A level UR5 whose shoulder_pan carries a torque that follows its own angle (a
+    cable's once-per-turn pull, 2 N·m): weighted by its residual once a tilt was fitted,
+    that joint's own sweeps read 1.6° and the tilt was said (a review). Its own sweeps
+    are now left out of the reading (what no gravity explains follows its angle there);
+    held while the others sweep, it still reads a real tilt."""
+    from arm_bags import Arm, realistic_sweeps
+    from arm_dyn_id.identification.pipeline import fit_gravity, judge_gravity_fit
+    from arm_dyn_id.identification.tilt import sweep_tilt
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = example_robot('ur_description/urdf/ur5_robot.urdf')
+    read = {}
+    for name, degrees in (('spring', 0.0), ('tilted', 3.0)):
+        arm = Arm(urdf).perturb(np.random.default_rng(101), mass=0.1, com=0.015)
+        a = np.radians(degrees)
+        arm.model.gravity.linear = 9.81 * np.array([0.8 * np.sin(a), 0.6 * np.sin(a),
+                                                    -np.cos(a)])
+        arm.data = arm.model.createData()
+        robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+        t, q, tau = realistic_sweeps(arm, holding_friction(robot), np.random.default_rng(1),
+                                     poses_per_joint=2)
+        if name == 'spring':
+            tau[:, 0] += 2.0 * np.sin(q[:, 0] + 1.3)
+        fitted = fit_gravity(robot, t, q, tau)
+        verdict = judge_gravity_fit(fitted, robot, tau, effort='torque')
+        read[name] = (sweep_tilt(fitted, robot), verdict.checks.get('gravity_tilt_warning'))
+    reading, said = read['spring']
+    assert reading['degrees'] < 0.3 and said is None, (reading, said)
+    reading, said = read['tilted']
+    assert abs(reading['degrees'] - 3.0) < 0.6 and said, (reading, said)
+
+
 def test_friction_stronger_one_way_on_sweeps_is_said_and_can_be_fitted(tmp_path, capsys):
     """Sweeps whose Coulomb friction is 20 % stronger one way (a geared joint's) keep a
     constant in every forward/backward average of the swept joint, which the seed-000 fit
