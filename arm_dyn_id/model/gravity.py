@@ -87,6 +87,7 @@ class GravityModel:
         self.metadata = dict(metadata or {})
         self.fit_gravity = robot.gravity_magnitude if fit_gravity is None else fit_gravity
         self._payload_beta = np.zeros(base.count)
+        self._payload_theta = np.zeros(4 * robot.n_bodies)   # its full mass parameters
 
     @property
     def joint_names(self):
@@ -141,7 +142,8 @@ class GravityModel:
         on them, a UR5's shoulder_pan under a horizontal gravity missed most of its torque
         (a tilt of 4° read as 2°, its sweeps' pairs disagreeing)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
-        urdf = self.robot.parameters('gravity')
+        # the URDF's, and a payload's whole (set_payload), where the fit is blind
+        urdf = self.robot.parameters('gravity') + self._payload_theta
         theta = urdf.copy()
         theta[self.base.independent] += self.beta + self._payload_beta - self.base.beta(urdf)
         return self.robot.gravity_torques_batch(q, theta,
@@ -160,13 +162,19 @@ class GravityModel:
 
     def payload_beta(self, payload):
         """Δβ of a rigid payload at a frame (linear in its mass parameters)."""
+        return self.base.beta(self._payload_delta(payload))
+
+    def _payload_delta(self, payload):
+        """Δθ (4·nb,) of a rigid payload at a frame: its full mass parameters."""
         loaded = self.robot.with_payload(payload)
-        return self.base.beta(loaded.parameters('gravity') - self.robot.parameters('gravity'))
+        return loaded.parameters('gravity') - self.robot.parameters('gravity')
 
     def set_payload(self, payload):
         """Add a known payload analytically (None removes it)."""
-        self._payload_beta = (np.zeros(self.base.count) if payload is None
-                              else self.payload_beta(payload))
+        delta = np.zeros(4 * self.robot.n_bodies) if payload is None else \
+            self._payload_delta(payload)
+        self._payload_theta = delta
+        self._payload_beta = self.base.beta(delta)
         return self
 
     # files ----------------------------------------------------------------------
