@@ -6,8 +6,9 @@ bags with the data's own ``to_bag.py`` in a temporary folder OUTSIDE the reposit
 fitted with ``arm-dyn-id fit`` (defaults, the source project's drive gains as
 ``--torque-constants``) on the 30 s Fourier run (rows 635:3510), once with
 ``--friction auto`` (the default) and once with ``--friction coulomb,viscous``, then
-scored with ``arm-dyn-id validate`` on the two other Fourier runs, the single-joint
-oscillations joint_1..joint_6 and the static poses p1..p10. The README's recipe (plain
+scored with ``arm-dyn-id validate`` on the two other Fourier runs (whole, and on the
+rows the source project used: the motion without the rests before and after it), the
+single-joint oscillations joint_1..joint_6 and the static poses p1..p10. The README's recipe (plain
 least squares with equal weights, sharp-sign Coulomb + viscous friction, 5 Hz) is fitted
 on the same run and scored the same way: the README's rows are on a recording the suite
 does not have, this row is on the same samples as ours. The loaded/unloaded pair
@@ -42,6 +43,10 @@ FIT = ('ur-20_02_10-30sec_12harm', '635:3510')
 SCORED = (['ur-20_02_12-50sec_12harm', 'ur-20_02_19_14harm50sec'] +
           [f'ur-20_01_22-joint_{i}' for i in range(1, 7)] +
           [f'ur-20_01_17-p{i}' for i in range(1, 11)])
+#: the two other Fourier runs again on the rows the source project used (the README's
+#: table): their motion, without the rests before and after it, where a still joint holds
+#: whatever friction it was left with
+SOURCE_ROWS = {'ur-20_02_12-50sec_12harm': '355:5090', 'ur-20_02_19_14harm50sec': '195:4966'}
 #: README reference rows, on a point-to-point recording the suite does not have
 REFERENCES = {'OLS (README)': [5.3, 2.1, 2.1, 6.1, 16.6, 45.8],
               'published (README)': [5.4, 2.5, 2.3, 5.9, 16.3, 45.3]}
@@ -55,6 +60,11 @@ def run(*argv):
 
 def to_bag(name, out, rows=None):
     return benchlib.ur10e_bag(name, out, rows)
+
+
+def rows_label(name, rows):
+    """The table's name of ``name`` scored on ``rows`` only (1-based, inclusive)."""
+    return f'{name} rows {rows.replace(":", "-")}'
 
 
 def percents(doc):
@@ -86,6 +96,8 @@ def main():
         tmp = Path(tmp)
         fit_bag = to_bag(FIT[0], tmp / 'fit_bag', FIT[1])
         bags = {name: to_bag(name, tmp / name) for name in SCORED}
+        for name, rows in SOURCE_ROWS.items():
+            bags[rows_label(name, rows)] = to_bag(name, tmp / f'{name}_rows', rows)
         table = {}
         for friction in FRICTIONS + (RECIPE,):
             if friction == RECIPE:
@@ -119,7 +131,7 @@ def main():
         print(f'| point-to-point (kept back) | {label} | ' +
               ' | '.join(f'{v:.1f}' for v in row) + ' |')
     below = {}
-    for name in SCORED:
+    for name in list(SCORED) + [rows_label(n, r) for n, r in SOURCE_ROWS.items()]:
         for friction in FRICTIONS + (RECIPE,):
             row = table.get((name, friction))
             if row is None:
