@@ -16,7 +16,8 @@ gate said it, and the fitted gravity's error against the true arm's (RMS % of ea
 loaded joint's peak over 200 random poses, worst joint: a UR5's shoulder_pan is loaded
 when tilted, and a model served upright misses its gravity whole).
 
-    .venv/bin/python bench/tilt_sweeps.py [--seeds 6]
+    .venv/bin/python bench/tilt_sweeps.py [--seeds 6] [--noise N·m] [--arms ur5,panda]
+                                          [--poses 2,5]
 
 About 1.5 minutes on 2 cores.
 """
@@ -67,7 +68,7 @@ def jackknife_z(fitted, robot):
     return read['z'], read['p']
 
 
-def one(key, seed, degrees, poses, pull=0.0):
+def one(key, seed, degrees, poses, pull=0.0, noise=0.0):
     urdf = urdf_of(key)
     arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
     a, azimuth = np.radians(degrees), np.radians(37.0 * seed)
@@ -77,6 +78,10 @@ def one(key, seed, degrees, poses, pull=0.0):
     robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
     t, q, tau = realistic_sweeps(arm, holding_friction(robot), np.random.default_rng(seed),
                                  poses_per_joint=poses)
+    if noise:
+        # white noise on every joint's torque: realistic_sweeps scales its noise by each
+        # joint's gravity, none on a level first joint about a vertical axis
+        tau = tau + np.random.default_rng(seed + 11).standard_normal(tau.shape) * noise
     if pull:
         # a cable's once-per-turn pull on the first joint, following its own angle
         tau[:, 0] += pull * np.sin(q[:, 0] + np.random.default_rng(seed + 7).uniform(0, 6.28))
@@ -103,19 +108,24 @@ def gravity_error(arm, model):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, default=6)
+    parser.add_argument('--noise', type=float, default=0.0,
+                        help='N·m of white noise added to every joint\'s torque')
+    parser.add_argument('--arms', default=','.join(ARMS))
+    parser.add_argument('--poses', default=','.join(map(str, POSES)))
     args = parser.parse_args(argv)
     started = time.perf_counter()
     print(f'# tilt on gravity fits from sweeps, {platform.node()}, '
-          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; said from '
+          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, '
+          f'{args.noise:g} N·m of noise added to every joint; said from '
           f'{TILT_DEGREES:g}° removing {SWEEP_TILT_SHARE:.0%} at p <= {SWEEP_TILT_P:g}\n')
     print('| arm | poses a joint | tilt ° | read ° (min-max) | removed % (max) | '
           's.e. from level (min-max) | p (min) | said | gravity error % (worst loaded '
           'joint, median) |')
     print('|---|---|---|---|---|---|---|---|---|')
-    for key in ARMS:
-        for poses in POSES:
+    for key in args.arms.split(','):
+        for poses in [int(p) for p in args.poses.split(',')]:
             for degrees, pull in [(d, 0.0) for d in TILTS] + [(0.0, PULL)]:
-                rows = [one(key, seed, degrees, poses, pull)
+                rows = [one(key, seed, degrees, poses, pull, args.noise)
                         for seed in range(1, args.seeds + 1)]
                 reads = [r[0]['degrees'] for r in rows]
                 removed = [r[0]['removed'] for r in rows]

@@ -234,7 +234,7 @@ def sweep_tilt(fitted, robot, jackknife=False):
     :func:`tilt_columns`, the two coefficients judged by a jackknife over the pairs. On
     sweep pairs, what no gravity explains is eliminated first
     (:func:`_without_pair_constants`: the held joints' offsets over each pair, the swept
-    joints' constants), the own sweeps of a joint the URDF gives no gravity are left out
+    joints' constants), the own sweeps of a joint the URDF barely loads are left out
     (:func:`_not_own_sweeps_of_unloaded`) and each joint is weighted by its residual with
     the tilt fitted; quasi-static samples are read as they are, each joint weighted by its
     residual without it.
@@ -289,7 +289,10 @@ def sweep_tilt(fitted, robot, jackknife=False):
 
 def _not_own_sweeps_of_unloaded(robot, paired):
     """(M, n) bool: every torque of sweep pairs (``paired``) but a joint's own sweeps where
-    the URDF gives that joint no gravity (a first joint about a vertical axis).
+    the URDF barely loads that joint (a gravity RMS over the record's poses under
+    :data:`~arm_dyn_id.model.robot.CARRY_SHARE` of the most loaded joint's,
+    :func:`~arm_dyn_id.model.robot.carries_gravity`: a first joint about a vertical
+    axis, a UR5's wrists).
 
     Such a joint's torque as it sweeps follows whatever depends on its own angle: a
     cable's spring, an eccentric load, cogging. Weighted by its residual once the tilt
