@@ -60,6 +60,15 @@ def without_swept_constants(Yb, tau, mask):
     return without_held_offsets(Yb, tau, swept, mask)
 
 
+def without_pair_constants(Yb, tau, paired, swept):
+    """Yb, τ of sweep pairs (``paired``) with what no gravity explains eliminated as free
+    unknowns: each held joint's offset over each pair (:func:`without_held_offsets`) and
+    the constant of each swept joint ``swept`` (M, n) marks over its pairs
+    (:func:`without_swept_constants`)."""
+    Yb, tau = without_held_offsets(Yb, tau, paired.pair_id, still_joints(paired))
+    return without_swept_constants(Yb, tau, swept)
+
+
 #: ``pair_offsets`` of :func:`identify_gravity`: ``'auto'`` fits the gravity as seed 000
 #: does and reads it again with each swept joint's constant free
 #: (:func:`pair_offsets`: the gate says how far that moves it); ``'yes'`` fits it with
@@ -245,9 +254,8 @@ def pair_effort_scales(base, joined, robot, noise=None, blocks=PAIR_SCALE_BLOCKS
     if len(ids) < 2:
         return None
     n = robot.n_joints
-    Yb = base.reduce(robot.gravity_regressor(joined.q))
-    Yb, tau = without_held_offsets(Yb, joined.tau, joined.pair_id, still_joints(joined))
-    Yb, tau = without_swept_constants(Yb, tau, offset_mask(joined))
+    Yb, tau = without_pair_constants(base.reduce(robot.gravity_regressor(joined.q)),
+                                     joined.tau, joined, offset_mask(joined))
     sigma = np.asarray(noise if noise is not None else np.ones(n), dtype=float)
     w = 1.0 / np.maximum(sigma, 1e-12) ** 2
     block = np.searchsorted(ids, joined.pair_id) % min(int(blocks), len(ids))

@@ -315,13 +315,11 @@ def _without_pair_constants(W, G, tau, paired):
     offset). Read with them, a level UR5 or Panda swept at 2 poses a joint read a tilt of
     1.5-3°, as much as one tilted 2-4°; without them, 0.0-0.1° against 1.2-4.3°
     (docs/benchmarks.md)."""
-    from arm_dyn_id.identification.gravity import (still_joints, without_held_offsets,
-                                                   without_swept_constants)
-    both = np.concatenate([W, G], axis=2)
-    still = still_joints(paired)
-    both, tau = without_held_offsets(both, tau, paired.pair_id, still)
-    # every swept joint's, at one pose too: a tilt is read from how the torque varies
-    both, tau = without_swept_constants(both, tau, ~still)
+    from arm_dyn_id.identification.gravity import still_joints, without_pair_constants
+    # every swept joint's constant, at one pose too: a tilt is read from how the torque
+    # varies
+    both, tau = without_pair_constants(np.concatenate([W, G], axis=2), tau, paired,
+                                       ~still_joints(paired))
     return both[:, :, :-2], both[:, :, -2:], tau
 
 
