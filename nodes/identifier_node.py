@@ -54,6 +54,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
+from arm_dyn_id.data.angles import unwrap_note
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import ConfigError, DataError, JointNameError, URDFError
 from arm_dyn_id.identification.estimators import ESTIMATORS
@@ -517,6 +518,9 @@ class IdentifierNode(Node):
     def _fit_job(self, t, q, tau, markers):
         """In the worker: fit (service.live_fit), prepare for serving, write the folder."""
         p = self.get_parameter
+        unwrapped = unwrap_note(self.joints, self.buffer.wraps)
+        if unwrapped:
+            self.get_logger().info(f'fit: {unwrapped}')
         fit = fit_samples(self.robot, self.config, t, q, tau, markers, FitSettings(
             self.dynamics_mode, self.methods, tuple(p('full_methods').value),
             p('joint_states_effort').value))

@@ -132,6 +132,51 @@ def test_effort_is_torque(tmp_path, data):
     assert '--torque-constants' in line and '--effort torque' in line
 
 
+def test_angles_a_driver_reports_within_one_turn_are_unwrapped(tmp_path, data):
+    """A driver that reports each angle in [0, 2π) (or (-π, π] for continuous joints):
+    every joint of these sweeps passes 0, so its angle jumps by 2π there. The jumps
+    were read as motion (thousands of rad/s) and the fit warned of friction stronger
+    one way (joint_1's gravity "moves 12 %"); the reader now takes them out, says so,
+    and the gravity fit is the continuous record's, without a warning."""
+    wrapped = np.mod(data['q'], 2 * np.pi)
+    bag = plain_bag(tmp_path / 'bag', data, q=wrapped, effort=data['tau'])
+    res = fit(bag, tmp_path / 'fit', '--effort', 'torque')
+    assert res.returncode == 0, res.stderr
+    assert 'angles jump by a whole turn' in res.stderr and 'unwrapped' in res.stderr
+    assert 'warning' not in res.stderr, res.stderr
+    held_out_gravity_ok(tmp_path / 'fit', data)
+
+
+@pytest.mark.slow   # a full-dynamics fit of 30 s at 200 Hz
+def test_a_kinova_whose_continuous_joints_are_reported_within_one_turn_fits(tmp_path):
+    """A Kinova's continuous joints (1, 4 and 6) reported in [0, 2π) by its driver jump
+    by 2π each time they pass 0. The full fit was refused: "joint_1's torque does not
+    follow the URDF's ... is its column another joint's, or its sign flipped?". The
+    angles are unwrapped and the model is the URDF's arm."""
+    from arm_bags import Arm, example_robot, realistic_fourier
+    from arm_dyn_id.model import load_model
+    from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = example_robot('kinova_description/robots/kinova.urdf')
+    if urdf is None:
+        pytest.skip('example-robot-data is not installed')
+    arm = Arm(urdf)
+    robot = RobotModel.from_urdf(str(urdf), joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
+    wrapped = np.mod(q, 2 * np.pi)
+    assert all((np.abs(np.diff(wrapped[:, j])) > np.pi).any() for j in (0, 3, 5))
+    write_bag(tmp_path / 'bag', 1.7e9 + t, list(arm.joints), wrapped, tau)
+    res = run_cli('fit', tmp_path / 'bag', '--urdf', urdf, '--effort', 'torque', '--out',
+                  tmp_path / 'fit', '--no-report')
+    assert res.returncode == 0, res.stderr
+    assert 'j2s6s200_joint_1 (' in res.stderr and 'unwrapped' in res.stderr
+    model = load_model(tmp_path / 'fit' / 'model.yaml', urdf=str(urdf))
+    poses = q[::97]
+    truth = robot.gravity_torques(poses)
+    err = np.abs(model.gravity_torques(poses) - truth).max(axis=0)
+    assert (err <= 0.02 * np.abs(truth).max(axis=0) + 0.05).all(), err
+
+
 @pytest.mark.slow   # two CLI runs
 def test_zero_stamps_use_log_time_and_bad_stamps_are_counted(tmp_path, data):
     bag = plain_bag(tmp_path / 'zero', data, stamps=np.zeros_like(data['t']),

@@ -65,3 +65,17 @@ def test_marker_log_keeps_each_marker_once_and_names_bad_ones():
         with pytest.raises(DataError, match='docs/interfaces.md'):
             log.add(bad)
     assert len(log) == 2
+
+
+def test_angles_a_driver_wrapped_into_one_turn_are_held_continuous():
+    """The live fit reads the buffer: a joint reported within (-π, π] that passes π jumps
+    by 2π between two samples; the buffer holds it continuous and counts the wrap."""
+    q = np.linspace(2.5, 4.0, 200)                       # passes π once
+    wrapped = np.angle(np.exp(1j * q))
+    buf = SampleBuffer(2, capacity=16)
+    for k, a in enumerate(wrapped):
+        buf.append(0.01 * k, [a, 0.3], [1.0, 2.0])
+    _, held, _ = buf.snapshot()
+    np.testing.assert_allclose(held[:, 0], q, atol=1e-12)
+    np.testing.assert_allclose(held[:, 1], 0.3)
+    assert buf.wraps.tolist() == [1, 0]

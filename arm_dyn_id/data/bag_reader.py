@@ -29,6 +29,7 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data.angles import unwrap, unwrap_note
 from arm_dyn_id.data.bag_format import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, joint_state_layout, typestore)
 from arm_dyn_id.data.mcap_records import joint_state_batches, raw_messages
@@ -142,7 +143,7 @@ class Recording:
     t : ndarray, (N,)
         ``header.stamp`` of each usable sample (s since the epoch), increasing.
     q : ndarray, (N, n)
-        Joint positions (rad).
+        Joint positions (rad), continuous: a driver's wraps into one turn taken out.
     dq : ndarray, (N, n)
         Joint velocities (rad/s); NaN where the messages carried none.
     current : ndarray, (N, n)
@@ -160,7 +161,8 @@ class Recording:
         ``recorded``: the recorder's summary (None for plain bags or crashes
         before close); ``loaded``: counters recomputed from the stamps;
         ``excluded_nonfinite``, ``excluded_not_increasing`` and ``rejected``
-        (reason -> count) while loading.
+        (reason -> count) while loading; ``unwrapped`` (joint -> whole turns taken
+        out of its angle, :mod:`arm_dyn_id.data.angles`).
     source : pathlib.Path
     states_topic : str
     torque_config : dict
@@ -658,13 +660,17 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                         f'{loaded["out_of_order"]} backward stamps)')
     if not usable.all():
         t, q, dq, cur = t[usable], q[usable], dq[usable], cur[usable]
+    q, wraps = unwrap(q)
+    if wraps.any():
+        notes.append(unwrap_note(conv.joints, wraps))
     tau = conv.convert_many(cur)
     for a in (t, q, dq, cur, tau):
         a.setflags(write=False)
     quality = {'recorded': recorded, 'loaded': loaded,
                'excluded_nonfinite': loaded['nonfinite'],
                'excluded_not_increasing': loaded['duplicates'] + loaded['out_of_order'],
-               'rejected': rejected}
+               'rejected': rejected,
+               'unwrapped': {j: int(w) for j, w in zip(conv.joints, wraps) if w}}
     return Recording(t=t, q=q, dq=dq, current=cur, tau=tau, joints=conv.joints,
                      markers=markers, config=stored_config, quality=quality, source=path,
                      states_topic=topic, torque_config=conv.to_dict(),

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from arm_dyn_id.errors import ConfigError, DataError
+from arm_dyn_id.data.angles import unwrap
 from arm_dyn_id.data.bag_format import JOINT_STATE, decode_joint_state_block, typestore
 from arm_dyn_id.data.bag_reader import match_joint_names, read_stored_config
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
@@ -226,6 +227,7 @@ def _read_states(path, reader, conn, joints):
     t = _times(t, log)
     _finite(path, conn.topic, 'position', t, q)
     t, q, dq, tau = _order(t, q, dq, tau)
+    q, _ = unwrap(q)                       # a driver's wraps into one turn (data.angles)
     if np.isnan(dq).any():
         if not np.isnan(dq).all(axis=1).all():
             _finite(path, conn.topic, 'velocity', t, dq)

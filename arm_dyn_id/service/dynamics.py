@@ -29,7 +29,8 @@ the sample rate, while the observer integrates. The update is implicit in r
 (unconditionally stable for any K·Δt). The "model torque" reported beside it is
 ``τ_measured − r``: what the model explains of the measured torque. q̇ is the
 message's velocity when it has one; otherwise a causal estimate (backward
-difference of q through a first-order low-pass, ``velocity_cutoff_hz``). A gap
+difference of q through a first-order low-pass, ``velocity_cutoff_hz``; a step of a
+whole turn, a driver wrapping a continuous joint, is no motion: ``data.angles.step``). A gap
 in the stamps (longer than ``max_gap`` s) or a stamp that does not move forward
 restarts the observer (r = 0): a residual across a gap would integrate nothing
 known. Contact: any ``|r_i| > threshold_i`` (constant thresholds), or the band,
@@ -42,6 +43,7 @@ import copy
 import numpy as np
 import pinocchio as pin
 
+from arm_dyn_id.data import angles
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.service.contact import CalibrationRun, ContactDetector, ContactThresholds
@@ -326,7 +328,7 @@ class MomentumObserver:
             self._dq_est = np.zeros_like(q)
         else:
             alpha = 1.0 - np.exp(-2.0 * np.pi * self.velocity_cutoff_hz * dt)
-            raw = (q - self._q) / dt
+            raw = angles.step(q, self._q) / dt   # a driver's wrap is no motion
             self._dq_est = self._dq_est + alpha * (raw - self._dq_est)
         return self._dq_est
 
@@ -442,7 +444,7 @@ class MomentumObserver:
                 else:
                     dt = step[k]
                     alpha = 1.0 - np.exp(-w * dt)
-                    est = est + alpha * ((q[k] - prev) / dt - est)
+                    est = est + alpha * (angles.step(q[k], prev) / dt - est)
                 velocity[k] = est
                 prev = q[k]
         terms = self.dynamics.momentum_terms

@@ -11,11 +11,15 @@ import threading
 
 import numpy as np
 
+from arm_dyn_id.data.angles import Unwrapper
 from arm_dyn_id.errors import DataError
 
 
 class SampleBuffer:
     """Growing (t, q, tau) arrays: amortised doubling, safe to read while appended to.
+
+    Angles that a driver wrapped into one turn are held unwrapped
+    (:class:`arm_dyn_id.data.angles.Unwrapper`; :attr:`wraps` counts the turns taken out).
 
     Parameters
     ----------
@@ -33,6 +37,12 @@ class SampleBuffer:
         self._q = np.empty((capacity, self.n))
         self._tau = np.empty((capacity, self.n))
         self._lock = threading.Lock()
+        self._unwrap = Unwrapper(self.n)
+
+    @property
+    def wraps(self):
+        """Whole turns taken out of each joint's angle so far, (n,) int."""
+        return self._unwrap.wraps.copy()
 
     @property
     def capacity(self):
@@ -49,7 +59,7 @@ class SampleBuffer:
                 self._q = np.resize(self._q, (cap, self.n))
                 self._tau = np.resize(self._tau, (cap, self.n))
             self._t[k] = t
-            self._q[k] = q
+            self._q[k] = self._unwrap(q)
             self._tau[k] = tau
             self.count = k + 1
 
