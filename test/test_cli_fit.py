@@ -194,7 +194,9 @@ def test_reader_mixed_layouts_and_bad_stamps(tmp_path, data):
     n = 50
     t = 10.0 + np.arange(n) * 1e-3
     t[20] = t[19]                    # duplicate stamp: dropped
-    q = np.arange(n * 6, dtype=float).reshape(n, 6)
+    # distinct values in every cell; steps of 0.06 rad (steps of 6 would be read as a
+    # driver's wrap of one turn and unwrapped: data.angles)
+    q = 0.01 * np.arange(n * 6, dtype=float).reshape(n, 6)
     a = encode_joint_states(t, JOINTS, q, None, q * 2)
     b = encode_joint_states(t, JOINTS[::-1], q[:, ::-1], None, q[:, ::-1] * 2)
     with Writer(tmp_path / 'mixed', version=9, storage_plugin=StoragePlugin.MCAP) as w:
