@@ -140,6 +140,7 @@ class IdentifierNode(Node):
         self.marker_log = MarkerLog()
         self.model = None
         self.contact = False
+        self._velocity_note = None      # the last stream's "velocity not used", said once
         self.served_file = ''           # the served model's file (its folder: thresholds)
         self.payload_fit = None
         self.last_fit_dir = ''
@@ -741,6 +742,10 @@ class IdentifierNode(Node):
         if self._rejected(answer, 'residual', 'gives no residual'):
             return
         q, dq, model, external, contact = answer
+        note = residual.velocity_check.note     # data.velocity: estimated from q from now
+        if note is not None and note is not self._velocity_note:
+            self._velocity_note = note
+            self.get_logger().warning(f'residual: {note}')
         self.query_first.between()      # queries that came while the residual was computed
         try_publish(self, self.model_torque_pub,
                     self._model_out.fill(msg.header, residual.joints, q, model, dq))

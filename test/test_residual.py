@@ -19,6 +19,7 @@ from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficient
 from arm_dyn_id.model import load_model
 from arm_dyn_id.model.robot import RobotModel
 from arm_dyn_id.service import contact
+from arm_dyn_id.data.velocity import VelocityCheck
 from arm_dyn_id.service.dynamics import (ResidualStream, ServedDynamics, calibration_run,
                                          run_stream)
 from test_cli_fit import COULOMB, JOINTS, K_E, NOISE, URDF, write_config
@@ -647,3 +648,44 @@ def test_a_joint_angle_wrapped_into_one_turn_is_no_motion_for_the_velocity_estim
     residual, velocity, _, _ = served.observer(GAINS).run(t, wrapped, None, tau)
     np.testing.assert_allclose(residual, expected, rtol=1e-9, atol=1e-9)
     assert np.abs(velocity).max() < 10.0
+
+
+@pytest.mark.parametrize('fault, says', [
+    (lambda v: v * 0.0, 'zero while the angle moves'),
+    (np.degrees, 'degrees per second?'),
+    (lambda v: v * [1, -1, 1, 1, 1, 1], 'joint_2: of the opposite sign'),
+])
+def test_a_published_velocity_that_is_not_the_rate_of_the_angles_is_not_used(
+        served, thresholds, fitted, root, capsys, fault, says):
+    """A driver whose JointState.velocity is all zeros, in degrees per second, or of the
+    opposite sign on one joint: the residual took it as q̇ and flagged 2-4 contact
+    episodes on a run without contact, with no word. The command judges the whole
+    recording as it reads it and never uses it; the node's stream finds within a few
+    0.5 s windows of motion that it is not the rate of the angles, says so, and
+    estimates q̇ from q from then on; sample by sample as at once."""
+    data = free_run(24, segments=3)
+    t, q, tau = data['t'], data['q'], data['tau']
+    right = run_stream(ResidualStream(served, GAINS, thresholds), t, q, data['dq'], tau)
+    assert not right['contact'].any()
+    wrong = fault(data['dq'])
+    stream = ResidualStream(served, GAINS, thresholds)
+    out = run_stream(stream, t, q, wrong, tau)
+    assert says in stream.velocity_check.note and 'estimated from the angles' in \
+        stream.velocity_check.note
+    stop = VelocityCheck(JOINTS).run(t, q, wrong)        # the first sample estimated
+    moving = np.flatnonzero(np.abs(data['dq']).max(axis=1) > 0.05)[0]
+    assert t[stop] - t[moving] < 3.0
+    assert not out['contact'][t > t[stop] + 0.5].any()   # the observer settled
+    live = ResidualStream(served, GAINS, thresholds)
+    steps = np.array([live.step(float(t[k]), q[k], wrong[k], tau[k])[3]
+                      for k in range(len(t))])
+    np.testing.assert_allclose(steps, out['residual'], rtol=1e-9, atol=1e-9)
+    model_file, config = fitted
+    bag = write_run(root / f'velocity_{says[:6].replace(" ", "_")}',
+                    dict(data, dq=wrong))
+    th_file = root / f'velocity_{says[:6].replace(" ", "_")}.yaml'
+    thresholds.save(th_file)
+    code, text, err = run_cli(capsys, 'residual', model_file, bag, '--config', config,
+                              '--thresholds', th_file)
+    assert code == 0, err
+    assert 'contact episodes: 0' in text and says in err, (text, err)

@@ -51,7 +51,10 @@ def unwrap(q):
     q = np.asarray(q, dtype=float)
     if q.ndim != 2 or q.shape[0] < 2:
         return q, np.zeros(q.shape[-1] if q.ndim else 0, dtype=int)
-    turns = wrap_turns(np.diff(q, axis=0))
+    steps = np.diff(q, axis=0)
+    if not np.abs(steps).max() > np.pi:          # no step of half a turn: nothing wrapped
+        return q, np.zeros(q.shape[1], dtype=int)
+    turns = wrap_turns(steps)
     wraps = np.count_nonzero(turns, axis=0)
     if not wraps.any():
         return q, wraps

@@ -29,6 +29,7 @@ import numpy as np
 import yaml
 
 from arm_dyn_id.errors import DataError, JointNameError
+from arm_dyn_id.data import velocity
 from arm_dyn_id.data.angles import unwrap, unwrap_note
 from arm_dyn_id.data.bag_format import (
     CONFIG_TOPIC, JOINT_STATE, STRING, SUMMARY_TOPIC, joint_state_layout, typestore)
@@ -145,7 +146,8 @@ class Recording:
     q : ndarray, (N, n)
         Joint positions (rad), continuous: a driver's wraps into one turn taken out.
     dq : ndarray, (N, n)
-        Joint velocities (rad/s); NaN where the messages carried none.
+        Joint velocities (rad/s); NaN where the messages carried none, or everywhere
+        when they are not the rate of the angles (``quality['velocity_not_used']``).
     current : ndarray, (N, n)
         Motor currents (A).
     tau : ndarray, (N, n)
@@ -162,7 +164,9 @@ class Recording:
         before close); ``loaded``: counters recomputed from the stamps;
         ``excluded_nonfinite``, ``excluded_not_increasing`` and ``rejected``
         (reason -> count) while loading; ``unwrapped`` (joint -> whole turns taken
-        out of its angle, :mod:`arm_dyn_id.data.angles`).
+        out of its angle, :mod:`arm_dyn_id.data.angles`); ``velocity_not_used`` (the
+        joints whose published velocity is not the rate of their angles,
+        :mod:`arm_dyn_id.data.velocity`: ``dq`` is then all NaN).
     source : pathlib.Path
     states_topic : str
     torque_config : dict
@@ -663,6 +667,10 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
     q, wraps = unwrap(q)
     if wraps.any():
         notes.append(unwrap_note(conv.joints, wraps))
+    wrong_velocity = velocity.judge(conv.joints, t, q, dq, max_gap=2.0 / expected_rate)
+    if wrong_velocity:
+        notes.append(velocity.sentence(wrong_velocity))
+        dq = np.full_like(dq, np.nan)
     tau = conv.convert_many(cur)
     for a in (t, q, dq, cur, tau):
         a.setflags(write=False)
@@ -670,7 +678,8 @@ def read_bag(path, config=None, states_topic=None, recover=False, progress=None,
                'excluded_nonfinite': loaded['nonfinite'],
                'excluded_not_increasing': loaded['duplicates'] + loaded['out_of_order'],
                'rejected': rejected,
-               'unwrapped': {j: int(w) for j, w in zip(conv.joints, wraps) if w}}
+               'unwrapped': {j: int(w) for j, w in zip(conv.joints, wraps) if w},
+               'velocity_not_used': dict(wrong_velocity)}
     return Recording(t=t, q=q, dq=dq, current=cur, tau=tau, joints=conv.joints,
                      markers=markers, config=stored_config, quality=quality, source=path,
                      states_topic=topic, torque_config=conv.to_dict(),

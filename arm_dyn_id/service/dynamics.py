@@ -45,6 +45,7 @@ import pinocchio as pin
 
 from arm_dyn_id.data import angles
 from arm_dyn_id.data.joint_states import JointStateCheck, Rejection
+from arm_dyn_id.data.velocity import VelocityCheck
 from arm_dyn_id.errors import DataError
 from arm_dyn_id.service.contact import CalibrationRun, ContactDetector, ContactThresholds
 
@@ -599,6 +600,9 @@ class ResidualStream:
         self._offsets = np.zeros(n) if offsets is None else \
             _per_joint(offsets, n, 'current offsets')
         self._check = JointStateCheck(served.joints)
+        #: the messages' velocity against their angles (data.velocity): once it is found
+        #: not to be their rate, the observer estimates q̇ from q instead
+        self.velocity_check = VelocityCheck(served.joints, max_gap)
 
     def update(self, names, t, positions, velocities, efforts):
         """One joint_states message in.
@@ -651,6 +655,7 @@ class ResidualStream:
     def step(self, t, q, dq, tau):
         """One checked sample in model order (q rad, dq rad/s or None, tau N·m): what
         :meth:`update` does after its checks. Returns (q, dq, model, residual, contact)."""
+        dq = self.velocity_check.update(t, q, dq)
         model, residual, contact = self.observer.update(t, q, dq, tau)
         if self.detector is not None:
             if self.observer.restarts != self._restarts:
@@ -688,6 +693,11 @@ def run_stream(stream, t, q, dq, tau):
         ``speed``, ``acceleration`` (N,), ``standstill``, ``settling``, ``starting`` (N,)
         bool.
     """
+    if dq is not None:      # the messages' velocity until the check refuses it, as step
+        unused = stream.velocity_check.run(t, q, dq)
+        if unused < len(t):
+            dq = np.array(dq, dtype=float)
+            dq[unused:] = np.nan
     residual, velocity, contact, restarts = stream.observer.run(t, q, dq, tau)
     out = {'residual': residual, 'contact': contact, 'velocity': velocity}
     if stream.detector is None:
