@@ -120,7 +120,7 @@ class VelocityCheck:
     check needs: the whole recording is judged before it is used offline,
     :func:`judge`). Estimating it from the angles until the check has seen enough was
     tried and not kept: on a right arm that holds a pose, never judged, the pushes were
-    flagged up to 44 ms later (the real UR10e). :meth:`update` returns the velocity to use (None:
+    flagged up to 52 ms later (the real UR10e). :meth:`update` returns the velocity to use (None:
     estimate it); :meth:`run` does the same over many samples at once, with the same
     result.
     """
