@@ -147,6 +147,24 @@ def test_angles_a_driver_reports_within_one_turn_are_unwrapped(tmp_path, data):
     held_out_gravity_ok(tmp_path / 'fit', data)
 
 
+@pytest.mark.parametrize('joint, degrees', [(1, 90), (3, -90)])
+def test_sweeps_of_a_joint_whose_zero_is_a_quarter_turn_off_the_urdf_are_refused(
+        tmp_path, data, joint, degrees):
+    """Sweeps recorded with one joint's zero a quarter turn off the URDF's (a driver's
+    calibration): the gravity fit was written with exit 0 and a warning blaming friction
+    stronger one way. It is refused naming the joint and the offset; the same sweeps
+    with the angles as the URDF has them are written without a word."""
+    q = data['q'].copy()
+    q[:, joint] += np.radians(degrees)
+    res = fit(plain_bag(tmp_path / 'bag', data, q=q, effort=data['tau']), tmp_path / 'fit',
+              '--effort', 'torque')
+    line = one_error_line(res, code=3)
+    assert f"{JOINTS[joint]}'s angle reads {degrees:+d}° off the URDF's zero" in line, line
+    right = fit(plain_bag(tmp_path / 'right', data, effort=data['tau']), tmp_path / 'f2',
+                '--effort', 'torque')
+    assert right.returncode == 0 and 'warning' not in right.stderr, right.stderr
+
+
 @pytest.mark.slow   # a full-dynamics fit of 30 s at 200 Hz
 def test_a_kinova_whose_continuous_joints_are_reported_within_one_turn_fits(tmp_path):
     """A Kinova's continuous joints (1, 4 and 6) reported in [0, 2π) by its driver jump

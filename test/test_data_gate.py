@@ -2127,3 +2127,40 @@ def test_sweeps_at_one_pose_a_joint_say_what_they_cannot_check(tmp_path, capsys)
                     '(one pose) (swept at fewer than two poses of the other joints)') in err, err
         else:
             assert doc['fit']['unchecked_sweeps'] == {} and 'not checked' not in err, err
+
+
+@pytest.mark.parametrize('arm_name, joint, degrees, was', [
+    ('ur5', 1, 90, 'does not follow the URDF'),
+    ('panda', 1, 180, 'flipped signs'),
+    ('panda', 4, -90, "panda_joint6's torque does not follow")])
+def test_a_joint_angle_a_quarter_or_half_turn_off_the_urdf_zero_is_named(
+        arm_name, joint, degrees, was):
+    """A driver whose zero differs from the URDF's by a quarter or half turn on one joint:
+    the full fit was refused naming the wrong cause, a 90° offset of the UR5's
+    shoulder_lift as "does not follow the URDF's", 180° of the Panda's second joint as
+    three flipped signs (advice that, taken, writes a wrong model). The refusal now
+    names the joint and the offset; the same joint's sign flipped is still a sign."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
+                              'panda': 'panda_description/urdf/panda.urdf'}[arm_name]))
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  200.0)
+    shifted = q.copy()
+    shifted[:, joint] += np.radians(degrees)
+    verdict = judge_full_fit(fit_full_samples(robot, t, shifted, tau, methods=('wls',)),
+                             robot, tau, effort='torque')
+    name = robot.joint_names[joint]
+    assert not verdict.ok and verdict.cause == 'angle_zero', verdict
+    assert verdict.reason.startswith(f"{name}'s angle reads {degrees:+d}° off the URDF's "
+                                     'zero'), verdict.reason
+    assert was in verdict.reason.split('As recorded: ')[1], verdict.reason
+    assert verdict.checks['angle_zero']['unexplained'] < 0.05
+    flipped = tau.copy()
+    flipped[:, joint] *= -1
+    verdict = judge_full_fit(fit_full_samples(robot, t, q, flipped, methods=('wls',)),
+                             robot, flipped, effort='torque')
+    assert not verdict.ok and verdict.cause == 'sign', verdict

@@ -1316,8 +1316,11 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     -------
     Plausibility
     """
-    verdict = _with_tilt(_gravity_gate(fitted, robot, raw, effort, gains),
-                         read_tilt(sweep_tilt, fitted, robot))[0]
+    verdict = _gravity_zero_offset(fitted, robot, _gravity_gate(fitted, robot, raw, effort,
+                                                                gains))
+    if verdict.cause == 'angle_zero':
+        return verdict
+    verdict = _with_tilt(verdict, read_tilt(sweep_tilt, fitted, robot))[0]
     mode = ((fitted.model.metadata.get('fit') or {}).get('pair_offsets') or {}).get('mode')
     if mode is None or not (verdict.ok or verdict.cause == 'load'):
         return verdict
@@ -1682,6 +1685,9 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
         if swapped is not None:
             return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
                                  {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
+    verdict = _full_zero_offset(fitted, robot, verdict)
+    if verdict.cause == 'angle_zero':
+        return verdict
     # a base that is not level: said first in a refusal, as a warning with a written model
     verdict, tilted = _with_tilt(verdict, read_tilt(gravity_tilt, fitted, robot))
     if tilted and not verdict.ok:
@@ -1698,6 +1704,81 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                              fitted.prepared.q)
     return _with_tilt(type(where)(where.ok, where.reason, {**verdict.checks, **where.checks},
                                   where.cause), verdict.checks.get('gravity_tilt'))[0]
+
+
+#: rows of a gate's samples the angle offsets are tried on (each offset costs the URDF's
+#: torque there: 18 offsets of a 6-joint arm at 400 rows, about 40 ms)
+_OFFSET_ROWS = 400
+
+
+def _named_offset(verdict, found):
+    """The gate's verdict with an angle offset that explains the torque (``found``:
+    :func:`~arm_dyn_id.validation.angle_zero.zero_offset`'s) named, or ``verdict``
+    itself: a refusal, whatever the gate said (a fit that passes on these angles holds
+    near this motion only); a sign refusal that the offset explains no better keeps its
+    cause and says both."""
+    if found is None:
+        return verdict
+    from arm_dyn_id.validation.angle_zero import offset_message
+    joint, offset, score, recorded, alike = found
+    checks = {**verdict.checks, 'angle_zero': {
+        'joint': joint, 'offset_rad': float(offset), 'unexplained': score,
+        'unexplained_as_recorded': recorded, 'sign_alike': alike}}
+    if alike and not verdict.ok:
+        return type(verdict)(False, f'{verdict.reason}. Or: {offset_message(*found)}',
+                             checks, verdict.cause)
+    recorded = (f'As recorded: {verdict.reason}' if not verdict.ok else
+                'As recorded the gate passed: a model fitted on these angles holds near this '
+                'motion only')
+    return type(verdict)(False, f'{offset_message(*found)}. {recorded}', checks,
+                         'angle_zero')
+
+
+def _spread(rows, count=_OFFSET_ROWS):
+    """At most ``count`` of the row indices ``rows`` (an int array), evenly spread."""
+    return rows[::max(1, len(rows) // count)]
+
+
+def _sign_named(verdict):
+    """The joints a sign refusal names (their torque against the URDF's, light joints'
+    own signs included)."""
+    if verdict.cause != 'sign':
+        return []
+    against = dict(verdict.checks.get('agreement') or {})
+    against.update((j, c) for j, c in (verdict.checks.get('light_signs') or {}).items()
+                   if c.get('judged'))
+    flipped = (verdict.checks.get('flipped_effort') or {}).get('joint')
+    named = [j for j, c in against.items() if c.get('rho', 0) < 0 and
+             (c.get('tested') or c.get('judged'))]
+    return named + ([flipped] if flipped and flipped not in named else [])
+
+
+def _gravity_zero_offset(fitted, robot, verdict):
+    """:func:`_full_zero_offset` of a gravity fit: the URDF's gravity at its averaged
+    pairs (or quasi-static samples), which hold no friction."""
+    from arm_dyn_id.validation.angle_zero import zero_offset
+    q = np.concatenate([c[0].q for c in fitted.cases.values()])
+    tau = np.concatenate([c[0].tau for c in fitted.cases.values()])
+    rows = _spread(np.arange(len(q)))
+    return _named_offset(verdict, zero_offset(q[rows], robot.gravity_torques, tau[rows],
+                                              list(robot.joint_names),
+                                              flip=_sign_named(verdict)))
+
+
+def _full_zero_offset(fitted, robot, verdict):
+    """A full fit's refusal, with the cause named when one joint's angle a quarter or half
+    turn off the URDF's zero explains it (:mod:`arm_dyn_id.validation.angle_zero`): the
+    URDF's inverse dynamics at the gate's rows again with the angle moved."""
+    from arm_dyn_id.validation.angle_zero import zero_offset
+    prepared = fitted.prepared
+    rows = _spread(np.flatnonzero(np.all(np.isfinite(fitted.nominal), axis=1)))
+    q, dq, ddq = prepared.q[rows], prepared.dq[rows], prepared.ddq[rows]
+
+    def nominal_at(angles):
+        return np.array([robot.inverse_dynamics(a, v, w) for a, v, w in zip(angles, dq, ddq)])
+    return _named_offset(verdict, zero_offset(q, nominal_at, prepared.tau[rows],
+                                              list(robot.joint_names), velocity=dq,
+                                              flip=_sign_named(verdict)))
 
 
 def _with_tilt(verdict, tilt):
