@@ -147,6 +147,33 @@ def test_angles_a_driver_reports_within_one_turn_are_unwrapped(tmp_path, data):
     held_out_gravity_ok(tmp_path / 'fit', data)
 
 
+def test_angles_in_degrees_are_named(tmp_path, data):
+    """A driver that publishes its angles in degrees: every joint leaves its URDF limits,
+    and within them once divided by 57.3. Refused naming degrees (before: a gravity model
+    of the sweeps written, or "does not follow the URDF's")."""
+    res = fit(plain_bag(tmp_path / 'bag', data, q=np.degrees(data['q']), effort=data['tau']),
+              tmp_path / 'fit', '--effort', 'torque')
+    line = one_error_line(res, code=3)
+    assert 'the angles look like degrees' in line and 'radians' in line, line
+
+
+def test_degrees_are_not_read_into_a_continuous_joint_that_turns():
+    """A continuous joint (no URDF limits) may turn many times once unwrapped: only
+    bounded joints are judged, and every one must fit its limits in radians."""
+    from arm_bags import example_robot
+    from arm_dyn_id.model.robot import RobotModel
+    from arm_dyn_id.validation.angle_zero import degrees_message
+    robot = RobotModel.from_urdf(str(example_robot('kinova_description/robots/kinova.urdf')))
+    assert robot.bounded.tolist() == [False, True, True, False, True, False]
+    lo, hi = robot.position_limits
+    q = np.tile((lo + hi) / 2, (50, 1))
+    q[:, 0] = np.linspace(0, 20.0, 50)                  # three turns and more
+    assert degrees_message(robot, q) is None
+    assert 'j2s6s200_joint_2' in degrees_message(robot, np.degrees(q))
+    q[:, 1] = hi[1] + 1.0                                # out of limits, not degrees
+    assert degrees_message(robot, q) is None
+
+
 @pytest.mark.parametrize('joint, degrees', [(1, 90), (3, -90)])
 def test_sweeps_of_a_joint_whose_zero_is_a_quarter_turn_off_the_urdf_are_refused(
         tmp_path, data, joint, degrees):

@@ -1316,8 +1316,12 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     -------
     Plausibility
     """
-    verdict = _gravity_zero_offset(fitted, robot, _gravity_gate(fitted, robot, raw, effort,
-                                                                gains))
+    # the angles against the URDF's: in degrees, or one joint's zero off
+    verdict = _in_degrees(_gravity_gate(fitted, robot, raw, effort, gains), robot,
+                          np.concatenate([c[0].q for c in fitted.cases.values()]))
+    if 'degrees' in verdict.checks:
+        return verdict
+    verdict = _gravity_zero_offset(fitted, robot, verdict)
     if verdict.cause == 'angle_zero':
         return verdict
     verdict = _with_tilt(verdict, read_tilt(sweep_tilt, fitted, robot))[0]
@@ -1685,6 +1689,11 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
         if swapped is not None:
             return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
                                  {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
+    # the angles against the URDF's: in degrees, or one joint's zero off
+    verdict = _in_degrees(verdict, robot, fitted.prepared.q if fitted.record is None else
+                          fitted.record[1])
+    if 'degrees' in verdict.checks:
+        return verdict
     verdict = _full_zero_offset(fitted, robot, verdict)
     if verdict.cause == 'angle_zero':
         return verdict
@@ -1732,6 +1741,17 @@ def _named_offset(verdict, found):
                 'motion only')
     return type(verdict)(False, f'{offset_message(*found)}. {recorded}', checks,
                          'angle_zero')
+
+
+def _in_degrees(verdict, robot, q):
+    """The gate's verdict, or a refusal (cause ``units``) when the angles ``q`` look like
+    degrees (:func:`~arm_dyn_id.validation.angle_zero.degrees_message`)."""
+    from arm_dyn_id.validation.angle_zero import degrees_message
+    said = degrees_message(robot, q)
+    if said is None:
+        return verdict
+    recorded = f'. As recorded: {verdict.reason}' if not verdict.ok else ''
+    return type(verdict)(False, said + recorded, {**verdict.checks, 'degrees': said}, 'units')
 
 
 def _spread(rows, count=_OFFSET_ROWS):

@@ -288,6 +288,14 @@ class RobotModel:
         return beyond
 
     @property
+    def bounded(self):
+        """bool (n,): the joint has finite position limits in the URDF (not continuous)."""
+        lo, hi = self.model.lowerPositionLimit, self.model.upperPositionLimit
+        return np.array([nq == 1 and bool(np.isfinite(lo[i]) and np.isfinite(hi[i]) and
+                                          hi[i] > lo[i])
+                         for i, nq in zip(self._idx_q, self._nq_joint)])
+
+    @property
     def position_limits(self):
         """(lower, upper) of each joint from the URDF (rad, (n,) each); a continuous joint,
         or one without finite limits, gets (-π, π)."""

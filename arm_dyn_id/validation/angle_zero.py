@@ -130,3 +130,36 @@ def offset_message(joint, offset, score, recorded, alike=False):
             + ('; as much with the sign flipped' if alike else '') +
             "). The driver's zero (its calibration) and the URDF's joint origin differ: "
             "correct one of them, so that the angles the model is served match the URDF's")
+
+
+#: rad: how far beyond its URDF limits a bounded joint's recorded angle must go for the
+#: angles to be judged as degrees: a whole turn, which no angle in radians of a bounded
+#: joint goes (a joint's 6° in degrees is 6 "rad")
+BEYOND = 2 * np.pi
+
+
+def _excess(q, lo, hi):
+    """rad, per joint: how far the angles ``q`` go beyond (lo, hi) either way."""
+    return np.maximum(lo - np.nanmin(q, axis=0), 0) + np.maximum(np.nanmax(q, axis=0) - hi, 0)
+
+
+def degrees_message(robot, q):
+    """A refusal's sentence when the angles look like degrees, else None: a joint with
+    limits in the URDF leaves them by more than :data:`BEYOND`, and divided by 180/π the
+    angles leave them (summed over the bounded joints) by a tenth as much at most."""
+    q = np.asarray(q, dtype=float)
+    bounded = robot.bounded
+    if not bounded.any() or not len(q):
+        return None
+    lo, hi = robot.position_limits
+    raw = np.where(bounded, _excess(q, lo, hi), 0.0)
+    converted = np.where(bounded, _excess(np.radians(q), lo, hi), 0.0)
+    out = raw > BEYOND
+    if not out.any() or converted.sum() > 0.1 * raw.sum():
+        return None
+    names = [j for j, o in zip(robot.joint_names, out) if o]
+    reach = float(np.nanmax(np.abs(q[:, out])))
+    return (f'the angles look like degrees: {", ".join(names)} '
+            f'{"leaves its" if len(names) == 1 else "leave their"} URDF limits (up to '
+            f'{reach:.0f} "rad"), and within them once divided by 57.3; give the angles in '
+            'radians (JointState.position is rad)')
