@@ -1,17 +1,20 @@
-"""A driver's own ways: angles reported within one turn, a published velocity that is
-not the rate of the angles. What `fit` and the residual make of them.
+"""A driver's own ways: angles reported within one turn, in degrees or with one joint's
+zero off the URDF's, a published velocity that is not the rate of the angles. What `fit`
+and the residual make of them.
 
 Fits (``python -m arm_dyn_id fit BAG --urdf URDF --effort torque --no-report --quiet``,
 this tree and, with ``--tree DIR``, another checkout for a before / after):
 
-- a Kinova (example-robot-data's j2s6s200, continuous joints 1, 4, 6) and a UR5, 30 s
-  Fourier at 200 Hz (``test/arm_bags.realistic_fourier``, the URDF's arm, torque in
-  effort), angles as measured and reported in [0, 2π);
+- a Kinova (example-robot-data's j2s6s200, continuous joints 1, 4, 6), a UR5 and a Panda,
+  30 s Fourier at 200 Hz (``test/arm_bags.realistic_fourier``, the URDF's arm, torque in
+  effort), angles as measured, reported in [0, 2π), in degrees, and with one joint's
+  zero a quarter or half turn off the URDF's;
 - the humanoid arm's seed-000 sweeps at 100 Hz (``test/test_cli_fit.reciprocating_data``),
-  as measured and in [0, 2π).
+  the same ways.
 
 Per case: exit, the warnings said (first words), the refusal's first words, the gravity
-error (RMS % of each loaded joint's peak over 200 random poses, worst joint).
+error of the angles the dynamics do not change (RMS % of each loaded joint's peak over
+200 random poses, worst joint).
 
 Residual (the humanoid arm's full model fitted on a Fourier bag, thresholds calibrated on
 two free runs, as ``test/test_residual.py``): a third free run without contact whose
@@ -53,7 +56,11 @@ from arm_dyn_id.model.robot import RobotModel  # noqa: E402
 from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
 ARMS = {'kinova': 'kinova_description/robots/kinova.urdf',
-        'ur5': 'ur_description/urdf/ur5_robot.urdf'}
+        'ur5': 'ur_description/urdf/ur5_robot.urdf',
+        'panda': 'panda_description/urdf/panda.urdf'}
+#: (joint index, degrees) of the zero offsets tried per arm
+OFFSET_CASES = {'kinova': (), 'ur5': ((1, 90), (1, 180)),
+                'panda': ((1, 180), (4, -90))}
 FAULTS = {'right': lambda v: v, 'all zeros': lambda v: 0.0 * v, 'degrees per second':
           np.degrees, 'joint_2 sign flipped': lambda v: v * [1, -1, 1, 1, 1, 1]}
 
@@ -67,7 +74,7 @@ def refusal(done):
     if done.returncode == 0:
         return '—'
     return ' '.join(re.sub(r'^arm-dyn-id \w+: (fit refused, )?', '',
-                           done.stderr.strip().splitlines()[-1]).split()[:12])
+                           done.stderr.strip().splitlines()[-1]).split()[:14])
 
 
 def fit_cases(tmp, tree):
@@ -78,25 +85,39 @@ def fit_cases(tmp, tree):
         arm = Arm(urdf)
         robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
         t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
-        for how, angles in (('as measured', q), ('in [0, 2π)', np.mod(q, 2 * np.pi))):
+        cases = [('as measured', q), ('in [0, 2π)', np.mod(q, 2 * np.pi)),
+                 ('in degrees', np.degrees(q))]
+        for j, deg in OFFSET_CASES[key]:
+            moved = q.copy()
+            moved[:, j] += np.radians(deg)
+            cases.append((f'{arm.joints[j]} {deg:+d}° off the URDF\'s zero', moved))
+        for how, angles in cases:
             bag, out = tmp / f'{key}_{len(rows)}', tmp / f'{key}_{len(rows)}_fit'
             write_bag(bag, 1.7e9 + t, list(arm.joints), angles, tau)
             done = benchlib.run_cli(['fit', bag, '--urdf', urdf, '--effort', 'torque',
                                      '--out', out, '--no-report', '--quiet'], tree)
             err = gravity_error(arm, out / 'model.yaml', urdf) \
                 if (out / 'model.yaml').is_file() else None
-            rows.append((f'{key} Fourier, angles {how}', done, err))
+            rows.append((f'{key} Fourier, angles {how}', done,
+                         err if how in ('as measured', 'in [0, 2π)') else None))
     from test_cli_fit import JOINTS, URDF, reciprocating_data
     from test_cli_user_bags import plain_bag
     data = reciprocating_data(seed=3, rate=100.0, poses=2)
     arm = Arm(URDF, JOINTS)
-    for how, angles in (('as measured', data['q']), ('in [0, 2π)', np.mod(data['q'], 2 * np.pi))):
+    cases = [('as measured', data['q']), ('in [0, 2π)', np.mod(data['q'], 2 * np.pi)),
+             ('in degrees', np.degrees(data['q']))]
+    for j, deg in ((1, 90), (3, -90), (4, 180)):
+        moved = data['q'].copy()
+        moved[:, j] += np.radians(deg)
+        cases.append((f'{JOINTS[j]} {deg:+d}° off the URDF\'s zero', moved))
+    for how, angles in cases:
         bag, out = tmp / f'sweeps_{len(rows)}', tmp / f'sweeps_{len(rows)}_fit'
         plain_bag(bag, data, q=angles, effort=data['tau'])
         done = benchlib.run_cli(['fit', bag, '--urdf', URDF, '--effort', 'torque', '--out',
                                  out, '--no-report', '--quiet'], tree)
         err = gravity_error(arm, out / 'model.yaml', str(URDF)) \
-            if (out / 'model.yaml').is_file() else None
+            if (out / 'model.yaml').is_file() and how in ('as measured', 'in [0, 2π)') \
+            else None
         rows.append((f'humanoid sweeps, angles {how}', done, err))
     return [f'| {name} | {done.returncode} | {said(done.stderr)} | {refusal(done)} | '
             f'{"—" if err is None else f"{err:.2f}"} |' for name, done, err in rows]

@@ -1716,8 +1716,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
 
 
 #: rows of a gate's samples the angle offsets are tried on (each offset costs the URDF's
-#: torque there: 18 offsets of a 6-joint arm at 400 rows, about 40 ms)
-_OFFSET_ROWS = 400
+#: torque there: 18 offsets of a 6-joint arm at 200 rows, about 25 ms)
+_OFFSET_ROWS = 200
 
 
 def _named_offset(verdict, found):

@@ -6,8 +6,8 @@ The data gate then compares the measured torque with the URDF's at the wrong ang
 and a 90° offset read as "does not follow the URDF's" and a 180° one as a flipped sign
 (on a Panda, three flipped signs), advice that would write a wrong model.
 
-Every gravity and full fit tries it (18 offsets of a 6-joint arm, at 400 of the gate's
-samples: tens of ms): :func:`zero_offset` computes the URDF's torque again with one
+Every gravity and full fit tries it (18 offsets of a 6-joint arm, at 200 of the gate's
+samples: about 25 ms): :func:`zero_offset` computes the URDF's torque again with one
 joint's angle moved by -90°, 90° or 180° at a time and fits the measured torque with it,
 joint by joint (a scale, a constant and, in a full fit, friction). An offset is named
 when with it the URDF's torque leaves at most :data:`EXPLAINED` of every judged joint's
