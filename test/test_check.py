@@ -765,3 +765,39 @@ def test_core_a_pose_pushed_by_hand_is_a_force_not_a_torque_constant():
     # without the spans (a caller that does not know the motion) nothing is said of it
     blind = check_gravity(robot.joint_names, G, pushed, torque_constants=k, holding=holding)
     assert not any('force from outside' in c.verdict for c in blind.joints)
+
+
+@pytest.mark.parametrize('arm_name, joint, degrees', [('ur5', 1, 90), ('panda', 1, 180),
+                                                      ('ur5', None, None)])
+def test_a_joint_zero_off_the_urdf_or_degrees_are_said_before_any_joint(
+        tmp_path, capsys, arm_name, joint, degrees):
+    """A Fourier record with one joint's zero a quarter or half turn off the URDF's: check
+    blamed the joints it moves ("sign flipped", "scale off") and a user following it would
+    flip a sign. It now says the offset first (exit 4); in degrees it says so before
+    comparing anything; the same record with the URDF's angles says neither."""
+    from arm_bags import Arm, example_robot, realistic_fourier
+    urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
+                              'panda': 'panda_description/urdf/panda.urdf'}[arm_name]))
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
+    names = list(arm.joints) + list(arm.extra)
+    pad = np.full((len(t), len(arm.extra)), 0.01)
+    cases = {'right': q, 'degrees': np.degrees(q)}
+    if joint is not None:
+        moved = q.copy()
+        moved[:, joint] += np.radians(degrees)
+        cases = {'offset': moved}
+    for name, angles in cases.items():
+        write_bag(tmp_path / name, 1.7e9 + t, names, np.hstack([angles, pad]),
+                  np.hstack([tau, 0 * pad]))
+        code = main(['check', str(tmp_path / name), '--urdf', urdf, '--effort', 'torque'])
+        out = capsys.readouterr().out
+        if name == 'right':
+            assert code != 4 and 'the angles' not in out, out
+        elif name == 'degrees':
+            assert code == 4 and 'FAIL: the angles look like degrees' in out, out
+        else:
+            assert code == 4, out
+            assert (f"FAIL: the angles, before any joint: {robot.joint_names[joint]}'s angle "
+                    f"reads {degrees:+d}° off the URDF's zero") in out, out

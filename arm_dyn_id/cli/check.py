@@ -196,7 +196,7 @@ def run(args):
     from arm_dyn_id.errors import ConfigError, DataError
     from arm_dyn_id.identification.pipeline import choose_dynamics
     from arm_dyn_id.model.robot import RobotModel
-    from arm_dyn_id.validation.check import FAIL, UNTESTABLE, check_samples, check_urdf
+    from arm_dyn_id.validation.check import OK, FAIL, UNTESTABLE, check_samples, check_urdf
     progress = Progress(quiet=args.quiet)
     effort = getattr(args, 'effort', None) or 'current'
     magnitude, given_direction = check_gravity_options(args)
@@ -231,6 +231,11 @@ def run(args):
                      * np.asarray(conv.get('efficiencies') or 1.0, dtype=float))
     else:
         k_e = None
+    from arm_dyn_id.validation.angle_zero import degrees_message
+    in_degrees = degrees_message(robot, rec.q)
+    if in_degrees:      # before any comparison: every derivative would be 57x
+        print(f'pre-flight check of {bag} against {urdf}\n\nFAIL: {in_degrees}')
+        return EXIT_FAILED
     dynamics = getattr(args, 'dynamics', None) or 'auto'
     measured = rec.dq if rec.dq is not None and np.shape(rec.dq) == np.shape(rec.q) and \
         np.all(np.isfinite(rec.dq)) and np.any(rec.dq != 0) else None
@@ -282,6 +287,16 @@ def run(args):
     print(f'pre-flight check of {bag} against {urdf} (g = {gravity:g} m/s², effort = '
           f'{effort}, {what})\n')
     print(result.table())
+    angles = None
+    if result.status != OK:
+        # a joint's zero off the URDF's, or degrees, reads as signs and scales per joint
+        # (torque in effort or constants given: with currents alone no scale is ~1)
+        from arm_dyn_id.validation.angle_zero import angle_hint
+        angles = angle_hint(robot, rec.t, rec.q, rec.tau,
+                            rec.dq if np.all(np.isfinite(rec.dq)) else None)
+        if angles:
+            print(f'\nFAIL: the angles, before any joint: {angles}')
+            extra['angles'] = angles
     geared = [conv.get(k) for k in ('gear_ratios', 'efficiencies') if conv.get(k) is not None]
     if effort == 'current' and any(np.any(np.asarray(g, dtype=float) != 1.0) for g in geared):
         print('(the constants shown are at the joint: torque_constants x gear_ratios x '
@@ -301,7 +316,7 @@ def run(args):
         print(f'torque constants of {", ".join(wrong_constants)} off: if the drive gains are '
               'uncertain, measure them from two runs of one trajectory without and with a '
               'known load: arm-dyn-id calibrate (docs/calibrate.md)')
-    if result.status == FAIL:
+    if result.status == FAIL or angles:
         return EXIT_FAILED
     if result.status == UNTESTABLE:
         return EXIT_UNTESTABLE

@@ -163,3 +163,23 @@ def degrees_message(robot, q):
             f'{"leaves its" if len(names) == 1 else "leave their"} URDF limits (up to '
             f'{reach:.0f} "rad"), and within them once divided by 57.3; give the angles in '
             'radians (JointState.position is rad)')
+
+
+def angle_hint(robot, t, q, tau, dq=None, rows=200):
+    """What ``arm-dyn-id check`` adds to a verdict that is not OK: the angles in degrees
+    (:func:`degrees_message`) or one joint's zero off the URDF's (:func:`zero_offset` on
+    ``rows`` samples of the recording, the URDF's inverse dynamics at its smoothed
+    derivatives, friction fitted apart); None when neither."""
+    said = degrees_message(robot, q)
+    if said is not None or len(t) < 10:
+        return said
+    from arm_dyn_id.data.segmentation import filtered_derivatives
+    qs, v, a = filtered_derivatives(t, q, dq=dq)
+    pick = np.arange(0, len(t), max(1, len(t) // rows))
+
+    def nominal_at(angles):
+        return np.array([robot.inverse_dynamics(x, y, z)
+                         for x, y, z in zip(angles, v[pick], a[pick])])
+    found = zero_offset(qs[pick], nominal_at, np.asarray(tau, dtype=float)[pick],
+                        list(robot.joint_names), velocity=v[pick])
+    return None if found is None else offset_message(*found)
