@@ -7,8 +7,8 @@ this tree and, with ``--tree DIR``, another checkout for a before / after):
 
 - a Kinova (example-robot-data's j2s6s200, continuous joints 1, 4, 6), a UR5 and a Panda,
   30 s Fourier at 200 Hz (``test/arm_bags.realistic_fourier``, the URDF's arm, torque in
-  effort), angles as measured, reported in [0, 2π), in degrees, and with one joint's
-  zero a quarter or half turn off the URDF's;
+  effort), angles as measured, reported in [0, 2π), in degrees, with one joint's zero a
+  quarter or half turn off the URDF's, and one joint reversed (angle and effort);
 - the humanoid arm's seed-000 sweeps at 100 Hz (``test/test_cli_fit.reciprocating_data``),
   the same ways.
 
@@ -58,9 +58,22 @@ from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 ARMS = {'kinova': 'kinova_description/robots/kinova.urdf',
         'ur5': 'ur_description/urdf/ur5_robot.urdf',
         'panda': 'panda_description/urdf/panda.urdf'}
-#: (joint index, degrees) of the zero offsets tried per arm
-OFFSET_CASES = {'kinova': (), 'ur5': ((1, 90), (1, 180)),
-                'panda': ((1, 180), (4, -90))}
+#: (joint index, degrees of its zero offset, or None: the joint reversed, angle and
+#: effort) of the conventions tried per arm
+OFFSET_CASES = {'kinova': (), 'ur5': ((1, 90), (1, 180), (1, None), (2, None)),
+                'panda': ((1, 180), (4, -90), (1, None), (3, None))}
+
+
+def convention_case(q, tau, j, deg, names):
+    """(label, angles, effort) of joint ``j``'s zero ``deg`` off, or reversed (None)."""
+    q, tau = q.copy(), tau.copy()
+    if deg is None:
+        q[:, j], tau[:, j] = -q[:, j], -tau[:, j]
+        return f'{names[j]} reversed (angle and effort)', q, tau
+    q[:, j] += np.radians(deg)
+    return f'{names[j]} {deg:+d}° off the URDF\'s zero', q, tau
+
+
 FAULTS = {'right': lambda v: v, 'all zeros': lambda v: 0.0 * v, 'degrees per second':
           np.degrees, 'joint_2 sign flipped': lambda v: v * [1, -1, 1, 1, 1, 1]}
 
@@ -85,15 +98,12 @@ def fit_cases(tmp, tree):
         arm = Arm(urdf)
         robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
         t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0))
-        cases = [('as measured', q), ('in [0, 2π)', np.mod(q, 2 * np.pi)),
-                 ('in degrees', np.degrees(q))]
-        for j, deg in OFFSET_CASES[key]:
-            moved = q.copy()
-            moved[:, j] += np.radians(deg)
-            cases.append((f'{arm.joints[j]} {deg:+d}° off the URDF\'s zero', moved))
-        for how, angles in cases:
+        cases = [('as measured', q, tau), ('in [0, 2π)', np.mod(q, 2 * np.pi), tau),
+                 ('in degrees', np.degrees(q), tau)]
+        cases += [convention_case(q, tau, j, deg, arm.joints) for j, deg in OFFSET_CASES[key]]
+        for how, angles, effort in cases:
             bag, out = tmp / f'{key}_{len(rows)}', tmp / f'{key}_{len(rows)}_fit'
-            write_bag(bag, 1.7e9 + t, list(arm.joints), angles, tau)
+            write_bag(bag, 1.7e9 + t, list(arm.joints), angles, effort)
             done = benchlib.run_cli(['fit', bag, '--urdf', urdf, '--effort', 'torque',
                                      '--out', out, '--no-report', '--quiet'], tree)
             err = gravity_error(arm, out / 'model.yaml', urdf) \
@@ -104,15 +114,14 @@ def fit_cases(tmp, tree):
     from test_cli_user_bags import plain_bag
     data = reciprocating_data(seed=3, rate=100.0, poses=2)
     arm = Arm(URDF, JOINTS)
-    cases = [('as measured', data['q']), ('in [0, 2π)', np.mod(data['q'], 2 * np.pi)),
-             ('in degrees', np.degrees(data['q']))]
-    for j, deg in ((1, 90), (3, -90), (4, 180)):
-        moved = data['q'].copy()
-        moved[:, j] += np.radians(deg)
-        cases.append((f'{JOINTS[j]} {deg:+d}° off the URDF\'s zero', moved))
-    for how, angles in cases:
+    cases = [('as measured', data['q'], data['tau']),
+             ('in [0, 2π)', np.mod(data['q'], 2 * np.pi), data['tau']),
+             ('in degrees', np.degrees(data['q']), data['tau'])]
+    cases += [convention_case(data['q'], data['tau'], j, deg, JOINTS)
+              for j, deg in ((1, 90), (3, -90), (4, 180), (1, None), (2, None))]
+    for how, angles, effort in cases:
         bag, out = tmp / f'sweeps_{len(rows)}', tmp / f'sweeps_{len(rows)}_fit'
-        plain_bag(bag, data, q=angles, effort=data['tau'])
+        plain_bag(bag, data, q=angles, effort=effort)
         done = benchlib.run_cli(['fit', bag, '--urdf', URDF, '--effort', 'torque', '--out',
                                  out, '--no-report', '--quiet'], tree)
         err = gravity_error(arm, out / 'model.yaml', str(URDF)) \

@@ -162,7 +162,7 @@ def test_degrees_are_not_read_into_a_continuous_joint_that_turns():
     bounded joints are judged, and every one must fit its limits in radians."""
     from arm_bags import example_robot
     from arm_dyn_id.model.robot import RobotModel
-    from arm_dyn_id.validation.angle_zero import degrees_message
+    from arm_dyn_id.validation.angle_convention import degrees_message
     robot = RobotModel.from_urdf(str(example_robot('kinova_description/robots/kinova.urdf')))
     assert robot.bounded.tolist() == [False, True, True, False, True, False]
     lo, hi = robot.position_limits

@@ -2154,13 +2154,41 @@ def test_a_joint_angle_a_quarter_or_half_turn_off_the_urdf_zero_is_named(
     verdict = judge_full_fit(fit_full_samples(robot, t, shifted, tau, methods=('wls',)),
                              robot, tau, effort='torque')
     name = robot.joint_names[joint]
-    assert not verdict.ok and verdict.cause == 'angle_zero', verdict
+    assert not verdict.ok and verdict.cause == 'angle_convention', verdict
     assert verdict.reason.startswith(f"{name}'s angle reads {degrees:+d}° off the URDF's "
                                      'zero'), verdict.reason
     assert was in verdict.reason.split('As recorded: ')[1], verdict.reason
-    assert verdict.checks['angle_zero']['unexplained'] < 0.05
+    assert verdict.checks['angle_convention']['unexplained'] < 0.05
     flipped = tau.copy()
     flipped[:, joint] *= -1
     verdict = judge_full_fit(fit_full_samples(robot, t, q, flipped, methods=('wls',)),
                              robot, flipped, effort='torque')
     assert not verdict.ok and verdict.cause == 'sign', verdict
+
+
+@pytest.mark.parametrize('arm_name, joint, says', [
+    ('ur5', 1, "shoulder_lift_joint turns the other way than the URDF's axis"),
+    ('panda', 3, "panda_joint4 turns the other way than the URDF's axis"),
+    ('panda', 1, "as well explained: panda_joint2 turns the other way")])
+def test_a_joint_that_turns_the_other_way_than_the_urdf_axis_is_named(arm_name, joint, says):
+    """A driver whose positive direction on one joint is the URDF's negative (its angle and
+    its effort reversed): refused as a flipped sign (current_signs, which fixes the effort
+    and not the angle: a wrong model). The reversal is named; a Panda's second joint
+    reversed is its third joint half a turn off (the arm the same either way): both
+    said."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
+                              'panda': 'panda_description/urdf/panda.urdf'}[arm_name]))
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  200.0)
+    q, tau = q.copy(), tau.copy()
+    q[:, joint] *= -1
+    tau[:, joint] *= -1
+    verdict = judge_full_fit(fit_full_samples(robot, t, q, tau, methods=('wls',)), robot,
+                             tau, effort='torque')
+    assert not verdict.ok and verdict.cause == 'angle_convention', verdict
+    assert says in verdict.reason, verdict.reason

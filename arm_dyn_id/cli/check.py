@@ -231,7 +231,7 @@ def run(args):
                      * np.asarray(conv.get('efficiencies') or 1.0, dtype=float))
     else:
         k_e = None
-    from arm_dyn_id.validation.angle_zero import degrees_message
+    from arm_dyn_id.validation.angle_convention import degrees_message
     in_degrees = degrees_message(robot, rec.q)
     if in_degrees:      # before any comparison: every derivative would be 57x
         print(f'pre-flight check of {bag} against {urdf}\n\nFAIL: {in_degrees}')
@@ -291,9 +291,11 @@ def run(args):
     if result.status != OK:
         # a joint's zero off the URDF's, or degrees, reads as signs and scales per joint
         # (torque in effort or constants given: with currents alone no scale is ~1)
-        from arm_dyn_id.validation.angle_zero import angle_hint
-        angles = angle_hint(robot, rec.t, rec.q, rec.tau,
-                            rec.dq if np.all(np.isfinite(rec.dq)) else None)
+        from arm_dyn_id.data.segmentation import filtered_derivatives
+        from arm_dyn_id.validation.angle_convention import angle_hint
+        smoothed = filtered_derivatives(rec.t, rec.q,
+                                        dq=rec.dq if np.all(np.isfinite(rec.dq)) else None)
+        angles = angle_hint(robot, smoothed[0], rec.tau, *smoothed[1:3])
         if angles:
             print(f'\nFAIL: the angles, before any joint: {angles}')
             extra['angles'] = angles

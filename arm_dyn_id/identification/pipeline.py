@@ -1321,8 +1321,8 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
                           np.concatenate([c[0].q for c in fitted.cases.values()]))
     if 'degrees' in verdict.checks:
         return verdict
-    verdict = _gravity_zero_offset(fitted, robot, verdict)
-    if verdict.cause == 'angle_zero':
+    verdict = _gravity_convention(fitted, robot, verdict)
+    if verdict.cause == 'angle_convention':
         return verdict
     verdict = _with_tilt(verdict, read_tilt(sweep_tilt, fitted, robot))[0]
     mode = ((fitted.model.metadata.get('fit') or {}).get('pair_offsets') or {}).get('mode')
@@ -1694,8 +1694,8 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                           fitted.record[1])
     if 'degrees' in verdict.checks:
         return verdict
-    verdict = _full_zero_offset(fitted, robot, verdict)
-    if verdict.cause == 'angle_zero':
+    verdict = _full_convention(fitted, robot, verdict)
+    if verdict.cause == 'angle_convention':
         return verdict
     # a base that is not level: said first in a refusal, as a warning with a written model
     verdict, tilted = _with_tilt(verdict, read_tilt(gravity_tilt, fitted, robot))
@@ -1715,38 +1715,41 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                                   where.cause), verdict.checks.get('gravity_tilt'))[0]
 
 
-#: rows of a gate's samples the angle offsets are tried on (each offset costs the URDF's
-#: torque there: 18 offsets of a 6-joint arm at 200 rows, about 25 ms)
-_OFFSET_ROWS = 200
+#: rows of a gate's samples the angle conventions are tried on (each costs the URDF's
+#: torque there: 24 changes of a 6-joint arm at 200 rows, about 35 ms)
+_CONVENTION_ROWS = 200
 
 
-def _named_offset(verdict, found):
-    """The gate's verdict with an angle offset that explains the torque (``found``:
-    :func:`~arm_dyn_id.validation.angle_zero.zero_offset`'s) named, or ``verdict``
-    itself: a refusal, whatever the gate said (a fit that passes on these angles holds
-    near this motion only); a sign refusal that the offset explains no better keeps its
-    cause and says both."""
-    if found is None:
+def _named_convention(verdict, found):
+    """The gate's verdict with a change of angle convention that explains the torque
+    (``found``: :func:`~arm_dyn_id.validation.angle_convention.convention`'s) named, or
+    ``verdict`` itself: a refusal, whatever the gate said (a fit that passes on these
+    angles holds near this motion only); a sign refusal whose signs flipped explain it
+    as well keeps its cause and says the change beside it."""
+    if not found:
         return verdict
-    from arm_dyn_id.validation.angle_zero import offset_message
-    joint, offset, score, recorded, alike = found
-    checks = {**verdict.checks, 'angle_zero': {
-        'joint': joint, 'offset_rad': float(offset), 'unexplained': score,
-        'unexplained_as_recorded': recorded, 'sign_alike': alike}}
-    if alike and not verdict.ok:
-        return type(verdict)(False, f'{verdict.reason}. Or: {offset_message(*found)}',
+    from arm_dyn_id.validation.angle_convention import convention_message
+    joint, offset, score, recorded = found[0]
+    checks = {**verdict.checks, 'angle_convention': {
+        'joint': joint, 'offset_rad': None if offset is None else float(offset),
+        'reversed': offset is None, 'unexplained': score, 'unexplained_as_recorded': recorded,
+        'alike': [[j, o if o is None or o == 'sign' else float(o), s] for j, o, s, _ in
+                  found[1:]]}}
+    if any(o == 'sign' for _, o, _, _ in found) and not verdict.ok:
+        changes = [f for f in found if f[1] != 'sign']
+        return type(verdict)(False, f'{verdict.reason}. Or: {convention_message(changes)}',
                              checks, verdict.cause)
     recorded = (f'As recorded: {verdict.reason}' if not verdict.ok else
                 'As recorded the gate passed: a model fitted on these angles holds near this '
                 'motion only')
-    return type(verdict)(False, f'{offset_message(*found)}. {recorded}', checks,
-                         'angle_zero')
+    return type(verdict)(False, f'{convention_message(found)}. {recorded}', checks,
+                         'angle_convention')
 
 
 def _in_degrees(verdict, robot, q):
     """The gate's verdict, or a refusal (cause ``units``) when the angles ``q`` look like
-    degrees (:func:`~arm_dyn_id.validation.angle_zero.degrees_message`)."""
-    from arm_dyn_id.validation.angle_zero import degrees_message
+    degrees (:func:`~arm_dyn_id.validation.angle_convention.degrees_message`)."""
+    from arm_dyn_id.validation.angle_convention import degrees_message
     said = degrees_message(robot, q)
     if said is None:
         return verdict
@@ -1754,7 +1757,7 @@ def _in_degrees(verdict, robot, q):
     return type(verdict)(False, said + recorded, {**verdict.checks, 'degrees': said}, 'units')
 
 
-def _spread(rows, count=_OFFSET_ROWS):
+def _spread(rows, count=_CONVENTION_ROWS):
     """At most ``count`` of the row indices ``rows`` (an int array), evenly spread."""
     return rows[::max(1, len(rows) // count)]
 
@@ -1773,32 +1776,40 @@ def _sign_named(verdict):
     return named + ([flipped] if flipped and flipped not in named else [])
 
 
-def _gravity_zero_offset(fitted, robot, verdict):
-    """:func:`_full_zero_offset` of a gravity fit: the URDF's gravity at its averaged
+def _gravity_convention(fitted, robot, verdict):
+    """:func:`_full_convention` of a gravity fit: the URDF's gravity at its averaged
     pairs (or quasi-static samples), which hold no friction."""
-    from arm_dyn_id.validation.angle_zero import zero_offset
+    from arm_dyn_id.validation.angle_convention import convention
     q = np.concatenate([c[0].q for c in fitted.cases.values()])
     tau = np.concatenate([c[0].tau for c in fitted.cases.values()])
     rows = _spread(np.arange(len(q)))
-    return _named_offset(verdict, zero_offset(q[rows], robot.gravity_torques, tau[rows],
-                                              list(robot.joint_names),
-                                              flip=_sign_named(verdict)))
+
+    def nominal_at(angles, reversed=None):      # gravity: no velocity to reverse
+        return robot.gravity_torques(angles)
+    return _named_convention(verdict, convention(q[rows], nominal_at, tau[rows],
+                                                 list(robot.joint_names),
+                                                 flip=_sign_named(verdict)))
 
 
-def _full_zero_offset(fitted, robot, verdict):
-    """A full fit's refusal, with the cause named when one joint's angle a quarter or half
-    turn off the URDF's zero explains it (:mod:`arm_dyn_id.validation.angle_zero`): the
-    URDF's inverse dynamics at the gate's rows again with the angle moved."""
-    from arm_dyn_id.validation.angle_zero import zero_offset
+def _full_convention(fitted, robot, verdict):
+    """A full fit's verdict, refused naming the cause when one joint's angle convention off
+    the URDF's explains the torque (:mod:`arm_dyn_id.validation.angle_convention`): the
+    URDF's inverse dynamics at the gate's rows again with the change."""
+    from arm_dyn_id.validation.angle_convention import convention
     prepared = fitted.prepared
     rows = _spread(np.flatnonzero(np.all(np.isfinite(fitted.nominal), axis=1)))
     q, dq, ddq = prepared.q[rows], prepared.dq[rows], prepared.ddq[rows]
 
-    def nominal_at(angles):
-        return np.array([robot.inverse_dynamics(a, v, w) for a, v, w in zip(angles, dq, ddq)])
-    return _named_offset(verdict, zero_offset(q, nominal_at, prepared.tau[rows],
-                                              list(robot.joint_names), velocity=dq,
-                                              flip=_sign_named(verdict)))
+    def nominal_at(angles, reversed=None):
+        v, w = dq, ddq
+        if reversed is not None:
+            v, w = dq.copy(), ddq.copy()
+            v[:, reversed], w[:, reversed] = -v[:, reversed], -w[:, reversed]
+        return np.array([robot.inverse_dynamics(a, x, y) for a, x, y in zip(angles, v, w)])
+    smooth = fitted.model.friction_model.smooth_velocity
+    return _named_convention(verdict, convention(q, nominal_at, prepared.tau[rows],
+                                                 list(robot.joint_names), velocity=dq,
+                                                 flip=_sign_named(verdict), smooth=smooth))
 
 
 def _with_tilt(verdict, tilt):
