@@ -2129,6 +2129,27 @@ def test_sweeps_at_one_pose_a_joint_say_what_they_cannot_check(tmp_path, capsys)
             assert doc['fit']['unchecked_sweeps'] == {} and 'not checked' not in err, err
 
 
+def _convention_record(arm_name):
+    """(robot, t, q, τ) of a perturbed UR5's or Panda's 200 Hz Fourier record
+    (``arm_bags.realistic_fourier``, arm seed 100, record seed 0)."""
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.validation.check import holding_friction
+    urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
+                              'panda': 'panda_description/urdf/panda.urdf'}[arm_name]))
+    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
+    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
+                                  200.0)
+    return robot, t, q, tau
+
+
+def _full_verdict(robot, t, q, tau):
+    """The gate's verdict on a full WLS fit of a torque record (``judge_full_fit``)."""
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    return judge_full_fit(fit_full_samples(robot, t, q, tau, methods=('wls',)), robot, tau,
+                          effort='torque')
+
+
 @pytest.mark.parametrize('arm_name, joint, degrees, was', [
     ('ur5', 1, 90, 'does not follow the URDF'),
     ('panda', 1, 180, 'flipped signs'),
@@ -2140,19 +2161,10 @@ def test_a_joint_angle_a_quarter_or_half_turn_off_the_urdf_zero_is_named(
     shoulder_lift as "does not follow the URDF's", 180° of the Panda's second joint as
     three flipped signs (advice that, taken, writes a wrong model). The refusal now
     names the joint and the offset; the same joint's sign flipped is still a sign."""
-    from arm_bags import Arm, realistic_fourier
-    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
-    from arm_dyn_id.validation.check import holding_friction
-    urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
-                              'panda': 'panda_description/urdf/panda.urdf'}[arm_name]))
-    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
-                                  200.0)
+    robot, t, q, tau = _convention_record(arm_name)
     shifted = q.copy()
     shifted[:, joint] += np.radians(degrees)
-    verdict = judge_full_fit(fit_full_samples(robot, t, shifted, tau, methods=('wls',)),
-                             robot, tau, effort='torque')
+    verdict = _full_verdict(robot, t, shifted, tau)
     name = robot.joint_names[joint]
     assert not verdict.ok and verdict.cause == 'angle_convention', verdict
     assert verdict.reason.startswith(f"{name}'s angle reads {degrees:+d}° off the URDF's "
@@ -2161,8 +2173,7 @@ def test_a_joint_angle_a_quarter_or_half_turn_off_the_urdf_zero_is_named(
     assert verdict.checks['angle_convention']['unexplained'] < 0.05
     flipped = tau.copy()
     flipped[:, joint] *= -1
-    verdict = judge_full_fit(fit_full_samples(robot, t, q, flipped, methods=('wls',)),
-                             robot, flipped, effort='torque')
+    verdict = _full_verdict(robot, t, q, flipped)
     assert not verdict.ok and verdict.cause == 'sign', verdict
 
 
@@ -2176,19 +2187,10 @@ def test_a_joint_that_turns_the_other_way_than_the_urdf_axis_is_named(arm_name, 
     and not the angle: a wrong model). The reversal is named; a Panda's second joint
     reversed is its third joint half a turn off (the arm the same either way): both
     said."""
-    from arm_bags import Arm, realistic_fourier
-    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
-    from arm_dyn_id.validation.check import holding_friction
-    urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
-                              'panda': 'panda_description/urdf/panda.urdf'}[arm_name]))
-    arm = Arm(urdf).perturb(np.random.default_rng(100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(0),
-                                  200.0)
+    robot, t, q, tau = _convention_record(arm_name)
     q, tau = q.copy(), tau.copy()
     q[:, joint] *= -1
     tau[:, joint] *= -1
-    verdict = judge_full_fit(fit_full_samples(robot, t, q, tau, methods=('wls',)), robot,
-                             tau, effort='torque')
+    verdict = _full_verdict(robot, t, q, tau)
     assert not verdict.ok and verdict.cause == 'angle_convention', verdict
     assert says in verdict.reason, verdict.reason
