@@ -315,7 +315,7 @@ def _interp(t_new, t, x):
 
 def _nominal_torques(robot, q, dq, ddq):
     """The URDF's rigid-body torques (N·m), (M, n)."""
-    return np.array([robot.inverse_dynamics(a, b, c) for a, b, c in zip(q, dq, ddq)])
+    return robot.inverse_dynamics(np.asarray(q, dtype=float), dq, ddq).reshape(len(q), -1)
 
 
 def _correlation_samples(r):

@@ -1160,8 +1160,9 @@ def _nominal_torques(robot, q, dq, ddq):
     """The URDF's rigid-body torques (N·m) at the prepared samples (NaN rows between the
     at most :data:`_NOMINAL_ROWS` evaluated)."""
     out = np.full(q.shape, np.nan)
-    for i in range(0, len(q), max(1, len(q) // _NOMINAL_ROWS)):
-        out[i] = robot.inverse_dynamics(q[i], dq[i], ddq[i])
+    rows = slice(0, len(q), max(1, len(q) // _NOMINAL_ROWS))
+    if len(q):
+        out[rows] = robot.inverse_dynamics(q[rows], dq[rows], ddq[rows])
     return out
 
 
@@ -1805,7 +1806,7 @@ def _full_convention(fitted, robot, verdict):
         if reversed is not None:
             v, w = dq.copy(), ddq.copy()
             v[:, reversed], w[:, reversed] = -v[:, reversed], -w[:, reversed]
-        return np.array([robot.inverse_dynamics(a, x, y) for a, x, y in zip(angles, v, w)])
+        return robot.inverse_dynamics(angles, v, w)
     smooth = fitted.model.friction_model.smooth_velocity
     return _named_convention(verdict, convention(q, nominal_at, prepared.tau[rows],
                                                  list(robot.joint_names), velocity=dq,

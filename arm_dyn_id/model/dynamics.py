@@ -298,19 +298,8 @@ def nominal_standard_parameters(robot, armature=False):
 
 def pin_arrays(robot, q, dq, ddq):
     """Configurations, velocities and accelerations in pinocchio's layout: (N, nq),
-    (N, nv), (N, nv) (a continuous joint's angle as cos, sin)."""
-    N = q.shape[0]
-    Q = np.tile(pin.neutral(robot.model), (N, 1))
-    V = np.zeros((N, robot.model.nv))
-    A = np.zeros((N, robot.model.nv))
-    for k in range(robot.n_joints):
-        iq, iv = robot._idx_q[k], robot._idx_v[k]
-        if robot._nq_joint[k] == 1:
-            Q[:, iq] = q[:, k]
-        else:   # continuous joint: (cos, sin)
-            Q[:, iq], Q[:, iq + 1] = np.cos(q[:, k]), np.sin(q[:, k])
-        V[:, iv], A[:, iv] = dq[:, k], ddq[:, k]
-    return Q, V, A
+    (N, nv), (N, nv) (:meth:`RobotModel.pin_arrays`)."""
+    return robot.pin_arrays(q, dq, ddq)
 
 
 def _check_states(robot, q, dq, ddq):

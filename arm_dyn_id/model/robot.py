@@ -437,9 +437,34 @@ class RobotModel:
         return out
 
     def inverse_dynamics(self, q, dq, ddq):
-        """τ = M q̈ + C q̇ + G (N·m), no friction."""
+        """τ = M q̈ + C q̇ + G (N·m), no friction: (n,) for one state, (N, n) for N (their
+        layout converted at once, pinocchio's RNEA per sample)."""
+        q = np.asarray(q, dtype=float)
+        if q.ndim == 2:
+            Q, V, A = self.pin_arrays(q, np.asarray(dq, dtype=float),
+                                      np.asarray(ddq, dtype=float))
+            out = np.empty((len(q), self.n_joints))
+            for i in range(len(q)):
+                out[i] = pin.rnea(self.model, self.data, Q[i], V[i], A[i])[self._idx_v]
+            return out
         tau = pin.rnea(self.model, self.data, self._pin_q(q), self._pin_v(dq), self._pin_v(ddq))
         return tau[self._idx_v]
+
+    def pin_arrays(self, q, dq, ddq):
+        """Configurations, velocities and accelerations (N, n) in pinocchio's layout: (N,
+        nq), (N, nv), (N, nv) (a continuous joint's angle as cos, sin)."""
+        N = q.shape[0]
+        Q = np.tile(pin.neutral(self.model), (N, 1))
+        V = np.zeros((N, self.model.nv))
+        A = np.zeros((N, self.model.nv))
+        for k in range(self.n_joints):
+            iq, iv = self._idx_q[k], self._idx_v[k]
+            if self._nq_joint[k] == 1:
+                Q[:, iq] = q[:, k]
+            else:   # continuous joint: (cos, sin)
+                Q[:, iq], Q[:, iq + 1] = np.cos(q[:, k]), np.sin(q[:, k])
+            V[:, iv], A[:, iv] = dq[:, k], ddq[:, k]
+        return Q, V, A
 
     def parameters(self, kind='gravity'):
         """Nominal link parameters θ of the model, stacked per body.

@@ -238,8 +238,7 @@ def angle_hint(robot, q, tau, velocity, acceleration, rows=200):
     v, a = np.asarray(velocity, dtype=float)[pick], np.asarray(acceleration, dtype=float)[pick]
 
     def nominal_at(angles, reversed=None):
-        vv, aa = _reversed(v, reversed), _reversed(a, reversed)
-        return np.array([robot.inverse_dynamics(x, y, z) for x, y, z in zip(angles, vv, aa)])
+        return robot.inverse_dynamics(angles, _reversed(v, reversed), _reversed(a, reversed))
     found = convention(np.asarray(q, dtype=float)[pick], nominal_at,
                        np.asarray(tau, dtype=float)[pick], list(robot.joint_names), velocity=v)
     return convention_message(found) if found else None

@@ -1549,8 +1549,7 @@ def derivative_noise(robot, prepared, rows=1500, gain=None):
         return np.full(n, np.nan)
     a = max(0, m // 2 - rows // 2)
     sl = slice(a, min(m, a + rows))
-    nominal = np.array([robot.inverse_dynamics(q, v, w) for q, v, w in
-                        zip(prepared.q[sl], prepared.dq[sl], prepared.ddq[sl])])
+    nominal = robot.inverse_dynamics(prepared.q[sl], prepared.dq[sl], prepared.ddq[sl])
 
     def spread(x):
         d = np.diff(x, axis=0)
