@@ -244,3 +244,21 @@ def test_urdf_paths_resolve_to_the_file_named_and_never_to_a_namesake(tmp_path, 
     own.parent.mkdir()
     own.write_text('<robot name="mine"/>')
     assert resolve_data_file('my_arm/humanoid_arm.urdf', 'urdf') == own.resolve()
+
+
+def test_inverse_dynamics_of_many_states_is_each_state_s():
+    """RobotModel.inverse_dynamics on (N, n) arrays (the gate's nominal torques, the angle
+    conventions): the per-sample values, continuous joints included."""
+    from arm_bags import example_robot
+    from arm_dyn_id.model.robot import RobotModel
+    urdf = example_robot('kinova_description/robots/kinova.urdf')
+    if urdf is None:
+        pytest.skip('example-robot-data is not installed')
+    robot = RobotModel.from_urdf(str(urdf))
+    rng = np.random.default_rng(3)
+    q, dq, ddq = (rng.uniform(-3, 3, (40, robot.n_joints)) for _ in range(3))
+    many = robot.inverse_dynamics(q, dq, ddq)
+    each = np.array([robot.inverse_dynamics(*s) for s in zip(q, dq, ddq)])
+    assert many.shape == (40, robot.n_joints)
+    np.testing.assert_array_equal(many, each)
+    assert robot.inverse_dynamics(q[:0], dq[:0], ddq[:0]).shape == (0, robot.n_joints)
