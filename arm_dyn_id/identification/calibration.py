@@ -313,11 +313,6 @@ def _interp(t_new, t, x):
     return out.reshape((len(t_new),) + x.shape[1:])
 
 
-def _nominal_torques(robot, q, dq, ddq):
-    """The URDF's rigid-body torques (N·m), (M, n)."""
-    return robot.inverse_dynamics(np.asarray(q, dtype=float), dq, ddq).reshape(len(q), -1)
-
-
 def _correlation_samples(r):
     """First lag where the joints' mean residual autocorrelation falls below 1/e."""
     r = r - r.mean(axis=0)
@@ -698,8 +693,9 @@ def calibrate(robot, unloaded, loaded, mass, frame=None, inertia='auto', cutoff_
     qL, dqL, ddqL = (_interp(t_twin, pl.t, x) for x in (pl.q, pl.dq, pl.ddq))
     P = _interp(t_twin, pl.t, pl.regressor)                      # (M, n, 10)
     di = _interp(t_twin, pl.t, pl.tau) - pu.tau[inside]
-    nominal = _nominal_torques(robot, pu.q[inside], pu.dq[inside], pu.ddq[inside])
-    nominal_loaded = _nominal_torques(robot, qL, dqL, ddqL)
+    # the URDF's rigid-body torques (N·m) at the unloaded run's states and the loaded run's
+    nominal = robot.inverse_dynamics(pu.q[inside], pu.dq[inside], pu.ddq[inside])
+    nominal_loaded = robot.inverse_dynamics(qL, dqL, ddqL)
     d = nominal_loaded - nominal if arm_correction else np.zeros_like(di)
     excitation = inertia_excitation(P)
     fit_inertia = inertia is True or (inertia == 'auto' and

@@ -296,12 +296,6 @@ def nominal_standard_parameters(robot, armature=False):
     return theta
 
 
-def pin_arrays(robot, q, dq, ddq):
-    """Configurations, velocities and accelerations in pinocchio's layout: (N, nq),
-    (N, nv), (N, nv) (:meth:`RobotModel.pin_arrays`)."""
-    return robot.pin_arrays(q, dq, ddq)
-
-
 def _check_states(robot, q, dq, ddq):
     arrays = []
     for name, a in (('positions', q), ('velocities', dq), ('accelerations', ddq)):
@@ -327,7 +321,7 @@ def rigid_regressor(robot, q, dq, ddq, armature=False, out=None):
     p = 10 * nb + (n if armature else 0)
     N = q.shape[0]
     out = np.empty((N, n, p)) if out is None else out
-    Q, V, A = pin_arrays(robot, q, dq, ddq)
+    Q, V, A = robot.pin_arrays(q, dq, ddq)
     model, data, rows = robot.model, robot.data, robot._idx_v
     for i in range(N):
         out[i, :, :10 * nb] = pin.computeJointTorqueRegressor(model, data, Q[i], V[i],
@@ -407,7 +401,7 @@ def _rnea_torques(robot, q, dq, ddq, theta, armature):
         model.inertias[k + 1] = pin.Inertia.FromDynamicParameters(links[k])
     model.armature[:] = 0.0                  # the regressor has no rotor inertia of its own
     data = model.createData()
-    Q, V, A = pin_arrays(robot, q, dq, ddq)
+    Q, V, A = robot.pin_arrays(q, dq, ddq)
     rows = robot._idx_v
     out = np.empty((len(q), robot.n_joints))
     for i in range(len(q)):
@@ -729,6 +723,6 @@ class DynamicsModel:
 __all__ = ['DynamicsModel', 'FrictionModel', 'parse_friction', 'FRICTION_WORDS',
            'parameter_legend', 'parameter_term',
            'rigid_regressor', 'rigid_base_parameters', 'gravity_base_regressor',
-           'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix', 'pin_arrays',
+           'standard_parameter_names', 'nominal_standard_parameters', 'base_matrix',
            'rigid_torques',
            'SCHEMA', 'SLOW_SPEED', 'VERSION']

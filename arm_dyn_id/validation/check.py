@@ -47,7 +47,6 @@ import numpy as np
 import pinocchio as pin
 
 from arm_dyn_id.errors import DataError, JointNameError, URDFError
-from arm_dyn_id.model.dynamics import pin_arrays
 from arm_dyn_id.model.gate import inertia_problem
 from arm_dyn_id.model.payload import payload_frame, payload_full_regressor, payload_regressor
 
@@ -356,7 +355,7 @@ def nominal_columns(robot, armature=True, payload_frame=None):
     def columns(q, dq, ddq):
         q, dq, ddq = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, dq, ddq))
         model, data, rows = robot.model, robot.model.createData(), robot._idx_v
-        Q, V, A = pin_arrays(robot, q, dq, ddq)
+        Q, V, A = robot.pin_arrays(q, dq, ddq)
         rnea = np.array([pin.rnea(model, data, *s)[rows] for s in zip(Q, V, A)])
         cols = [rnea.reshape(q.shape), nominal_gravity(robot, q)] + ([ddq] if armature else [])
         out = np.stack(cols, axis=2)
