@@ -180,13 +180,10 @@ def ur10e_velocity():
         keep &= np.isfinite(q).all(axis=1) & np.isfinite(dq).all(axis=1)
         t, q, dq = t[keep], q[keep], dq[keep]
         refused += bool(velocity.judge([f'j{i}' for i in range(6)], t, q, dq))
-        window, Dq_, Dv_ = velocity._steps(t, q, dq, 0.05)
-        starts = np.flatnonzero(np.diff(window, prepend=window[0] - 1))
-        Dq, Dv = np.add.reduceat(Dq_, starts, axis=0), np.add.reduceat(Dv_, starts, axis=0)
-        for j in range(6):
-            if np.abs(Dq[:, j]).sum() >= velocity.MIN_PATH:
-                gains.append((Dv[:, j] * Dq[:, j]).sum() / (Dq[:, j] ** 2).sum())
-                rhos.append(gains[-1] * np.sqrt((Dq[:, j] ** 2).sum() / (Dv[:, j] ** 2).sum()))
+        vq, qq, vv, path = velocity.window_sums(t, q, dq)
+        judged = path >= velocity.MIN_PATH
+        gains += list(vq[judged] / qq[judged])
+        rhos += list(vq[judged] / np.sqrt(qq[judged] * vv[judged]))
     return min(gains), max(gains), min(rhos), len(gains), refused
 
 

@@ -33,8 +33,11 @@ def wrap_turns(step):
 
 
 def step(q, previous):
-    """``q - previous`` (rad) with a wrap taken out: the motion between two samples."""
+    """``q - previous`` (rad) with a wrap taken out: the motion between two samples (or
+    sample by sample, arrays of them)."""
     d = np.asarray(q, dtype=float) - previous
+    if not np.abs(d).max(initial=0.0) > np.pi:      # no step of half a turn: no wrap
+        return d
     return d - TURN * wrap_turns(d)
 
 

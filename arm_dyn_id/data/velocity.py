@@ -67,28 +67,29 @@ def sentence(bad):
             'velocities are estimated from the angles')
 
 
-def _steps(t, q, dq, max_gap):
-    """Per step between samples: its window, the angles' and the velocity's displacement;
-    steps across a gap or without a finite velocity are left out."""
+def _steps(t, q, dq, max_gap, t0):
+    """Per step between samples, those kept: the index of its end sample, its window
+    (counted from ``t0``), the angles' and the velocity's displacement; steps across a
+    gap or without a finite velocity are left out."""
     dt = np.diff(t)
-    dq_q = np.diff(q, axis=0)
-    if np.abs(dq_q).max() > np.pi:
-        dq_q = angles.step(q[1:], q[:-1])
+    dq_q = angles.step(q[1:], q[:-1])
     dq_v = (dq[1:] + dq[:-1]) * (0.5 * dt[:, None])
-    window = np.floor((t[1:] - t[0]) / WINDOW).astype(np.int64)
+    window = np.floor((t[1:] - t0) / WINDOW).astype(np.int64)
     ok = (dt > 0) & (dt <= max_gap) & np.isfinite(dq_v).all(axis=1)
+    ends = np.flatnonzero(ok) + 1
     if ok.all():
-        return window, dq_q, dq_v
-    return window[ok], dq_q[ok], dq_v[ok]
+        return ends, window, dq_q, dq_v
+    return ends, window[ok], dq_q[ok], dq_v[ok]
 
 
-def judge(joints, t, q, dq, max_gap=0.05):
-    """The joints whose published velocity disagrees with their angles, (joint, what)
-    pairs (empty when every judged joint agrees or when ``dq`` is None / all NaN).
+def window_sums(t, q, dq, max_gap=0.05):
+    """Per joint, over the windows: Σ Dv·Dq, Σ Dq², Σ Dv² and Σ |Dq| (4, n), Dq and Dv
+    each window's displacement of the angles and of the integrated velocity; None when
+    no step has a finite velocity. :func:`judge` reads its gain (Σ Dv·Dq / Σ Dq²) and
+    correlation from them.
 
     Parameters
     ----------
-    joints : sequence of str
     t : ndarray, (N,)
         s, increasing.
     q, dq : ndarray, (N, n)
@@ -97,15 +98,22 @@ def judge(joints, t, q, dq, max_gap=0.05):
         s: longer steps are no displacement of either.
     """
     if dq is None or len(t) < 2 or not np.isfinite(dq).any():
-        return []
+        return None
     t, q, dq = (np.asarray(a, dtype=float) for a in (t, q, dq))
-    window, dq_q, dq_v = _steps(t, q, dq, max(max_gap, 0.0))
+    _, window, dq_q, dq_v = _steps(t, q, dq, max(max_gap, 0.0), t[0])
     if not len(window):
-        return []
+        return None
     starts = np.flatnonzero(np.diff(window, prepend=window[0] - 1))   # windows: runs
     Dq, Dv = np.add.reduceat(dq_q, starts, axis=0), np.add.reduceat(dq_v, starts, axis=0)
-    return _verdict(joints, ((Dv * Dq).sum(0), (Dq * Dq).sum(0), (Dv * Dv).sum(0),
-                             np.abs(Dq).sum(0)))
+    return np.array([(Dv * Dq).sum(0), (Dq * Dq).sum(0), (Dv * Dv).sum(0), np.abs(Dq).sum(0)])
+
+
+def judge(joints, t, q, dq, max_gap=0.05):
+    """The joints whose published velocity disagrees with their angles, (joint, what)
+    pairs (empty when every judged joint agrees or when ``dq`` is None / all NaN);
+    arguments as :func:`window_sums`."""
+    sums = window_sums(t, q, dq, max_gap)
+    return [] if sums is None else _verdict(joints, sums)
 
 
 class VelocityCheck:
@@ -154,8 +162,7 @@ class VelocityCheck:
                 if window != self._window:
                     self._close()
                     self._window = window
-                d = q - q_prev
-                self._open[0] += angles.step(q, q_prev) if np.abs(d).max() > np.pi else d
+                self._open[0] += angles.step(q, q_prev)
                 self._open[1] += 0.5 * (dq + dq_prev) * dt
         self._last = (t, q, dq)
         return None if self.rejected else dq
@@ -190,21 +197,17 @@ class VelocityCheck:
             vv = np.concatenate([self._last[2][None], vv])
             rows = np.concatenate([[-1], rows])
         self._last = (float(tt[-1]), qq[-1], vv[-1])
-        dt = np.diff(tt)
-        valid = np.flatnonzero((dt > 0) & (dt <= self.max_gap))
-        if not len(valid):
+        ends, window, Dq, Dv = _steps(tt, qq, vv, self.max_gap, self._t0)
+        if not len(ends):
             return N
-        window = np.floor((tt[valid + 1] - self._t0) / WINDOW).astype(np.int64)
-        Dq = angles.step(qq[valid + 1], qq[valid])
-        Dv = 0.5 * (vv[valid + 1] + vv[valid]) * dt[valid, None]
         before = -1 if self._window is None else self._window
         new = np.flatnonzero(window != np.concatenate([[before], window[:-1]]))
-        bounds = np.unique(np.concatenate([[0], new, [len(valid)]]))
+        bounds = np.unique(np.concatenate([[0], new, [len(ends)]]))
         for a, b in zip(bounds[:-1], bounds[1:]):
             if window[a] != (before if a == 0 else window[a - 1]):
                 self._close()
                 if self.rejected:
-                    return int(rows[valid[a] + 1])      # the sample that closed it
+                    return int(rows[ends[a]])       # the sample that closed it
                 self._window = int(window[a])
             self._open[0] += Dq[a:b].sum(axis=0)
             self._open[1] += Dv[a:b].sum(axis=0)
