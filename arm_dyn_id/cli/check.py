@@ -289,8 +289,8 @@ def run(args):
     print(result.table())
     angles = None
     if result.status != OK:
-        # a joint's zero off the URDF's, or degrees, reads as signs and scales per joint
-        # (torque in effort or constants given: with currents alone no scale is ~1)
+        # a joint's zero or direction off the URDF's reads as signs and scales per joint
+        # (degrees were said before anything was compared)
         from arm_dyn_id.data.segmentation import filtered_derivatives
         from arm_dyn_id.validation.angle_convention import angle_hint
         smoothed = filtered_derivatives(rec.t, rec.q,

@@ -1317,13 +1317,10 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     -------
     Plausibility
     """
-    # the angles against the URDF's: in degrees, or one joint's zero off
-    verdict = _in_degrees(_gravity_gate(fitted, robot, raw, effort, gains), robot,
-                          np.concatenate([c[0].q for c in fitted.cases.values()]))
-    if 'degrees' in verdict.checks:
-        return verdict
-    verdict = _gravity_convention(fitted, robot, verdict)
-    if verdict.cause == 'angle_convention':
+    verdict, final = _judge_angles(_gravity_gate(fitted, robot, raw, effort, gains), robot,
+                                   np.concatenate([c[0].q for c in fitted.cases.values()]),
+                                   lambda v: _gravity_convention(fitted, robot, v))
+    if final:
         return verdict
     verdict = _with_tilt(verdict, read_tilt(sweep_tilt, fitted, robot))[0]
     mode = ((fitted.model.metadata.get('fit') or {}).get('pair_offsets') or {}).get('mode')
@@ -1690,13 +1687,10 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
         if swapped is not None:
             return type(verdict)(False, f'{swapped[0]}. As recorded: {verdict.reason}',
                                  {**verdict.checks, 'swap_test': swapped[1]}, 'swap')
-    # the angles against the URDF's: in degrees, or one joint's zero off
-    verdict = _in_degrees(verdict, robot, fitted.prepared.q if fitted.record is None else
-                          fitted.record[1])
-    if 'degrees' in verdict.checks:
-        return verdict
-    verdict = _full_convention(fitted, robot, verdict)
-    if verdict.cause == 'angle_convention':
+    verdict, final = _judge_angles(verdict, robot, fitted.prepared.q if fitted.record is None
+                                   else fitted.record[1],
+                                   lambda v: _full_convention(fitted, robot, v))
+    if final:
         return verdict
     # a base that is not level: said first in a refusal, as a warning with a written model
     verdict, tilted = _with_tilt(verdict, read_tilt(gravity_tilt, fitted, robot))
@@ -1747,15 +1741,20 @@ def _named_convention(verdict, found):
                          'angle_convention')
 
 
-def _in_degrees(verdict, robot, q):
-    """The gate's verdict, or a refusal (cause ``units``) when the angles ``q`` look like
-    degrees (:func:`~arm_dyn_id.validation.angle_convention.degrees_message`)."""
+def _judge_angles(verdict, robot, q, convention_of):
+    """The recorded angles ``q`` against the URDF's, in both gates before the tilt:
+    ``(verdict, final)``, final when they refuse. Angles that look like degrees
+    (:func:`~arm_dyn_id.validation.angle_convention.degrees_message`) are refused with
+    cause ``units``; else ``convention_of(verdict)`` (:func:`_gravity_convention`,
+    :func:`_full_convention`) names a joint's convention off the URDF's."""
     from arm_dyn_id.validation.angle_convention import degrees_message
     said = degrees_message(robot, q)
-    if said is None:
-        return verdict
-    recorded = f'. As recorded: {verdict.reason}' if not verdict.ok else ''
-    return type(verdict)(False, said + recorded, {**verdict.checks, 'degrees': said}, 'units')
+    if said is not None:
+        recorded = f'. As recorded: {verdict.reason}' if not verdict.ok else ''
+        return type(verdict)(False, said + recorded, {**verdict.checks, 'degrees': said},
+                             'units'), True
+    verdict = convention_of(verdict)
+    return verdict, verdict.cause == 'angle_convention'
 
 
 def _spread(rows, count=_CONVENTION_ROWS):
@@ -1796,17 +1795,11 @@ def _full_convention(fitted, robot, verdict):
     """A full fit's verdict, refused naming the cause when one joint's angle convention off
     the URDF's explains the torque (:mod:`arm_dyn_id.validation.angle_convention`): the
     URDF's inverse dynamics at the gate's rows again with the change."""
-    from arm_dyn_id.validation.angle_convention import convention
+    from arm_dyn_id.validation.angle_convention import convention, inverse_dynamics_at
     prepared = fitted.prepared
     rows = _spread(np.flatnonzero(np.all(np.isfinite(fitted.nominal), axis=1)))
     q, dq, ddq = prepared.q[rows], prepared.dq[rows], prepared.ddq[rows]
-
-    def nominal_at(angles, reversed=None):
-        v, w = dq, ddq
-        if reversed is not None:
-            v, w = dq.copy(), ddq.copy()
-            v[:, reversed], w[:, reversed] = -v[:, reversed], -w[:, reversed]
-        return robot.inverse_dynamics(angles, v, w)
+    nominal_at = inverse_dynamics_at(robot, dq, ddq)
     smooth = fitted.model.friction_model.smooth_velocity
     return _named_convention(verdict, convention(q, nominal_at, prepared.tau[rows],
                                                  list(robot.joint_names), velocity=dq,

@@ -89,15 +89,15 @@ def _changes(n):
     return [(k, offset) for k in range(n) for offset in OFFSETS + (None,)]
 
 
-def _apply(q, measured, k, offset):
-    moved, y = q.copy(), measured
+def _apply(q, measured, velocity, k, offset):
+    """The angles, measured torque and velocity with joint ``k``'s change made: its angle
+    moved by ``offset``, or (None) its angle, torque and velocity negated."""
     if offset is None:
-        moved[:, k] = -moved[:, k]
-        y = measured.copy()
-        y[:, k] = -y[:, k]
-    else:
-        moved[:, k] -= offset
-    return moved, y
+        return (_reversed(q, k), _reversed(measured, k),
+                None if velocity is None else _reversed(velocity, k))
+    moved = q.copy()
+    moved[:, k] -= offset
+    return moved, measured, velocity
 
 
 def convention(q, nominal_at, measured, joints, velocity=None, flip=(), smooth=SMOOTH):
@@ -129,11 +129,7 @@ def convention(q, nominal_at, measured, joints, velocity=None, flip=(), smooth=S
     as_recorded, _, loaded_then = explained(measured, nominal_at(q, None), velocity, smooth)
     found = []
     for k, offset in _changes(len(joints)):
-        moved, y = _apply(q, measured, k, offset)
-        v = velocity
-        if offset is None and velocity is not None:
-            v = velocity.copy()
-            v[:, k] = -v[:, k]
+        moved, y, v = _apply(q, measured, velocity, k, offset)
         share, scales, loaded = explained(y, nominal_at(moved, k if offset is None else None),
                                           v, smooth)
         # judged on the joints loaded either way: an angle at which a joint's URDF torque
@@ -167,6 +163,15 @@ def _reversed(x, k):
     x = x.copy()
     x[:, k] = -x[:, k]
     return x
+
+
+def inverse_dynamics_at(robot, velocity, acceleration):
+    """The ``nominal_at(q, reversed)`` :func:`convention` asks of a full fit: the URDF's
+    inverse dynamics at angles ``q`` with these derivatives, joint ``reversed``'s negated."""
+    def nominal_at(angles, reversed=None):
+        return robot.inverse_dynamics(angles, _reversed(velocity, reversed),
+                                      _reversed(acceleration, reversed))
+    return nominal_at
 
 
 def _change_text(joint, offset):
@@ -227,18 +232,14 @@ def degrees_message(robot, q):
 
 
 def angle_hint(robot, q, tau, velocity, acceleration, rows=200):
-    """What ``arm-dyn-id check`` adds to a verdict that is not OK: the angles in degrees
-    (:func:`degrees_message`) or a joint's convention off the URDF's (:func:`convention`
-    on ``rows`` samples of the recording, the URDF's inverse dynamics at its smoothed
-    angles ``q`` and derivatives, friction fitted apart); None when neither."""
-    said = degrees_message(robot, q)
-    if said is not None or len(q) < 10:
-        return said
+    """What ``arm-dyn-id check`` adds to a verdict that is not OK (it says degrees before
+    comparing anything): a joint's convention off the URDF's (:func:`convention` on
+    ``rows`` samples of the recording, the URDF's inverse dynamics at its smoothed
+    angles ``q`` and derivatives, friction fitted apart); None when none explains it."""
+    if len(q) < 10:
+        return None
     pick = np.arange(0, len(q), max(1, len(q) // rows))
     v, a = np.asarray(velocity, dtype=float)[pick], np.asarray(acceleration, dtype=float)[pick]
-
-    def nominal_at(angles, reversed=None):
-        return robot.inverse_dynamics(angles, _reversed(v, reversed), _reversed(a, reversed))
-    found = convention(np.asarray(q, dtype=float)[pick], nominal_at,
+    found = convention(np.asarray(q, dtype=float)[pick], inverse_dynamics_at(robot, v, a),
                        np.asarray(tau, dtype=float)[pick], list(robot.joint_names), velocity=v)
     return convention_message(found) if found else None
