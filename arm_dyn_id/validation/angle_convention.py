@@ -15,7 +15,10 @@ change and fits the measured torque with it, joint by joint (a scale, a constant
 in a full fit, Coulomb and viscous friction). A change is named when with it the URDF's
 torque leaves at most :data:`EXPLAINED` of every judged joint's measured torque
 unexplained, at most half as much as recorded and :data:`MIN_DROP` less (on average over
-the joints loaded either way), every loaded joint's scale within :data:`SCALE`. The fit is
+the joints loaded either way), every loaded joint's scale within :data:`SCALE`, and when
+it explains within :data:`EXPLAINED` some joint's torque that the URDF leaves more
+unexplained as recorded (a URDF whose masses are a little off may fit a light wrist
+turned half a turn better than as recorded, while explaining every joint as recorded). The fit is
 then refused, whatever the gate said: fitted on these angles a model holds near the
 recorded motion only. Changes that explain the torque nearly as well are said beside it
 (:data:`ALIKE`): a Panda's second joint reversed is its third joint half a turn off, the
@@ -138,8 +141,12 @@ def convention(q, nominal_at, measured, joints, velocity=None, flip=(), smooth=S
         ok = loaded.any() and np.all((scales[loaded] >= SCALE[0]) &
                                      (scales[loaded] <= SCALE[1]))
         score, recorded = _score(share, judged), _score(as_recorded, judged)
-        if ok and share[judged].max() <= EXPLAINED and score <= GAIN * recorded and \
-                recorded - score >= MIN_DROP:
+        # and the change must explain a joint's torque the URDF fails as recorded (loaded
+        # or not): where none is, the angles are as good as a change can show (a joint
+        # the URDF barely loads, of masses a little off, may fit a turned one better)
+        mends = np.any((as_recorded > EXPLAINED) & (share <= EXPLAINED))
+        if ok and mends and share[judged].max() <= EXPLAINED and \
+                score <= GAIN * recorded and recorded - score >= MIN_DROP:
             found.append((joints[k], offset, score, recorded, judged))
     if not found:
         return []
