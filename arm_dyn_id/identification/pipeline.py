@@ -1313,10 +1313,17 @@ def judge_gravity_fit(fitted, robot, raw, effort=None, gains=None):
     constant in its pair averages is fitted beside it is carried as a warning
     (``pair_offset_warning``).
 
+    The model gate's physics last (:func:`_physical`).
+
     Returns
     -------
     Plausibility
     """
+    return _physical(_judge_gravity(fitted, robot, raw, effort, gains), fitted.model)
+
+
+def _judge_gravity(fitted, robot, raw, effort, gains):
+    """:func:`judge_gravity_fit` before the model gate's physics."""
     verdict, final = _judge_angles(_gravity_gate(fitted, robot, raw, effort, gains), robot,
                                    np.concatenate([c[0].q for c in fitted.cases.values()]),
                                    lambda v: _gravity_convention(fitted, robot, v))
@@ -1633,7 +1640,8 @@ def narrow_motion_message(q, joints):
 
 
 def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
-    """The data gate of a full-dynamics fit, the same for ``arm-dyn-id fit`` and a node.
+    """The data gate of a full-dynamics fit, the same for ``arm-dyn-id fit`` and a node,
+    then the model gate's physics (:func:`_physical`).
 
     :func:`arm_dyn_id.validation.plausibility.judge_full` on the prepared samples
     against the URDF's inverse dynamics there, the cut-off, and the held-out quality.
@@ -1652,6 +1660,11 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
     -------
     Plausibility
     """
+    return _physical(_judge_full(fitted, robot, raw, effort, gains), fitted.model)
+
+
+def _judge_full(fitted, robot, raw, effort, gains):
+    """:func:`judge_full_fit` before the model gate's physics."""
     from arm_dyn_id.identification.full_dynamics import ARMATURE_GAIN
     from arm_dyn_id.validation.plausibility import judge_full
     model = fitted.model
@@ -1708,6 +1721,27 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
                              fitted.prepared.q)
     return _with_tilt(type(where)(where.ok, where.reason, {**verdict.checks, **where.checks},
                                   where.cause), verdict.checks.get('gravity_tilt'))[0]
+
+
+def _physical(verdict, model):
+    """``verdict``, or a refusal (cause ``implausible``) of a model whose file the model gate
+    would refuse (:func:`arm_dyn_id.model.gate.physics`): a least-squares fit giving a
+    loaded joint a negative inertia, gravity beyond 5x the URDF's or against its sign.
+    Such a model was written with exit 0 (a Panda's effort clipped at 66 % of its peak on
+    one joint) and every command and node then refused its file."""
+    if not verdict.ok:
+        return verdict
+    from arm_dyn_id.model.gate import ModelRefused, physics
+    try:
+        physics(model)
+    except ModelRefused as exc:
+        return type(verdict)(
+            False, f'{exc}, which every command and node refuses to load. No rigid arm '
+            'makes these torques: look for an effort that saturates or is clipped, a hand or '
+            'an obstacle on the arm during the recording, or a motion that leaves a '
+            'least-squares fit free there',
+            {**verdict.checks, 'physics': str(exc)}, 'implausible')
+    return verdict
 
 
 #: rows of a gate's samples the angle conventions are tried on (each costs the URDF's

@@ -641,6 +641,16 @@ def _plausible_arm(model, doc, kind, src):
     return notes
 
 
+def physics(model, src='the fitted model'):
+    """Step 7 (``implausible``) of a fitted arm model before it is written: the notes, or
+    :class:`ModelRefused` with the reason every command and node would refuse its file
+    for. The fits run it last, so that no model leaves them that the gate refuses."""
+    from arm_dyn_id.model.dynamics import DynamicsModel
+    full = isinstance(model, DynamicsModel)
+    return _plausible_arm(model, {'consistent': bool(full and model.consistent)},
+                          'full' if full else 'gravity', src)
+
+
 def _rho(a, b):
     a, b = a - a.mean(), b - b.mean()
     den = np.sqrt((a * a).sum() * (b * b).sum())
