@@ -2224,28 +2224,73 @@ def test_a_joint_that_turns_the_other_way_than_the_urdf_axis_is_named(arm_name, 
     assert says in verdict.reason, verdict.reason
 
 
-def test_a_fit_the_model_gate_would_refuse_to_load_is_refused_naming_the_physics():
-    """A Panda whose most loaded joint's effort is clipped at 66 % of its peak (a drive's
-    limit, a quarter of the samples): the least-squares fit gives panda_joint2 a negative
-    inertia. The data gate passed it and the fit wrote it with exit 0, and every command
-    and node then refused the file as implausible; the fit now refuses it itself, with
-    the model gate's reason (the right record passes both)."""
-    from arm_dyn_id.model.gate import physics
+@pytest.mark.parametrize('arm_name, seed, level', [('panda', 16, 0.66), ('ur5', 17, 0.76)])
+def test_an_effort_clipped_at_a_level_is_refused_naming_the_saturation(arm_name, seed, level):
+    """A joint's effort clipped at 66-76 % of its peak (a drive at its current limit, 18-36 %
+    of the samples): refused as "the cut-off is too high for the encoder noise" (no noise
+    was added: a flat effort has no sample-to-sample change), as another joint's torque
+    constant, or written with a negative inertia. The saturation is now read first and
+    named, with its level; the right record passes."""
     from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    robot, t, q, tau = _convention_record(arm_name, seed)
+    peak = np.abs(tau).max(axis=0)
+    j = int(np.argmax(peak))
+    clipped = tau.copy()
+    clipped[:, j] = np.clip(tau[:, j], -level * peak[j], level * peak[j])
+    verdict = judge_full_fit(fit_full_samples(robot, t, q, clipped, methods=('wls',)), robot,
+                             clipped, effort='torque')
+    assert not verdict.ok and verdict.cause == 'saturated', verdict
+    [found] = verdict.checks['saturation']
+    assert found['joint'] == robot.joint_names[j] and \
+        abs(abs(found['level']) - level * peak[j]) < 0.01 * peak[j], found
+    assert abs(found['needed']) > abs(found['level']) and 0.1 < found['share'] < 0.5, found
+    assert verdict.reason.startswith(f"{robot.joint_names[j]}'s effort stays at "), verdict
+    assert _full_verdict(robot, t, q, tau).ok
+
+
+def test_a_natural_peak_that_dwells_is_no_saturation():
+    """A slow sweep's gravity torque dwells at its peak for seconds (a cosine through its
+    top at 3°/s), within noise of it: the URDF's torque peaks there too, so no plateau is
+    read; the same torque clipped at 90 % of that peak is."""
+    from arm_dyn_id.validation.saturation import saturated
+    t = np.arange(0.0, 60.0, 0.01)
+    angle = np.radians(3.0) * 10.0 * np.sin(2 * np.pi * t / 60.0)     # ±30°, 3°/s at 0
+    velocity = np.gradient(angle, t)
+    nominal = np.column_stack([50.0 * np.cos(angle), 5.0 * np.sin(angle)])
+    rng = np.random.default_rng(0)
+    effort = 1.05 * nominal + 0.3 * np.tanh(velocity / 0.01)[:, None] + \
+        rng.normal(0.0, 0.05, nominal.shape)
+    assert saturated(effort, nominal, velocity[:, None] * [1, 1], ['a', 'b'],
+                     noise=[0.05, 0.05]) == []
+    clipped = effort.copy()
+    clipped[:, 0] = np.minimum(effort[:, 0], 0.9 * effort[:, 0].max())
+    [found] = saturated(clipped, nominal, velocity[:, None] * [1, 1], ['a', 'b'],
+                        noise=[0.05, 0.05])
+    assert found['joint'] == 'a' and found['level'] > 0
+
+
+def test_a_fit_the_model_gate_would_refuse_to_load_is_refused_naming_the_physics():
+    """The least-squares fit of a Panda whose second joint's effort is clipped at 66 % of
+    its peak gives panda_joint2 a negative inertia. Before the saturation was read, the
+    data gate passed it and the fit wrote it with exit 0; every command and node then
+    refused the file as implausible. Whatever the data gate says, the fit now ends with
+    the model gate's physics and refuses such a model with its reason; a right record's
+    model passes."""
+    from arm_dyn_id.identification.pipeline import _physical, fit_full_samples
+    from arm_dyn_id.model.gate import physics
+    from arm_dyn_id.validation.plausibility import Plausibility
     robot, t, q, tau = _convention_record('panda', 16)
     peak = np.abs(tau).max(axis=0)
     j = int(np.argmax(peak))
     clipped = tau.copy()
     clipped[:, j] = np.clip(tau[:, j], -0.66 * peak[j], 0.66 * peak[j])
     fitted = fit_full_samples(robot, t, q, clipped, methods=('wls',))
-    verdict = judge_full_fit(fitted, robot, clipped, effort='torque')
+    verdict = _physical(Plausibility(True, None, {'held_out': 1}), fitted.model)
     assert not verdict.ok and verdict.cause == 'implausible', verdict
     assert 'the inertia of panda_joint2' in verdict.reason and 'negative inertia' in \
         verdict.reason and 'saturates or is clipped' in verdict.reason, verdict.reason
+    assert verdict.checks == {'held_out': 1, 'physics': verdict.checks['physics']}
     assert verdict.checks['physics'] in verdict.reason
-    # what the data gate said before the physics: it had passed
-    from arm_dyn_id.identification.pipeline import _judge_full
-    assert _judge_full(fitted, robot, clipped, 'torque', None).ok
     right = fit_full_samples(robot, t, q, tau, methods=('wls',))
-    assert judge_full_fit(right, robot, tau, effort='torque').ok
+    assert _physical(Plausibility(True, None, {}), right.model).ok
     assert physics(right.model)

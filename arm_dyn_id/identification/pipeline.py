@@ -1666,7 +1666,13 @@ def judge_full_fit(fitted, robot, raw, effort=None, gains=None):
 def _judge_full(fitted, robot, raw, effort, gains):
     """:func:`judge_full_fit` before the model gate's physics."""
     from arm_dyn_id.identification.full_dynamics import ARMATURE_GAIN
-    from arm_dyn_id.validation.plausibility import judge_full
+    from arm_dyn_id.validation.plausibility import Plausibility, judge_full
+    flat = _saturation(fitted, robot)
+    if flat:
+        # read first: a flat effort makes the cut-off's and the scales' readings wrong
+        from arm_dyn_id.validation.saturation import saturation_message
+        return Plausibility(False, saturation_message(flat), {'saturation': flat},
+                            'saturated')
     model = fitted.model
     fit = model.metadata.get('fit') or {}
     unmodelled = None
@@ -1721,6 +1727,20 @@ def _judge_full(fitted, robot, raw, effort, gains):
                              fitted.prepared.q)
     return _with_tilt(type(where)(where.ok, where.reason, {**verdict.checks, **where.checks},
                                   where.cause), verdict.checks.get('gravity_tilt'))[0]
+
+
+def _saturation(fitted, robot):
+    """:func:`arm_dyn_id.validation.saturation.saturated` of a full fit: the recorded
+    effort (as fitted, not filtered) at the prepared samples against the URDF's torque."""
+    from arm_dyn_id.validation.saturation import saturated
+    prepared = fitted.prepared
+    if fitted.record is None or prepared.tau is None:
+        return []
+    t, _, tau = fitted.record
+    effort = np.column_stack([np.interp(prepared.t, t, tau[:, j])
+                              for j in range(tau.shape[1])])
+    return saturated(effort, fitted.nominal, prepared.dq, list(robot.joint_names),
+                     fitted.noise_std)
 
 
 def _physical(verdict, model):

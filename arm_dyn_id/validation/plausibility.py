@@ -191,7 +191,7 @@ def judge_fit(measured, predicted, nominal=None, noise=None, joints=None, held_o
 #: Causes a refusal names (:attr:`Plausibility.cause`).
 CAUSES = ('constant_effort', 'no_signal', 'units', 'torque_constant', 'sign', 'swap',
           'cutoff', 'excitation', 'held_out', 'no_payload', 'frame', 'load', 'angle_convention',
-          'implausible')
+          'implausible', 'saturated')
 #: |ρ| between a joint's measured torque and the URDF's above which its scale and
 #: sign are judged (below it the URDF does not explain that joint: untested).
 AGREE_RHO = 0.6
