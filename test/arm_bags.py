@@ -365,8 +365,19 @@ def soft_friction(scale, rng):
     return friction
 
 
+def _rests(t, holds, ramp=0.5):
+    """The speed ``s`` (N,) along the motion and its rate: 1, down to 0 over ``ramp`` s
+    before each hold ``(start, seconds)`` of ``holds`` (recording time), 0 through it,
+    back up over ``ramp`` s."""
+    s = np.ones_like(t)
+    for start, seconds in holds:
+        x = np.clip(np.maximum(start - t, t - start - seconds) / ramp, 0.0, 1.0)
+        s = np.minimum(s, 0.5 * (1.0 - np.cos(np.pi * x)))
+    return s, np.gradient(s, t)
+
+
 def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
-                      base_hz=0.1, armature=0.0, friction=None, amplitude=None):
+                      base_hz=0.1, armature=0.0, friction=None, amplitude=None, holds=()):
     """t, q measured, τ (N,), (N, n), (N, n) of a rich recording of the true ``arm``: 4
     harmonics of ``base_hz`` about the middle of each joint's range, amplitude min(0.8
     rad, a quarter of the range); τ is pinocchio's RNEA plus Coulomb friction
@@ -375,7 +386,10 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
     of 0.5 % of each joint's largest rigid-body torque; q carries white encoder noise
     ``encoder`` (rad). ``friction``: a function of q̇ (N, n) giving the friction torque
     (N, n) N·m instead (``holding`` then unused). ``amplitude`` (n,): a factor on each
-    joint's amplitude (a joint that barely moves)."""
+    joint's amplitude (a joint that barely moves). ``holds``: ``(start, seconds)`` in the
+    recording's time where the arm slows to rest over 0.5 s, holds still (each joint then
+    holds a friction drawn within ± its ``holding``, stiction) and goes on: the recording
+    is longer by the holds."""
     from arm_dyn_id.excitation.plans import fourier_series, rest_fourier_coefficients
     n = arm.n
     ell = np.arange(1, 5)
@@ -387,8 +401,18 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
     s = np.minimum(0.8, (arm.upper - arm.lower) / 4) / np.abs(q).max(axis=0)
     if amplitude is not None:
         s = s * np.asarray(amplitude, dtype=float)
-    q, dq, ddq = fourier_series(t, omega, a * s[:, None], b * s[:, None],
-                                (arm.lower + arm.upper) / 2)
+    if holds:
+        # the same motion along a phase that stops at the holds: q(φ(t)), φ' = speed
+        t = np.arange(int((seconds + sum(h for _, h in holds) + len(holds)) * rate)) / rate
+        speed, accel = _rests(t, holds)
+        phase = np.concatenate([[0.0], np.cumsum(0.5 * (speed[1:] + speed[:-1]) / rate)])
+        t, speed, accel, phase = (x[phase <= seconds] for x in (t, speed, accel, phase))
+        q, dq, ddq = fourier_series(phase, omega, a * s[:, None], b * s[:, None],
+                                    (arm.lower + arm.upper) / 2)
+        dq, ddq = dq * speed[:, None], ddq * speed[:, None] ** 2 + dq * accel[:, None]
+    else:
+        q, dq, ddq = fourier_series(t, omega, a * s[:, None], b * s[:, None],
+                                    (arm.lower + arm.upper) / 2)
     idx_v = [arm.model.joints[arm.model.getJointId(j)].idx_v for j in arm.joints]
     extra = {e: 0.01 for e in arm.extra}
     v, acc = np.zeros(arm.model.nv), np.zeros(arm.model.nv)
@@ -404,6 +428,9 @@ def realistic_fourier(arm, holding, rng, rate=200.0, encoder=0.0, seconds=30.0,
             return holding * np.tanh(v / 1e-3) + 0.3 * holding * v
     tau = rigid + friction(dq) + armature * ddq + \
         rng.standard_normal(q.shape) * 0.005 * np.abs(rigid).max(axis=0)
+    for start, seconds in holds:
+        still = (t >= start) & (t <= start + seconds)
+        tau[still] += rng.uniform(-1.0, 1.0, arm.n) * np.asarray(holding, dtype=float)
     return t, (q + rng.normal(0.0, encoder, q.shape) if encoder > 0 else q), tau
 
 

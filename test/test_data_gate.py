@@ -2129,9 +2129,10 @@ def test_sweeps_at_one_pose_a_joint_say_what_they_cannot_check(tmp_path, capsys)
             assert doc['fit']['unchecked_sweeps'] == {} and 'not checked' not in err, err
 
 
-def _convention_record(arm_name, seed=0):
+def _convention_record(arm_name, seed=0, holds=()):
     """(robot, t, q, τ) of a perturbed UR5's or Panda's 200 Hz Fourier record
-    (``arm_bags.realistic_fourier``, arm seed 100 + ``seed``, record seed ``seed``)."""
+    (``arm_bags.realistic_fourier``, arm seed 100 + ``seed``, record seed ``seed``, the
+    arm resting at ``holds``)."""
     from arm_bags import Arm, realistic_fourier
     from arm_dyn_id.validation.check import holding_friction
     urdf = str(example_robot({'ur5': 'ur_description/urdf/ur5_robot.urdf',
@@ -2139,7 +2140,7 @@ def _convention_record(arm_name, seed=0):
     arm = Arm(urdf).perturb(np.random.default_rng(100 + seed), mass=0.1, com=0.015)
     robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
     t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(seed),
-                                  200.0)
+                                  200.0, holds=holds)
     return robot, t, q, tau
 
 
@@ -2294,3 +2295,23 @@ def test_a_fit_the_model_gate_would_refuse_to_load_is_refused_naming_the_physics
     right = fit_full_samples(robot, t, q, tau, methods=('wls',))
     assert _physical(Plausibility(True, None, {}), right.model).ok
     assert physics(right.model)
+
+
+@pytest.mark.parametrize('arm_name', ['ur5', 'panda'])
+def test_rests_in_a_fourier_record_are_not_scored_against_the_model(arm_name):
+    """The arm rests twice for 5 s during its Fourier excitation (a quarter of the samples),
+    each joint holding a friction within ± its Coulomb level (stiction) there: the model
+    was right (0.01-0.02 % off the true gravity) and refused as "does not follow" the
+    lightest joint, whose held-out score counted the friction held at rest. A rest (every
+    joint slower than 0.03 rad/s for 1 s) is now left out of the score."""
+    from arm_dyn_id.identification.pipeline import fit_full_samples, judge_full_fit
+    robot, t, q, tau = _convention_record(arm_name, 16, holds=[(8.0, 5.0), (20.0, 5.0)])
+    fitted = fit_full_samples(robot, t, q, tau, methods=('wls',))
+    verdict = judge_full_fit(fitted, robot, tau, effort='torque')
+    assert verdict.ok, verdict
+    assert 0.2 < fitted.model.metadata['fit']['rests_not_scored'] < 0.3, \
+        fitted.model.metadata['fit']
+    # a Fourier record without rests has none to leave out
+    robot, t, q, tau = _convention_record(arm_name, 16)
+    assert fit_full_samples(robot, t, q, tau, methods=('wls',)).model.metadata['fit'][
+        'rests_not_scored'] == 0.0
