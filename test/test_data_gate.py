@@ -2249,6 +2249,18 @@ def test_an_effort_clipped_at_a_level_is_refused_naming_the_saturation(arm_name,
     assert _full_verdict(robot, t, q, tau).ok
 
 
+def test_two_efforts_swapped_are_no_saturation():
+    """A Panda's first two efforts swapped: the second joint then carries the first's
+    small torque, which the URDF's second joint's fits at a tenth of its scale with
+    friction, flat against its peaks. That was named a saturation; the swap is named."""
+    robot, t, q, tau = _convention_record('panda', 0)
+    swapped = tau.copy()
+    swapped[:, [0, 1]] = swapped[:, [1, 0]]
+    verdict = _full_verdict(robot, t, q, swapped)
+    assert not verdict.ok and verdict.cause == 'swap', verdict
+    assert 'saturation' not in verdict.checks
+
+
 def test_a_natural_peak_that_dwells_is_no_saturation():
     """A slow sweep's gravity torque dwells at its peak for seconds (a cosine through its
     top at 3°/s), within noise of it: the URDF's torque peaks there too, so no plateau is

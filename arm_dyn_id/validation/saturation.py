@@ -11,10 +11,12 @@ inertia. :func:`saturated` reads it before any of those.
 For each joint the URDF loads, on each side (its largest and its smallest effort): the
 samples within :data:`BAND` of the joint's range (at least 4 σ of its noise) of that
 extreme. When they are at least :data:`MIN_SHARE` of the recording, the URDF's torque
-(a scale, a constant, Coulomb and viscous friction, fitted on the other samples) is
-predicted there. At a natural peak the prediction peaks with the effort; at a plateau
-it goes on past the level: by more than :data:`BEYOND` of the range on the median
-sample, and spread over those samples more than 3 times the band the effort stays in.
+(a scale, a constant, Coulomb and viscous friction, fitted on the other samples, where
+it must explain all but :data:`UNEXPLAINED` of the joint's torque at a scale within
+:data:`SCALE`) is predicted there. At a natural peak the prediction peaks with the
+effort; at a plateau it goes on past the level: by more than :data:`BEYOND` of the range
+on the median sample, and spread over those samples more than 3 times the band the
+effort stays in.
 """
 
 import numpy as np
@@ -29,16 +31,28 @@ MIN_SHARE = 0.02
 #: how far past the level the URDF's torque goes on the median sample of the band, as a
 #: share of the joint's range (a clip at 80 % of a sine's peak: about 0.08)
 BEYOND = 0.04
+#: away from the level the URDF's torque must explain all but this share of the joint's
+#: (a joint whose effort is another's, swapped, reads flat against it)
+UNEXPLAINED = 0.2
+#: ... at a scale within these (a joint carrying another's effort, swapped, can fit the
+#: URDF's torque at a tenth of it with friction)
+SCALE = (0.5, 2.0)
 #: rad/s: the smooth sign of the friction fitted beside the URDF's torque
 SMOOTH = 0.01
 
 
 def _prediction(y, g, v, fit):
     """The URDF's torque ``g`` in the measured one's scale, with a constant and Coulomb and
-    viscous friction, fitted on the samples ``fit``; None when its scale is not positive."""
+    viscous friction, fitted on the samples ``fit``; None when its scale is not within
+    :data:`SCALE` or it leaves more than :data:`UNEXPLAINED` of their torque unexplained
+    (the joint does not follow the URDF's even away from the level: its wiring, units or
+    constants are judged instead)."""
     X = np.column_stack([g, np.ones(len(g)), np.tanh(v / SMOOTH), v])
     coef, *_ = np.linalg.lstsq(X[fit], y[fit], rcond=None)
-    return None if coef[0] <= 0 else X @ coef
+    spread = float(((y[fit] - y[fit].mean()) ** 2).sum())
+    left = float(((y[fit] - X[fit] @ coef) ** 2).sum())
+    ok = SCALE[0] <= coef[0] <= SCALE[1] and left <= UNEXPLAINED * spread
+    return X @ coef if ok else None
 
 
 def saturated(effort, nominal, velocity, joints, noise=None):
