@@ -2304,6 +2304,13 @@ def test_a_fit_the_model_gate_would_refuse_to_load_is_refused_naming_the_physics
         verdict.reason and 'saturates or is clipped' in verdict.reason, verdict.reason
     assert verdict.checks == {'held_out': 1, 'physics': verdict.checks['physics']}
     assert verdict.checks['physics'] in verdict.reason
+    # a tilt the gate read is said first: a UR5 tilted 3°, fitted upright, read a negative
+    # inertia on shoulder_pan (bench/user_cases.py)
+    tilted = 'the torques follow gravity tilted about 3.1° from the fit\'s'
+    verdict = _physical(Plausibility(True, None, {'gravity_tilt_warning': tilted}),
+                        fitted.model)
+    assert verdict.reason.startswith(f'{tilted}. As fitted: the fitted model is implausible'), \
+        verdict.reason
     right = fit_full_samples(robot, t, q, tau, methods=('wls',))
     assert _physical(Plausibility(True, None, {}), right.model).ok
     assert physics(right.model)

@@ -1755,12 +1755,15 @@ def _physical(verdict, model):
     try:
         physics(model)
     except ModelRefused as exc:
-        return type(verdict)(
-            False, f'{exc}, which every command and node refuses to load. No rigid arm '
-            'makes these torques: look for an effort that saturates or is clipped, a hand or '
-            'an obstacle on the arm during the recording, or a motion that leaves a '
-            'least-squares fit free there',
-            {**verdict.checks, 'physics': str(exc)}, 'implausible')
+        reason = (f'{exc}, which every command and node refuses to load. No rigid arm '
+                  'makes these torques: look for an effort that saturates or is clipped, a '
+                  'hand or an obstacle on the arm during the recording, or a motion that '
+                  'leaves a least-squares fit free there')
+        tilted = verdict.checks.get('gravity_tilt_warning')
+        if tilted:      # a UR5 tilted 3°, fitted upright: shoulder_pan's inertia negative
+            reason = f'{tilted}. As fitted: {reason}'
+        return type(verdict)(False, reason, {**verdict.checks, 'physics': str(exc)},
+                             'implausible')
     return verdict
 
 
