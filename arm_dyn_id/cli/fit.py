@@ -103,6 +103,11 @@ def add_arguments(parser):
                         help='full dynamics: the Fourier excitation plan the bag recorded '
                         '(arm-dyn-id design --out): its highest harmonic sets the cut-off '
                         'instead of the recording\'s band (recorder bags carry it)')
+    parser.add_argument('--effort-delay', type=float, metavar='SECONDS',
+                        help='the effort\'s lag behind the angles (s; negative: the angles\' '
+                        'behind the effort), a driver\'s latency or a filter on the current: '
+                        'the effort is moved back by it before the fit (a full fit reads the '
+                        'lag and says it from 4 ms)')
     parser.add_argument('--friction', metavar='SPEC',
                         help='full dynamics: friction model, "auto" (default, or the config\'s '
                         '"friction"): the smooth sign\'s width eps, then the terms, chosen '
@@ -174,6 +179,7 @@ def fit_bag(args, progress, say=print, painter=None):
         check_same_robot(bag, doc, config, force=args.force)
     urdf = config.urdf
     rec, read_s = read_all(args, conversion, progress, bags)
+    rec = _delayed(rec, getattr(args, 'effort_delay', None), progress)
     robot = RobotModel.from_urdf(urdf, joints=rec.joints, gravity=config.gravity,
                                  gravity_direction=config.gravity_direction)
     if not np.allclose(config.gravity_direction, (0.0, 0.0, -1.0)):
@@ -203,6 +209,30 @@ def fit_bag(args, progress, say=print, painter=None):
             context['choice'] = choice
             say(f'dynamics: full ({choice.reason})')
     return _fit_full(args, progress, **context)
+
+
+#: s: the largest --effort-delay taken (a lag beyond is not a driver's)
+MAX_EFFORT_DELAY = 0.5
+
+
+def _delayed(rec, delay, progress):
+    """The recording with its effort moved back by ``delay`` s (``--effort-delay``): the
+    effort at t is the one recorded at t + delay (the last ``delay`` s keep the last)."""
+    if delay is None or delay == 0:
+        return rec
+    if not (np.isfinite(delay) and abs(delay) <= MAX_EFFORT_DELAY):
+        raise ConfigError(f'--effort-delay {delay:g} must be a lag in seconds within '
+                          f'±{MAX_EFFORT_DELAY:g}')
+    from dataclasses import replace
+
+    def moved(x):
+        return None if x is None else np.column_stack(
+            [np.interp(rec.t + delay, rec.t, x[:, j]) for j in range(x.shape[1])])
+    progress.phase(f'effort moved back by {1000 * delay:.3g} ms (--effort-delay): the '
+                   'effort at each sample is the one recorded that much later')
+    return replace(rec, tau=moved(rec.tau), current=moved(rec.current),
+                   notes=tuple(rec.notes) + (f'effort moved back by {delay:g} s '
+                                             '(--effort-delay)',))
 
 
 def _gains(args, conversion, joints):

@@ -1720,6 +1720,8 @@ def _judge_full(fitted, robot, raw, effort, gains):
                                    fitted.record[1], list(robot.joint_names))
     if narrow:
         verdict.checks['narrow_motion_warning'] = narrow
+    if verdict.ok:
+        _read_lag(fitted, verdict.checks)
     if not verdict.ok or model.covariance is None:
         return verdict
     # held-out time blocks of the same motion: is the model determined elsewhere?
@@ -1727,6 +1729,25 @@ def _judge_full(fitted, robot, raw, effort, gains):
                              fitted.prepared.q)
     return _with_tilt(type(where)(where.ok, where.reason, {**verdict.checks, **where.checks},
                                   where.cause), verdict.checks.get('gravity_tilt'))[0]
+
+
+def _read_lag(fitted, checks):
+    """The effort's lag against the angles (:func:`arm_dyn_id.validation.timing.effort_lag`)
+    on the fit's samples, into ``checks``: ``effort_lag`` and, when it is said,
+    ``effort_lag_warning``."""
+    from arm_dyn_id.validation.timing import effort_lag, lag_message
+    prepared = fitted.prepared
+    if prepared.tau is None or prepared.dq is None:
+        return
+    read = effort_lag(prepared.t, prepared.tau, fitted.nominal, prepared.dq)
+    if read is None:
+        return
+    lag, best, recorded = read
+    checks['effort_lag'] = {'lag_s': lag, 'unexplained': best,
+                            'unexplained_as_recorded': recorded}
+    said = lag_message(lag, best, recorded)
+    if said:
+        checks['effort_lag_warning'] = said
 
 
 def _saturation(fitted, robot):

@@ -82,7 +82,7 @@ KINDS = ('gravity', 'full', 'floating')
 #: Warnings a fit writes into the model's ``fit`` section as it lets it through
 #: (``validation.plausibility.written_warnings``); admitting the model repeats them.
 FIT_WARNINGS = ('missing_load', 'effort_scale_warning', 'gravity_tilt_warning',
-                'narrow_motion_warning', 'pair_offset_warning')
+                'narrow_motion_warning', 'pair_offset_warning', 'effort_lag_warning')
 _FORCE_REJECTED = '--force/accept_rejected:=true uses it anyway'
 _FORCE_URDF = '--force/accept_other_urdf:=true uses it anyway'
 

@@ -1348,7 +1348,8 @@ def written_warnings(checks):
     ``effort_scale_warning``: a joint's effort reads high against the others';
     ``gravity_tilt_warning``: the torques follow gravity tilted from the URDF's;
     ``narrow_motion_warning``: a joint barely moved; ``pair_offset_warning``: a gravity
-    fit from sweeps moves with each swept joint's constant in its pair averages free)."""
+    fit from sweeps moves with each swept joint's constant in its pair averages free;
+    ``effort_lag_warning``: the effort lags the angles)."""
     found = {'missing_load': load_warning(checks),
              'effort_scale_warning': effort_scale_warning(checks),
              # a base that is not level (identification.tilt: gravity_tilt, sweep_tilt)
@@ -1357,7 +1358,9 @@ def written_warnings(checks):
              'narrow_motion_warning': (checks or {}).get('narrow_motion_warning'),
              # sweeps whose model moves with the pair offsets free
              # (identification.gravity.pair_offset_warning)
-             'pair_offset_warning': (checks or {}).get('pair_offset_warning')}
+             'pair_offset_warning': (checks or {}).get('pair_offset_warning'),
+             # the effort lags the angles (validation.timing)
+             'effort_lag_warning': (checks or {}).get('effort_lag_warning')}
     assert tuple(found) == FIT_WARNINGS, 'model.gate.FIT_WARNINGS lists these keys'
     return {key: text for key, text in found.items() if text}
 
