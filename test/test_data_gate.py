@@ -2193,6 +2193,36 @@ def test_effort_delay_moves_the_effort_back_before_the_fit(tmp_path, capsys):
     assert code == 2 and '--effort-delay 2 must be a lag in seconds within ±0.5' in err, err
 
 
+def test_validate_judges_a_full_model_level_with_its_whole_torque(tmp_path, capsys):
+    """A right Panda model scored on a right 0.3 Hz recording of the same arm: its third
+    joint carries more inertial torque than gravity, and against the model's gravity
+    alone its level read -0.75: validate refused the recording as a flipped sign. The
+    level of a full model is its whole torque; a flipped sign is still refused."""
+    from arm_dyn_id.data.bag_writer import write_bag
+    robot, t, q, tau, urdf = _lagged_record('panda', 17, 0.0)
+    names = list(robot.joint_names)
+    write_bag(tmp_path / 'train', 1.7e9 + t, names, q, tau)
+    common = ['--urdf', urdf, '--effort', 'torque']
+    code, _, err = run(capsys, 'fit', tmp_path / 'train', *common, '--no-report', '--out',
+                       tmp_path / 'fit')
+    assert code == 0, err
+    from arm_bags import Arm, realistic_fourier
+    from arm_dyn_id.validation.check import holding_friction
+    arm = Arm(urdf).perturb(np.random.default_rng(117), mass=0.1, com=0.015)
+    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(1017),
+                                  200.0, base_hz=0.3)
+    write_bag(tmp_path / 'held', 1.7e9 + t, names, q, tau)
+    code, out, err = run(capsys, 'validate', tmp_path / 'fit' / 'model.yaml',
+                         tmp_path / 'held', '--effort', 'torque')
+    assert code == 0 and 'opposite sign' not in err and 'PASS' in out + err, err
+    flipped = tau.copy()
+    flipped[:, 1] *= -1
+    write_bag(tmp_path / 'flipped', 1.7e9 + t, names, q, flipped)
+    code, _, err = run(capsys, 'validate', tmp_path / 'fit' / 'model.yaml',
+                       tmp_path / 'flipped', '--effort', 'torque')
+    assert code == 2 and "panda_joint2's torque has the opposite sign" in err, err
+
+
 def _convention_record(arm_name, seed=0, holds=()):
     """(robot, t, q, τ) of a perturbed UR5's or Panda's 200 Hz Fourier record
     (``arm_bags.realistic_fourier``, arm seed 100 + ``seed``, record seed ``seed``, the

@@ -266,11 +266,35 @@ LEVEL_ROWS = 5000
 LEVEL_LIMIT = 3.0
 
 
+def _whole_torque(model, rec):
+    """``(measured, expected)`` of a full model on a recording: the torque through the
+    model's own filter and the model's whole torque (rigid body and friction) there, at
+    most :data:`LEVEL_ROWS` samples; None for a gravity model or a recording the filter
+    cannot prepare. A Panda's third joint at a 0.3 Hz Fourier excitation carries more
+    inertial torque than gravity: against its gravity alone its level read -0.75, and
+    validate refused a right recording of a right model as a flipped sign."""
+    if getattr(model, 'dynamics', None) != 'full':
+        return None
+    import numpy as np
+    from arm_dyn_id.data.preparation import prepare
+    from arm_dyn_id.identification.full_dynamics import predict_model
+    prep = model.metadata.get('preparation') or {}
+    try:
+        data = prepare(rec.t, rec.q, rec.tau, cutoff_hz=prep.get('cutoff_hz'),
+                       order=int(prep.get('order', 4)), decimate=1)
+    except (DataError, ValueError, ArithmeticError, np.linalg.LinAlgError):
+        return None
+    take = slice(None, None, max(1, len(data.t) // LEVEL_ROWS))
+    return data.tau[take], predict_model(model, data.q[take], data.dq[take],
+                                         data.ddq[take])
+
+
 def check_level(model, path, rec, bag, effort, conversion, force=False, use='used',
                 gravity=None):
     """Refuse a recording whose torque is not the model's arm's in N·m, from its level
     (:func:`arm_dyn_id.validation.plausibility.judge_level` against the model's gravity
-    torque, which dominates where it stands well above the friction a joint may hold):
+    torque, which dominates where it stands well above the friction a joint may hold; a
+    full model's whole torque through its own filter, :func:`_whole_torque`):
     effort read in other units or with other constants than the model's (every judged
     joint off the same way: a payload the model lacks raises some joints more than
     others), a flipped sign. Works on a pose held still (a contact recording). ``path``:
@@ -281,10 +305,14 @@ def check_level(model, path, rec, bag, effort, conversion, force=False, use='use
     from arm_dyn_id.validation.check import holding_friction
     from arm_dyn_id.validation.plausibility import judge_level
     take = slice(None, None, max(1, rec.n_samples // LEVEL_ROWS))
-    q, tau = rec.q[take], rec.tau[take]
-    rows = np.all(np.isfinite(q), axis=1)
-    expected = np.full(tau.shape, np.nan)
-    expected[rows] = model.gravity_torques(q[rows], gravity=gravity)
+    moving = _whole_torque(model, rec) if gravity is None else None
+    if moving is not None:
+        tau, expected = moving
+    else:
+        q, tau = rec.q[take], rec.tau[take]
+        rows = np.all(np.isfinite(q), axis=1)
+        expected = np.full(tau.shape, np.nan)
+        expected[rows] = model.gravity_torques(q[rows], gravity=gravity)
     gains = conversion.gains if effort == 'current' else None
     # the friction a joint may hold: the URDF's bound, or the model's own static friction
     floor = np.maximum(holding_friction(model.robot), holding_bounds(model, 1.0))
