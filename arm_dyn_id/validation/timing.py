@@ -40,21 +40,24 @@ ROWS = 1500
 WIDTHS = (0.01, 0.1, 0.3)
 
 
-def _unexplained(y, g, v):
-    """Per joint, the share of ``y``'s variance that the URDF's ``g`` (a scale), a constant,
-    Coulomb shapes of :data:`WIDTHS` and viscous friction in ``v`` leave; and which joints
-    are loaded (the URDF's torque varies by more than 5 % of the most loaded joint's)."""
+def _unexplained(moved, g, v):
+    """Per loaded joint, the share of each lag's torque (``moved[j]``: (M, lags)) that the
+    URDF's ``g`` (a scale), a constant, viscous friction in ``v`` and Coulomb shapes of
+    :data:`WIDTHS` leave, least squares: (loaded joints, lags); and which joints are
+    loaded (the URDF's torque varies by more than 5 % of the most loaded joint's)."""
     amp = g.std(axis=0)
-    loaded = amp > 0.05 * amp.max() if amp.max() > 0 else np.zeros(g.shape[1], bool)
-    share = np.ones(g.shape[1])
-    for j in np.flatnonzero(loaded):
+    loaded = np.flatnonzero(amp > 0.05 * amp.max()) if amp.max() > 0 else np.array([], int)
+    shares = []
+    for j in loaded:
         X = np.column_stack([g[:, j], np.ones(len(g)), v[:, j]] +
                             [np.tanh(v[:, j] / w) for w in WIDTHS])
-        coef, *_ = np.linalg.lstsq(X, y[:, j], rcond=None)
-        tss = float(((y[:, j] - y[:, j].mean()) ** 2).sum())
-        if tss > 0:
-            share[j] = float(((y[:, j] - X @ coef) ** 2).sum()) / tss
-    return share, loaded
+        basis = np.linalg.qr(X)[0]          # the same columns at every lag: one QR
+        y = moved[j]
+        left = y - basis @ (basis.T @ y)
+        tss = ((y - y.mean(axis=0)) ** 2).sum(axis=0)
+        shares.append(np.where(tss > 0, (left ** 2).sum(axis=0) / np.maximum(tss, 1e-300),
+                               1.0))
+    return np.array(shares), loaded
 
 
 def effort_lag(t, measured, nominal, velocity):
@@ -75,15 +78,14 @@ def effort_lag(t, measured, nominal, velocity):
     if len(rows) < 50 or finite.sum() < 50:
         return None
     rows = rows[::max(1, len(rows) // ROWS)]
-    shares = []
-    for lag in LAGS:
-        moved = np.column_stack([np.interp(t[rows] + lag, t[finite], y[finite, j])
-                                 for j in range(y.shape[1])])
-        share, loaded = _unexplained(moved, g[rows], v[rows])
-        if not loaded.any():
-            return None
-        shares.append(float(share[loaded].mean()))
-    shares = np.array(shares)
+    at = (t[rows][:, None] + LAGS[None, :]).ravel()
+    tf = t[finite]
+    moved = [np.interp(at, tf, y[finite, j]).reshape(len(rows), len(LAGS))
+             for j in range(y.shape[1])]
+    share, loaded = _unexplained(moved, g[rows], v[rows])
+    if not len(loaded):
+        return None
+    shares = share.mean(axis=0)
     best = int(np.argmin(shares))
     return float(LAGS[best]), float(shares[best]), float(shares[np.argmin(np.abs(LAGS))])
 
