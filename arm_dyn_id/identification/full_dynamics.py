@@ -605,11 +605,12 @@ def moving_rows(prepared):
 REST_SECONDS = 1.0
 
 
-def rest_rows(prepared, keep_share=MOVING_SHARE):
+def rest_rows(prepared):
     """The samples where the arm rests: every joint slower than :data:`SLOW_SPEED` for at
     least :data:`REST_SECONDS` (and :data:`SLOW_SPREAD` / cut-off s either side), (M,)
-    bool, or None when there are none or they are more than ``1 - keep_share`` of the
-    recording (then the rests are what it shows). A simulated UR5 and Panda resting twice
+    bool, or None when there are none. The fit leaves them out of its held-out score
+    unless they are more than ``1 - MOVING_SHARE`` of the recording (then the rests are
+    what it shows, and a refusal names them). A simulated UR5 and Panda resting twice
     for 5 s during their Fourier excitation (a quarter of the samples), stiction within
     ±F_c there, were refused as "does not follow" their lightest joint with the model
     0.01-0.02 % off: the held-out score counted the friction held at rest."""
@@ -630,7 +631,7 @@ def rest_rows(prepared, keep_share=MOVING_SHARE):
         if half > 0:
             rest = scipy.ndimage.maximum_filter1d(rest, size=2 * half + 1)
     rest = rest.astype(bool)
-    return rest if rest.any() and rest.mean() <= 1.0 - keep_share else None
+    return rest if rest.any() else None
 
 
 def _left_out(keep, joints):
@@ -1062,7 +1063,9 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
     validation = {}
     ok = np.all(np.isfinite(held_pred), axis=1)
     rest = rest_rows(prepared)
-    if rest is not None:
+    rests = 0.0 if rest is None else float(rest.mean())
+    scored_rests = rest is not None and rests <= 1.0 - MOVING_SHARE
+    if scored_rests:
         # scored on motion: the friction the arm holds at rest is stiction, which no model
         # predicts
         ok = ok & ~rest
@@ -1112,8 +1115,10 @@ def fit_full(robot, t, q, tau, config=None, methods=FULL_METHODS, cutoff_hz=None
                                  'spread_s': SLOW_SPREAD / max(
                                      float(prepared.info.get('cutoff_hz') or 0), 1e-9),
                                  'left_out': _left_out(keep, robot.joint_names)},
-                # the share of the samples where the arm rests (rest_rows), not scored
-                'rests_not_scored': 0.0 if rest is None else round(float(rest.mean()), 4),
+                # the share of the samples where the arm rests (rest_rows), and of those
+                # left out of the held-out score (all of them, unless half or more)
+                'rests': round(rests, 4),
+                'rests_not_scored': round(rests, 4) if scored_rests else 0.0,
                 # each joint's effort scale against the others', pinned by the rigid body's
                 # coupling (the data gate judges it: one torque constant off)
                 'effort_scales': scales,
