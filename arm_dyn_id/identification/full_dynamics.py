@@ -568,6 +568,18 @@ def _choose_friction(robot, base, t, q, tau, noise, holdout, **options):
     return prepared, W, model, selection, Wu
 
 
+def _spread(mask, prepared, dt):
+    """``mask`` (samples along axis 0, bool) widened by :data:`SLOW_SPREAD` / cut-off s
+    either side: the filter spreads a sample's torque over its neighbours."""
+    cutoff = float(prepared.info.get('cutoff_hz') or np.nan)
+    if np.isfinite(cutoff) and cutoff > 0 and dt > 0:
+        half = int(np.ceil(SLOW_SPREAD / cutoff / dt - 1e-6))
+        if half > 0:
+            return scipy.ndimage.maximum_filter1d(mask.astype(np.uint8), size=2 * half + 1,
+                                                  axis=0).astype(bool)
+    return mask
+
+
 def moving_rows(prepared):
     """Which of each joint's prepared samples the full fit uses: (M, n) float 0/1, or None
     when it uses them all.
@@ -584,14 +596,7 @@ def moving_rows(prepared):
     if dq is None or len(dq) < 3:
         return None
     slow = ~(np.abs(dq) >= SLOW_SPEED)          # NaN counts as slow
-    dt = float(np.median(np.diff(prepared.t)))
-    cutoff = float(prepared.info.get('cutoff_hz') or np.nan)
-    if np.isfinite(cutoff) and cutoff > 0 and dt > 0:
-        half = int(np.ceil(SLOW_SPREAD / cutoff / dt - 1e-6))
-        if half > 0:
-            slow = scipy.ndimage.maximum_filter1d(slow.astype(np.uint8), size=2 * half + 1,
-                                                  axis=0).astype(bool)
-    keep = ~slow
+    keep = ~_spread(slow, prepared, float(np.median(np.diff(prepared.t))))
     share = keep.mean(axis=0)
     keep[:, share < MOVING_SHARE] = True
     if keep.all():
@@ -623,14 +628,8 @@ def rest_rows(prepared):
     still = np.all(np.abs(dq) < SLOW_SPEED, axis=1).astype(np.uint8)
     span = int(np.ceil(REST_SECONDS / dt - 1e-6)) | 1
     # in a still run at least REST_SECONDS long: the opening (erosion, then dilation)
-    rest = scipy.ndimage.maximum_filter1d(scipy.ndimage.minimum_filter1d(still, size=span),
-                                          size=span)
-    cutoff = float(prepared.info.get('cutoff_hz') or np.nan)
-    if np.isfinite(cutoff) and cutoff > 0:
-        half = int(np.ceil(SLOW_SPREAD / cutoff / dt - 1e-6))
-        if half > 0:
-            rest = scipy.ndimage.maximum_filter1d(rest, size=2 * half + 1)
-    rest = rest.astype(bool)
+    rest = _spread(scipy.ndimage.maximum_filter1d(
+        scipy.ndimage.minimum_filter1d(still, size=span), size=span).astype(bool), prepared, dt)
     return rest if rest.any() else None
 
 
