@@ -46,26 +46,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'test'))
 
 import benchlib  # noqa: E402
-from arm_bags import Arm, example_robot, realistic_fourier  # noqa: E402
 from full_gate_rates import gravity_error  # noqa: E402
+from user_cases import record  # noqa: E402
 
 from arm_dyn_id.data.bag_writer import write_bag  # noqa: E402
-from arm_dyn_id.model.robot import RobotModel  # noqa: E402
-from arm_dyn_id.validation.check import holding_friction  # noqa: E402
 
-URDFS = {'ur5': 'ur_description/urdf/ur5_robot.urdf',
-         'panda': 'panda_description/urdf/panda.urdf'}
 RATE = 200.0
-
-
-def record(key, seed, **options):
-    """(arm, urdf, t, q, τ) of one true arm's Fourier record."""
-    urdf = str(example_robot(URDFS[key]))
-    arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
-    robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
-    t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(seed),
-                                  RATE, **options)
-    return arm, urdf, t, q, tau
 
 
 def late(t, x, seconds):

@@ -50,8 +50,9 @@ URDFS = {'ur5': 'ur_description/urdf/ur5_robot.urdf',
          'panda': 'panda_description/urdf/panda.urdf'}
 
 
-def record(key, seed, tilt_deg=0.0, amplitude=None, rate=200.0):
-    """(arm, urdf, t, q, τ) of one case's true arm."""
+def record(key, seed, tilt_deg=0.0, rate=200.0, **options):
+    """(arm, urdf, t, q, τ) of one case's true arm (``options``: realistic_fourier's, e.g.
+    ``amplitude``, ``holds``, ``base_hz``)."""
     urdf = str(example_robot(URDFS[key]))
     arm = Arm(urdf).perturb(np.random.default_rng(seed + 100), mass=0.1, com=0.015)
     if tilt_deg:
@@ -61,7 +62,7 @@ def record(key, seed, tilt_deg=0.0, amplitude=None, rate=200.0):
         arm.data = arm.model.createData()
     robot = RobotModel.from_urdf(urdf, joints=list(arm.joints))
     t, q, tau = realistic_fourier(arm, holding_friction(robot), np.random.default_rng(seed),
-                                  rate, amplitude=amplitude)
+                                  rate, **options)
     return arm, urdf, t, q, tau
 
 
