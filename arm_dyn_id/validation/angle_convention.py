@@ -49,6 +49,13 @@ SCALE = (0.5, 2.0)
 SMOOTH = 0.01
 
 
+def loaded_joints(nominal):
+    """(n,) bool: the joints whose URDF torque (``nominal``, (M, n)) varies by more than
+    :data:`LOADED_SHARE` of the most loaded joint's (none when no joint's varies)."""
+    amp = np.asarray(nominal, dtype=float).std(axis=0)
+    return amp > LOADED_SHARE * amp.max() if amp.max() > 0 else np.zeros(len(amp), bool)
+
+
 def explained(measured, nominal, velocity=None, smooth=SMOOTH):
     """``(unexplained, scales, loaded)``: each joint's measured torque fitted by the URDF's
     (a scale, not negative: a torque against the URDF's is not explained by it), a
@@ -57,8 +64,7 @@ def explained(measured, nominal, velocity=None, smooth=SMOOTH):
     its measured torque (about its mean) the fit leaves, its scale, and which joints are
     loaded (the URDF's torque varies there)."""
     y, g = np.asarray(measured, dtype=float), np.asarray(nominal, dtype=float)
-    amp = g.std(axis=0)
-    loaded = amp > LOADED_SHARE * amp.max() if amp.max() > 0 else np.zeros(g.shape[1], bool)
+    loaded = loaded_joints(g)
     share = np.ones(g.shape[1])
     scales = np.zeros(g.shape[1])
     for j in range(g.shape[1]):

@@ -21,9 +21,8 @@ effort stays in.
 
 import numpy as np
 
-#: a joint is read where the URDF's torque varies by more than this share of the most
-#: loaded joint's (the data gate's LOADED_SHARE)
-LOADED_SHARE = 0.05
+from arm_dyn_id.validation.angle_convention import loaded_joints
+
 #: the band below a joint's extreme effort (a share of its range; at least 4 σ of noise)
 BAND = 0.005
 #: the share of the samples within the band at which a plateau is looked for
@@ -83,11 +82,10 @@ def saturated(effort, nominal, velocity, joints, noise=None):
     y, g, v = y[ok], g[ok], v[ok]
     if len(y) < 50:
         return []
-    amp = g.std(axis=0)
     sigma = np.zeros(y.shape[1]) if noise is None else np.nan_to_num(
         np.asarray(noise, dtype=float))
     found = []
-    for j in np.flatnonzero(amp > LOADED_SHARE * amp.max()) if amp.max() > 0 else []:
+    for j in np.flatnonzero(loaded_joints(g)):
         span = float(np.ptp(y[:, j]))
         if span <= 0:
             continue

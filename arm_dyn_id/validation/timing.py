@@ -21,6 +21,8 @@ it more; ``--effort-delay`` moves the effort back by it.
 
 import numpy as np
 
+from arm_dyn_id.validation.angle_convention import loaded_joints
+
 #: s: the lags tried, effort after the angles positive
 LAGS = np.arange(-50, 51, 2) / 1000.0
 #: s: the least lag said
@@ -45,8 +47,7 @@ def _unexplained(moved, g, v):
     URDF's ``g`` (a scale), a constant, viscous friction in ``v`` and Coulomb shapes of
     :data:`WIDTHS` leave, least squares: (loaded joints, lags); and which joints are
     loaded (the URDF's torque varies by more than 5 % of the most loaded joint's)."""
-    amp = g.std(axis=0)
-    loaded = np.flatnonzero(amp > 0.05 * amp.max()) if amp.max() > 0 else np.array([], int)
+    loaded = np.flatnonzero(loaded_joints(g))
     shares = []
     for j in loaded:
         X = np.column_stack([g[:, j], np.ones(len(g)), v[:, j]] +
